@@ -1,0 +1,37 @@
+// What the three mains share: exit codes, the one-line `error:` report, flag
+// parsing that maps CLI11's errors onto exit code 2.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+#include "libquant/core/status.h"
+
+namespace qtool {
+
+// Exit codes of DESIGN "Command-line contract".
+constexpr int kExitOk = 0;
+constexpr int kExitInternal = 1;
+constexpr int kExitBadInput = 2;
+constexpr int kExitGateFailed = 3;
+
+int exit_code(const quant::Status& status);
+
+// Prints `error: <message>` on stderr and returns the status' exit code.
+int report(const quant::Status& status);
+
+// Parses argv into `app`; on --help/--version prints and returns 0 through
+// `exit_now`, on a flag error prints one `error:` line and returns 2.
+// Returns true when the caller should go on.
+bool parse_flags(CLI::App& app, int argc, char** argv, int& exit_now);
+
+// Runs `body`, turning escaped exceptions (bad_alloc, ...) into exit code 1
+// with an `error:` line instead of a crash.
+int guarded_main(const std::function<int()>& body);
+
+// Sets up logging: warnings and errors only unless --verbose.
+void init_logging(bool verbose);
+
+}  // namespace qtool

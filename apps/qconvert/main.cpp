@@ -1,0 +1,112 @@
+// qconvert: float model + profile -> quantized ONNX model (QDQ form).
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "apps/common/cli.h"
+#include "libquant/core/file_util.h"
+#include "libquant/core/sha256.h"
+#include "libquant/ir/signature.h"
+#include "libquant/onnx/model_io.h"
+#include "libquant/passes/qdq.h"
+#include "libquant/profile/profile.h"
+
+namespace {
+
+using quant::Status;
+
+struct Flags {
+  std::string model, profile, output, report;
+  std::string schema = "asymmetric";
+  std::string activations = "uint8";
+  std::string weights = "int8";
+  std::string calibration = "minmax";
+  std::string format = "qdq";
+  bool per_tensor = false;
+  bool per_channel = false;
+  bool force = false;
+  bool verbose = false;
+};
+
+nlohmann::json params_json(const quant::QuantParams& p) {
+  return {{"type", std::string(quant::dtype_name(p.qtype))}, {"scale", p.scale}, {"zero_point", p.zero_point},
+          {"axis", p.per_tensor() ? nlohmann::json(nullptr) : nlohmann::json(p.axis)}};
+}
+
+std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r) {
+  nlohmann::json j;
+  j["model"] = f.model;
+  j["profile"] = f.profile;
+  j["options"] = {{"schema", f.schema}, {"activations", f.activations}, {"weights", f.weights},
+                  {"granularity", f.per_tensor ? "per-tensor" : "per-channel"}, {"calibration", f.calibration},
+                  {"format", f.format}};
+  for (const auto& t : r.tensors) {
+    nlohmann::json e = {{"tensor", t.tensor}, {"kind", t.kind}, {"method", t.method}, {"params", params_json(t.params)}};
+    if (t.kind == "activation") e["range"] = {t.range.min, t.range.max};
+    j["tensors"].push_back(e);
+  }
+  for (const auto& n : r.nodes)
+    j["nodes"].push_back({{"node", n.node}, {"op_type", n.op_type}, {"quantized", n.quantized}, {"reason", n.reason}});
+  return j.dump(2) + "\n";
+}
+
+Status convert(const Flags& f) {
+  QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
+  QT_ASSIGN_OR_RETURN(std::string profile_bytes, quant::read_file(f.profile));
+  QT_ASSIGN_OR_RETURN(auto profile, quant::profile::load_profile(f.profile));
+  if (profile.graph_signature != quant::ir::graph_signature(*graph) && !f.force) {
+    return Status::bad_input(f.profile + " was made from another model (" + profile.model_path + ") than " + f.model +
+                             "; pass --force to use it anyway");
+  }
+  quant::passes::QuantizeOptions opt;
+  QT_ASSIGN_OR_RETURN(opt.schema, quant::calib::schema_from_name(f.schema));
+  opt.activations = *quant::dtype_from_name(f.activations);
+  opt.weights = *quant::dtype_from_name(f.weights);
+  opt.per_channel = !f.per_tensor;
+  opt.calibration = f.calibration;
+  QT_ASSIGN_OR_RETURN(auto report, quant::passes::insert_qdq(*graph, profile, opt));
+
+  // Provenance (DESIGN "Output models").
+  graph->metadata.emplace_back("qtool.version", QTOOL_VERSION);
+  graph->metadata.emplace_back("qtool.schema", f.schema);
+  graph->metadata.emplace_back("qtool.activations", f.activations);
+  graph->metadata.emplace_back("qtool.weights", f.weights);
+  graph->metadata.emplace_back("qtool.granularity", f.per_tensor ? "per-tensor" : "per-channel");
+  graph->metadata.emplace_back("qtool.calibration", f.calibration);
+  graph->metadata.emplace_back("qtool.format", f.format);
+  graph->metadata.emplace_back("qtool.profile_digest", quant::sha256_hex(profile_bytes));
+  graph->producer_name = "qtool";
+  graph->producer_version = QTOOL_VERSION;
+
+  // Write the report first: both files are atomic, and a failed report never
+  // leaves a model behind that claims a report exists.
+  if (!f.report.empty()) QT_RETURN_IF_ERROR(quant::write_file_atomic(f.report, report_json(f, report)));
+  return quant::onnx_io::save_model(*graph, f.output);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return qtool::guarded_main([&] {
+    CLI::App app{"qconvert: quantize a float ONNX model with a qprofile profile"};
+    app.set_version_flag("--version", QTOOL_VERSION);
+    Flags f;
+    app.add_option("model", f.model, "float model (.onnx)")->required()->check(CLI::ExistingFile);
+    app.add_option("--profile", f.profile, "profile from qprofile (.json)")->required()->check(CLI::ExistingFile);
+    app.add_option("-o,--output", f.output, "quantized model to write (.onnx)")->required();
+    app.add_option("--schema", f.schema, "asymmetric|symmetric|symmetric-uint8|power2-scale")
+        ->check(CLI::IsMember({"asymmetric", "symmetric", "symmetric-uint8", "power2-scale"}));
+    app.add_option("--activations", f.activations, "activation precision")->check(CLI::IsMember({"uint8", "int8"}));
+    app.add_option("--weights", f.weights, "weight precision")->check(CLI::IsMember({"int8"}));
+    auto* pt = app.add_flag("--per-tensor", f.per_tensor, "one scale per weight tensor");
+    app.add_flag("--per-channel", f.per_channel, "one scale per output channel (default)")->excludes(pt);
+    app.add_option("--calibration", f.calibration, "minmax|percentile[:P]|kl|mse");
+    app.add_option("--format", f.format, "output form")->check(CLI::IsMember({"qdq"}));
+    app.add_option("--report", f.report, "write every decision as JSON");
+    app.add_flag("--force", f.force, "use a profile made from another model");
+    app.add_flag("-v,--verbose", f.verbose, "debug logging");
+    int code = 0;
+    if (!qtool::parse_flags(app, argc, argv, code)) return code;
+    qtool::init_logging(f.verbose);
+    return qtool::report(convert(f));
+  });
+}

@@ -1,0 +1,238 @@
+// qrun: runs a float or quantized model on the reference interpreter, writes
+// outputs, and compares against a float reference with accuracy gates.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "apps/common/cli.h"
+#include "apps/common/data.h"
+#include "apps/common/progress.h"
+#include "libquant/interp/compare.h"
+#include "libquant/interp/session.h"
+#include "libquant/io/npy.h"
+#include "libquant/onnx/model_io.h"
+
+namespace {
+
+using quant::Expected;
+using quant::Status;
+using quant::Tensor;
+
+struct Flags {
+  std::string model;
+  qtool::DataFlags data;
+  std::string out_dir;
+  std::string reference;
+  std::string labels;
+  double min_snr = -std::numeric_limits<double>::infinity();
+  double min_cosine = -1;
+  double max_accuracy_drop = std::numeric_limits<double>::infinity();
+  bool json = false;
+  bool quiet = false;
+  bool verbose = false;
+};
+
+// Counts of correct predictions for one model.
+struct Accuracy {
+  int64_t top1 = 0, top5 = 0, rows = 0;
+  double top1_pct() const { return rows ? 100.0 * static_cast<double>(top1) / static_cast<double>(rows) : 0; }
+  double top5_pct() const { return rows ? 100.0 * static_cast<double>(top5) / static_cast<double>(rows) : 0; }
+};
+
+struct Summary {
+  int64_t samples = 0;
+  quant::interp::ErrorStats error;
+  int64_t agree = 0, rows = 0;
+  Accuracy tested, reference;
+  bool has_labels = false;
+};
+
+Expected<std::vector<int64_t>> read_labels(const std::string& path) {
+  QT_ASSIGN_OR_RETURN(Tensor t, quant::io::read_npy(path));
+  if (t.dtype() != quant::DType::Int64 && t.dtype() != quant::DType::Int32)
+    return Status::bad_input(path + ": labels must be an int64 or int32 array, got " + std::string(quant::dtype_name(t.dtype())));
+  std::vector<int64_t> labels(static_cast<size_t>(t.size()));
+  for (int64_t i = 0; i < t.size(); ++i) labels[static_cast<size_t>(i)] = t.as_int64(i);
+  return labels;
+}
+
+void score(const Tensor& out, const std::vector<int64_t>& labels, int64_t first_row, Accuracy& acc) {
+  const int64_t classes = out.dim(out.rank() - 1);
+  const auto top1 = quant::interp::argmax_rows(out);
+  for (size_t r = 0; r < top1.size(); ++r) {
+    const int64_t label = labels[static_cast<size_t>(first_row) + r];
+    acc.top1 += top1[r] == label;
+    acc.top5 += quant::interp::in_top_k(out.data<float>() + static_cast<int64_t>(r) * classes, classes, label, 5);
+    ++acc.rows;
+  }
+}
+
+Status write_outputs(const std::string& dir, const std::string& stem, const std::vector<Tensor>& outs) {
+  for (size_t k = 0; k < outs.size(); ++k) {
+    std::string path = (std::filesystem::path(dir) / (stem + ".out" + std::to_string(k) + ".npy")).string();
+    QT_RETURN_IF_ERROR(quant::io::write_npy(path, outs[k]));
+  }
+  return Status::ok();
+}
+
+void print_summary(const Flags& f, const Summary& s) {
+  const bool compare = !f.reference.empty();
+  if (f.json) {
+    nlohmann::json j;
+    j["samples"] = s.samples;
+    if (compare) {
+      const double snr = s.error.snr_db();
+      j["snr_db"] = std::isfinite(snr) ? nlohmann::json(snr) : nlohmann::json(snr > 0 ? "inf" : "-inf");
+      j["cosine"] = s.error.cosine();
+      j["max_abs_error"] = s.error.max_abs_error();
+      j["mean_abs_error"] = s.error.mean_abs_error();
+      j["top1_agreement"] = s.rows ? static_cast<double>(s.agree) / static_cast<double>(s.rows) : 0.0;
+    }
+    if (s.has_labels) {
+      j["accuracy"] = {{"top1", s.tested.top1_pct()}, {"top5", s.tested.top5_pct()}, {"rows", s.tested.rows}};
+      if (compare) {
+        j["reference_accuracy"] = {{"top1", s.reference.top1_pct()}, {"top5", s.reference.top5_pct()}};
+        j["accuracy_drop_pp"] = s.reference.top1_pct() - s.tested.top1_pct();
+      }
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::printf("samples: %lld\n", static_cast<long long>(s.samples));
+  if (s.has_labels) {
+    if (compare) {
+      std::printf("float accuracy: %.2f%% (%lld/%lld), top-5 %.2f%%\n", s.reference.top1_pct(),
+                  static_cast<long long>(s.reference.top1), static_cast<long long>(s.reference.rows), s.reference.top5_pct());
+      std::printf("quantized accuracy: %.2f%% (%lld/%lld), top-5 %.2f%%\n", s.tested.top1_pct(),
+                  static_cast<long long>(s.tested.top1), static_cast<long long>(s.tested.rows), s.tested.top5_pct());
+      std::printf("accuracy drop: %.2f pp\n", s.reference.top1_pct() - s.tested.top1_pct());
+    } else {
+      std::printf("accuracy: %.2f%% (%lld/%lld), top-5 %.2f%%\n", s.tested.top1_pct(), static_cast<long long>(s.tested.top1),
+                  static_cast<long long>(s.tested.rows), s.tested.top5_pct());
+    }
+  }
+  if (compare) {
+    std::printf("top-1 agreement: %.2f%% (%lld/%lld)\n",
+                s.rows ? 100.0 * static_cast<double>(s.agree) / static_cast<double>(s.rows) : 0.0,
+                static_cast<long long>(s.agree), static_cast<long long>(s.rows));
+    std::printf("SNR: %.2f dB\n", s.error.snr_db());
+    std::printf("cosine: %.6f\n", s.error.cosine());
+    std::printf("max abs error: %.6g\n", s.error.max_abs_error());
+    std::printf("mean abs error: %.6g\n", s.error.mean_abs_error());
+  }
+}
+
+// Accuracy gates: the first failing one names the metric (exit 3).
+Status check_gates(const Flags& f, const Summary& s) {
+  if (f.reference.empty()) return Status::ok();
+  char buf[160];
+  if (s.error.snr_db() < f.min_snr) {
+    std::snprintf(buf, sizeof buf, "gate failed: SNR %.2f dB < --min-snr %.2f dB", s.error.snr_db(), f.min_snr);
+    return Status::gate_failed(buf);
+  }
+  if (s.error.cosine() < f.min_cosine) {
+    std::snprintf(buf, sizeof buf, "gate failed: cosine %.6f < --min-cosine %.6f", s.error.cosine(), f.min_cosine);
+    return Status::gate_failed(buf);
+  }
+  const double drop = s.reference.top1_pct() - s.tested.top1_pct();
+  if (s.has_labels && drop > f.max_accuracy_drop) {
+    std::snprintf(buf, sizeof buf, "gate failed: accuracy drop %.2f pp > --max-accuracy-drop %.2f pp", drop,
+                  f.max_accuracy_drop);
+    return Status::gate_failed(buf);
+  }
+  return Status::ok();
+}
+
+Status run(const Flags& f) {
+  if (std::isfinite(f.max_accuracy_drop) && f.labels.empty())
+    return Status::bad_input("--max-accuracy-drop needs --labels");
+  if ((std::isfinite(f.min_snr) || f.min_cosine > -1 || std::isfinite(f.max_accuracy_drop)) && f.reference.empty())
+    return Status::bad_input("accuracy gates need --reference FLOAT.onnx");
+  QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
+  QT_ASSIGN_OR_RETURN(auto session, quant::interp::Session::create(*graph));
+  std::unique_ptr<quant::ir::Graph> ref_graph;
+  std::unique_ptr<quant::interp::Session> ref_session;
+  if (!f.reference.empty()) {
+    QT_ASSIGN_OR_RETURN(ref_graph, quant::onnx_io::load_model(f.reference));
+    QT_ASSIGN_OR_RETURN(ref_session, quant::interp::Session::create(*ref_graph));
+    if (ref_graph->inputs.size() != graph->inputs.size() || ref_graph->outputs.size() != graph->outputs.size())
+      return Status::bad_input(f.reference + ": reference model has different inputs or outputs than " + f.model);
+  }
+  std::vector<std::string> input_names;
+  for (const auto* v : graph->inputs) input_names.push_back(v->name());
+  QT_ASSIGN_OR_RETURN(auto samples, qtool::collect_samples(f.data));
+  std::vector<int64_t> labels;
+  Summary s;
+  if (!f.labels.empty()) {
+    QT_ASSIGN_OR_RETURN(labels, read_labels(f.labels));
+    s.has_labels = true;
+  }
+  if (!f.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(f.out_dir, ec);
+    if (ec) return Status::bad_input(f.out_dir + ": cannot create output directory (" + ec.message() + ")");
+  }
+  qtool::Progress progress("qrun", samples.size(), f.quiet);
+  int64_t row = 0;
+  for (const auto& sample : samples) {
+    QT_ASSIGN_OR_RETURN(auto inputs, quant::io::load_sample(sample, input_names));
+    auto outs = session->run(inputs);
+    if (!outs) return outs.status().with_context(f.model + ", sample " + sample.stem);
+    if (!f.out_dir.empty()) QT_RETURN_IF_ERROR(write_outputs(f.out_dir, sample.stem, *outs));
+    const Tensor& scores = (*outs)[0];
+    const int64_t rows = scores.rank() > 0 && scores.dim(scores.rank() - 1) > 0 ? scores.size() / scores.dim(scores.rank() - 1) : 0;
+    if (s.has_labels) {
+      if (row + rows > static_cast<int64_t>(labels.size()))
+        return Status::bad_input(f.labels + ": has " + std::to_string(labels.size()) + " labels, fewer than the samples");
+      if (scores.dtype() != quant::DType::Float32) return Status::bad_input("--labels needs a float32 first output");
+      score(scores, labels, row, s.tested);
+    }
+    if (ref_session) {
+      auto ref = ref_session->run(inputs);
+      if (!ref) return ref.status().with_context(f.reference + ", sample " + sample.stem);
+      for (size_t k = 0; k < outs->size(); ++k)
+        if ((*ref)[k].dtype() == quant::DType::Float32) QT_RETURN_IF_ERROR(s.error.add((*ref)[k], (*outs)[k]));
+      auto a = quant::interp::argmax_rows((*ref)[0]);
+      auto b = quant::interp::argmax_rows(scores);
+      for (size_t r = 0; r < a.size() && r < b.size(); ++r) s.agree += a[r] == b[r];
+      s.rows += static_cast<int64_t>(a.size());
+      if (s.has_labels) score((*ref)[0], labels, row, s.reference);
+    }
+    row += rows;
+    ++s.samples;
+    progress.tick();
+  }
+  // With --limit a prefix of the labels is used; otherwise they must match one to one.
+  if (s.has_labels && f.data.limit == 0 && row != static_cast<int64_t>(labels.size()))
+    return Status::bad_input(f.labels + ": has " + std::to_string(labels.size()) + " labels for " + std::to_string(row) +
+                             " predictions");
+  print_summary(f, s);
+  return check_gates(f, s);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return qtool::guarded_main([&] {
+    CLI::App app{"qrun: run a float or quantized ONNX model on the reference interpreter, compare and gate"};
+    app.set_version_flag("--version", QTOOL_VERSION);
+    Flags f;
+    app.add_option("model", f.model, "model to run (.onnx)")->required()->check(CLI::ExistingFile);
+    qtool::add_data_flags(app, f.data);
+    app.add_option("-o,--output", f.out_dir, "write OUTDIR/<sample-stem>.out<k>.npy per graph output k");
+    app.add_option("--reference", f.reference, "float model to compare against")->check(CLI::ExistingFile);
+    app.add_option("--labels", f.labels, "int64 .npy of class labels, one per row of output 0")->check(CLI::ExistingFile);
+    app.add_option("--min-snr", f.min_snr, "gate: fail (exit 3) when SNR vs the reference is below DB");
+    app.add_option("--min-cosine", f.min_cosine, "gate: fail (exit 3) when cosine vs the reference is below C");
+    app.add_option("--max-accuracy-drop", f.max_accuracy_drop, "gate: fail (exit 3) when top-1 drops by more than PP points");
+    app.add_flag("--json", f.json, "print the summary as JSON");
+    app.add_flag("-q,--quiet", f.quiet, "no progress bar");
+    app.add_flag("-v,--verbose", f.verbose, "debug logging");
+    int code = 0;
+    if (!qtool::parse_flags(app, argc, argv, code)) return code;
+    qtool::init_logging(f.verbose);
+    return qtool::report(run(f));
+  });
+}

@@ -1,0 +1,239 @@
+#include "libquant/calib/range.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace quant::calib {
+namespace {
+
+using profile::Histogram;
+
+Range clamp_to_data(const Histogram& h, double lo, double hi) {
+  double a = std::clamp(lo, h.min(), h.max());
+  double b = std::clamp(hi, h.min(), h.max());
+  return {static_cast<float>(std::min(a, b)), static_cast<float>(std::max(a, b))};
+}
+
+// The value below which `rank` of the finite values lie, assuming values are
+// uniform inside a bin.
+double value_at_rank(const Histogram& h, double rank) {
+  double cum = 0;
+  for (int i = 0; i < h.bins(); ++i) {
+    double n = static_cast<double>(h.counts()[static_cast<size_t>(i)]);
+    if (n > 0 && cum + n >= rank) {
+      double lo = h.bin_lower_edge(i), hi = h.bin_lower_edge(i + 1);
+      return lo + std::clamp((rank - cum) / n, 0.0, 1.0) * (hi - lo);
+    }
+    cum += n;
+  }
+  return h.max();
+}
+
+// ONNX Runtime's smooth_distribution: zeros get eps, non-zeros give up the same
+// total mass. False when that is impossible (the candidate's KL is then infinite).
+bool smooth(std::vector<double>& v) {
+  constexpr double kEps = 1e-4;
+  size_t zeros = static_cast<size_t>(std::count(v.begin(), v.end(), 0.0));
+  size_t nonzeros = v.size() - zeros;
+  if (nonzeros == 0) return false;
+  double eps1 = kEps * static_cast<double>(zeros) / static_cast<double>(nonzeros);
+  for (double& x : v) {
+    if (x == 0) {
+      x = kEps;
+    } else {
+      if (x <= eps1) return false;
+      x -= eps1;
+    }
+  }
+  return true;
+}
+
+// KL(P||Q) for the window [start, end) of `grid`; `prefix[k]` = sum of grid[0, k).
+double window_kl(const std::vector<double>& grid, const std::vector<double>& prefix, int start, int end, int quant_bins) {
+  const int m = end - start;
+  std::vector<double> p(grid.begin() + start, grid.begin() + end);
+  p.front() += prefix[static_cast<size_t>(start)];
+  p.back() += prefix.back() - prefix[static_cast<size_t>(end)];
+  std::vector<double> q(static_cast<size_t>(m), 0.0);
+  for (int g = 0; g < quant_bins; ++g) {
+    int g0 = static_cast<int>(int64_t{g} * m / quant_bins);
+    int g1 = static_cast<int>(int64_t{g + 1} * m / quant_bins);
+    // Q is built from the unclipped counts, so clipping mass shows up as a P/Q mismatch.
+    double merged = prefix[static_cast<size_t>(start + g1)] - prefix[static_cast<size_t>(start + g0)];
+    int nonzero = 0;
+    for (int j = g0; j < g1; ++j) nonzero += p[static_cast<size_t>(j)] != 0;
+    if (nonzero == 0) continue;
+    for (int j = g0; j < g1; ++j)
+      if (p[static_cast<size_t>(j)] != 0) q[static_cast<size_t>(j)] = merged / nonzero;
+  }
+  if (!smooth(p) || !smooth(q)) return std::numeric_limits<double>::infinity();
+  double sp = 0, sq = 0;
+  for (int j = 0; j < m; ++j) {
+    sp += p[static_cast<size_t>(j)];
+    sq += q[static_cast<size_t>(j)];
+  }
+  double kl = 0;
+  for (int j = 0; j < m; ++j) {
+    double pj = p[static_cast<size_t>(j)] / sp, qj = q[static_cast<size_t>(j)] / sq;
+    kl += pj * std::log(pj / qj);
+  }
+  return kl;
+}
+
+std::vector<double> prefix_sums(const std::vector<double>& v) {
+  std::vector<double> out(v.size() + 1, 0.0);
+  for (size_t i = 0; i < v.size(); ++i) out[i + 1] = out[i] + v[i];
+  return out;
+}
+
+}  // namespace
+
+Range range_minmax(const Histogram& h) {
+  if (h.empty()) return {0, 0};
+  return {static_cast<float>(h.min()), static_cast<float>(h.max())};
+}
+
+Range range_percentile(const Histogram& h, double percentile) {
+  if (h.empty()) return {0, 0};
+  double p = std::clamp(percentile, 50.0, 100.0);
+  double n = static_cast<double>(h.count());
+  return clamp_to_data(h, value_at_rank(h, n * (100 - p) / 100), value_at_rank(h, n * p / 100));
+}
+
+Range range_kl(const Histogram& h, int quant_bins) {
+  if (h.empty() || h.min() == h.max() || quant_bins < 1) return range_minmax(h);
+  const int bins = h.bins();
+  const bool non_negative = h.min() >= 0, non_positive = h.max() <= 0;
+  if (non_negative || non_positive) {
+    // One-sided: grid over [0, A], windows [0, T]; non-positive data is mirrored.
+    const double a = non_negative ? h.max() : -h.min();
+    std::vector<uint64_t> counts = non_negative ? rebin_counts(h, 0, a, bins) : rebin_counts(h, -a, 0, bins);
+    std::vector<double> grid(counts.begin(), counts.end());
+    if (!non_negative) std::reverse(grid.begin(), grid.end());
+    if (bins < quant_bins) return range_minmax(h);
+    std::vector<double> prefix = prefix_sums(grid);
+    int best_n = bins;
+    double best = std::numeric_limits<double>::infinity();
+    for (int n = quant_bins; n <= bins; ++n) {
+      double kl = window_kl(grid, prefix, 0, n, quant_bins);
+      if (kl < best) {
+        best = kl;
+        best_n = n;
+      }
+    }
+    double t = a * best_n / bins;
+    return non_negative ? clamp_to_data(h, h.min(), t) : clamp_to_data(h, -t, h.max());
+  }
+  // Both signs: grid over [-A, A] with the same number of bins on each side of 0.
+  const double a = std::max(-h.min(), h.max());
+  const int half = (bins + 1) / 2;
+  std::vector<uint64_t> counts = rebin_counts(h, -a, a, 2 * half);
+  std::vector<double> grid(counts.begin(), counts.end());
+  std::vector<double> prefix = prefix_sums(grid);
+  const int first_n = (quant_bins + 1) / 2;
+  if (first_n > half) return range_minmax(h);
+  int best_n = half;
+  double best = std::numeric_limits<double>::infinity();
+  for (int n = first_n; n <= half; ++n) {
+    double kl = window_kl(grid, prefix, half - n, half + n, quant_bins);
+    if (kl < best) {
+      best = kl;
+      best_n = n;
+    }
+  }
+  double t = a * best_n / half;
+  return clamp_to_data(h, -t, t);
+}
+
+Range range_mse(const Histogram& h, int num_levels) {
+  if (h.empty() || h.min() == h.max() || num_levels < 2) return range_minmax(h);
+  const int bins = h.bins();
+  const double lo = h.min(), hi = h.max();
+  // Bin centers, kept inside the exact data range (edge bins reach past it).
+  std::vector<double> center(static_cast<size_t>(bins)), n(static_cast<size_t>(bins));
+  for (int i = 0; i < bins; ++i) {
+    double c = (h.bin_lower_edge(i) + h.bin_lower_edge(i + 1)) / 2;
+    center[static_cast<size_t>(i)] = std::clamp(c, lo, hi);
+    n[static_cast<size_t>(i)] = static_cast<double>(h.counts()[static_cast<size_t>(i)]);
+  }
+  // Moments of the bins below k (prefix) and from k on (suffix), each summed
+  // from its own end so a tail's sum is not a difference of large totals.
+  std::vector<double> pn(bins + 1, 0), p1(bins + 1, 0), p2(bins + 1, 0), sn(bins + 1, 0), s1(bins + 1, 0), s2(bins + 1, 0);
+  for (int i = 0; i < bins; ++i) {
+    size_t k = static_cast<size_t>(i);
+    pn[k + 1] = pn[k] + n[k];
+    p1[k + 1] = p1[k] + n[k] * center[k];
+    p2[k + 1] = p2[k] + n[k] * center[k] * center[k];
+  }
+  for (int i = bins - 1; i >= 0; --i) {
+    size_t k = static_cast<size_t>(i);
+    sn[k] = sn[k + 1] + n[k];
+    s1[k] = s1[k + 1] + n[k] * center[k];
+    s2[k] = s2[k + 1] + n[k] * center[k] * center[k];
+  }
+  const double total = pn.back();
+  auto error = [&](double a, double b) {
+    size_t ka = static_cast<size_t>(std::lower_bound(center.begin(), center.end(), a) - center.begin());
+    size_t kb = static_cast<size_t>(std::upper_bound(center.begin(), center.end(), b) - center.begin());
+    double below = a * a * pn[ka] - 2 * a * p1[ka] + p2[ka];
+    double above = s2[kb] - 2 * b * s1[kb] + b * b * sn[kb];
+    double inside = total - pn[ka] - sn[kb];
+    double step = (std::max(b, 0.0) - std::min(a, 0.0)) / (num_levels - 1);
+    return std::max(below, 0.0) + std::max(above, 0.0) + inside * step * step / 12;
+  };
+  // Candidates: interior bin edges on the clippable side of 0, plus the exact ends.
+  std::vector<double> lower{lo}, upper{hi};
+  for (int i = 1; i < bins; ++i) {
+    double e = h.bin_lower_edge(i);
+    if (e > lo && e < std::min(0.0, hi)) lower.push_back(e);
+    if (e < hi && e > std::max(0.0, lo)) upper.push_back(e);
+  }
+  double a = lo, b = hi, best = error(a, b);
+  for (int round = 0; round < 16; ++round) {
+    bool changed = false;
+    for (double cand : upper) {
+      double e = error(a, cand);
+      if (e < best) {
+        best = e;
+        b = cand;
+        changed = true;
+      }
+    }
+    for (double cand : lower) {
+      double e = error(cand, b);
+      if (e < best) {
+        best = e;
+        a = cand;
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+  return clamp_to_data(h, a, b);
+}
+
+Expected<Range> range_by_name(const Histogram& h, std::string_view method) {
+  if (method == "minmax") return range_minmax(h);
+  if (method == "kl") return range_kl(h);
+  if (method == "mse") return range_mse(h);
+  if (method == "percentile") return range_percentile(h);
+  constexpr std::string_view kPrefix = "percentile:";
+  if (method.substr(0, kPrefix.size()) == kPrefix) {
+    std::string_view arg = method.substr(kPrefix.size());
+    double p = 0;
+    auto [ptr, ec] = std::from_chars(arg.data(), arg.data() + arg.size(), p);
+    if (arg.empty() || ec != std::errc() || ptr != arg.data() + arg.size() || !(p > 50 && p <= 100)) {
+      return Status::bad_input("calibration '" + std::string(method) +
+                               "': the percentile must be a number P with 50 < P <= 100, e.g. percentile:99.99");
+    }
+    return range_percentile(h, p);
+  }
+  return Status::bad_input("unknown calibration method '" + std::string(method) +
+                           "' (valid: minmax, percentile, percentile:P, kl, mse)");
+}
+
+}  // namespace quant::calib

@@ -1,0 +1,91 @@
+// A dense, row-major tensor that owns 64-byte aligned storage.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "libquant/core/dtype.h"
+
+namespace quant {
+
+using Dims = std::vector<int64_t>;
+
+// Product of dims; 1 for a scalar (rank 0).
+int64_t element_count(std::span<const int64_t> dims);
+std::string dims_to_string(std::span<const int64_t> dims);
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Zero-filled tensor of the given type and shape.
+  Tensor(DType dtype, Dims shape);
+  Tensor(const Tensor& other);
+  Tensor& operator=(const Tensor& other);
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(Tensor&&) noexcept = default;
+
+  template <class T>
+  static Tensor from_vector(Dims shape, const std::vector<T>& values) {
+    Tensor t(dtype_of<T>(), std::move(shape));
+    std::copy(values.begin(), values.end(), t.data<T>());
+    return t;
+  }
+  template <class T>
+  static Tensor scalar(T value) {
+    return from_vector<T>({}, {value});
+  }
+
+  DType dtype() const { return dtype_; }
+  const Dims& shape() const { return shape_; }
+  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t dim(int64_t i) const { return shape_[static_cast<size_t>(i)]; }
+  int64_t size() const { return size_; }
+  size_t byte_size() const { return static_cast<size_t>(size_) * dtype_size(dtype_); }
+  bool empty() const { return dtype_ == DType::Undefined; }
+
+  // Same bytes, new shape with the same element count (Reshape).
+  void reshape(Dims shape);
+
+  void* raw() { return data_.get(); }
+  const void* raw() const { return data_.get(); }
+  template <class T>
+  T* data() { return static_cast<T*>(raw()); }
+  template <class T>
+  const T* data() const { return static_cast<const T*>(raw()); }
+  template <class T>
+  std::span<const T> values() const { return {data<T>(), static_cast<size_t>(size_)}; }
+  template <class T>
+  std::span<T> values() { return {data<T>(), static_cast<size_t>(size_)}; }
+
+  // Value i converted to double / int64, whatever the storage type
+  // (for attributes-as-inputs such as Reshape's shape or Clip's min).
+  double as_double(int64_t i) const;
+  int64_t as_int64(int64_t i) const;
+
+ private:
+  struct AlignedFree {
+    void operator()(std::byte* p) const;
+  };
+  DType dtype_ = DType::Undefined;
+  Dims shape_;
+  int64_t size_ = 0;
+  std::unique_ptr<std::byte[], AlignedFree> data_;
+};
+
+// Quantization parameters attached to a tensor: real = scale * (q - zero_point).
+// Per-tensor when scale has one element; per-channel along `axis` otherwise;
+// with block_size > 0, one scale per block of `block_size` along `axis`.
+struct QuantParams {
+  DType qtype = DType::UInt8;
+  std::vector<float> scale;
+  std::vector<int32_t> zero_point;
+  int64_t axis = 1;
+  int64_t block_size = 0;
+  bool per_tensor() const { return scale.size() == 1; }
+};
+
+}  // namespace quant

@@ -1,0 +1,187 @@
+// Conv, Gemm, MatMul, BatchNormalization, Softmax.
+#include "libquant/interp/ops.h"
+#include "libquant/kernels/batchnorm.h"
+#include "libquant/kernels/conv.h"
+#include "libquant/kernels/gemm.h"
+#include "libquant/kernels/matmul.h"
+#include "libquant/kernels/softmax.h"
+
+namespace quant::interp {
+
+Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node) {
+  std::string s = node.attr_string("auto_pad", "NOTSET");
+  if (s == "NOTSET") return kernels::AutoPad::NotSet;
+  if (s == "VALID") return kernels::AutoPad::Valid;
+  if (s == "SAME_UPPER") return kernels::AutoPad::SameUpper;
+  if (s == "SAME_LOWER") return kernels::AutoPad::SameLower;
+  return Status::bad_input("unknown auto_pad '" + s + "'");
+}
+
+namespace {
+
+struct ConvAttrs {
+  kernels::AutoPad auto_pad;
+  Dims dilations, kernel_shape, pads, strides;
+  int64_t group;
+};
+
+// Geometry of ONNX Conv (opset 11) for x [N,C,spatial...] and w [M,C/group,k...].
+Expected<kernels::ConvGeometry> conv_geometry(const ConvAttrs& a, const Tensor& x, const Tensor& w) {
+  const int64_t rank = x.rank();
+  const size_t sp = static_cast<size_t>(rank - 2);
+  if (rank < 3 || rank > 5) return Status::bad_input("Conv input must have rank 3 to 5, got " + dims_to_string(x.shape()));
+  if (w.rank() != rank)
+    return Status::bad_input("Conv weight " + dims_to_string(w.shape()) + " does not match input " + dims_to_string(x.shape()));
+  kernels::ConvGeometry g;
+  g.batch = x.dim(0);
+  g.in_channels = x.dim(1);
+  g.out_channels = w.dim(0);
+  g.group = a.group;
+  if (g.group < 1 || g.in_channels % g.group != 0 || g.out_channels % g.group != 0 || w.dim(1) * g.group != g.in_channels) {
+    return Status::bad_input("Conv channels do not fit: input " + dims_to_string(x.shape()) + ", weight " +
+                             dims_to_string(w.shape()) + ", group " + std::to_string(g.group));
+  }
+  g.in_spatial.assign(x.shape().begin() + 2, x.shape().end());
+  g.kernel.assign(w.shape().begin() + 2, w.shape().end());
+  if (!a.kernel_shape.empty() && a.kernel_shape != g.kernel)
+    return Status::bad_input("Conv kernel_shape attribute disagrees with the weight shape");
+  g.strides = a.strides.empty() ? Dims(sp, 1) : a.strides;
+  g.dilations = a.dilations.empty() ? Dims(sp, 1) : a.dilations;
+  if (g.strides.size() != sp || g.dilations.size() != sp) return Status::bad_input("Conv strides/dilations rank mismatch");
+  for (size_t i = 0; i < sp; ++i)
+    if (g.strides[i] < 1 || g.dilations[i] < 1) return Status::bad_input("Conv strides and dilations must be >= 1");
+  if (!a.pads.empty() && a.pads.size() != 2 * sp) return Status::bad_input("Conv pads must have 2 entries per spatial dim");
+  g.pads_begin = a.pads.empty() ? Dims(sp, 0) : Dims(a.pads.begin(), a.pads.begin() + static_cast<long>(sp));
+  g.pads_end = a.pads.empty() ? Dims(sp, 0) : Dims(a.pads.begin() + static_cast<long>(sp), a.pads.end());
+  for (size_t i = 0; i < sp; ++i)
+    if (g.pads_begin[i] < 0 || g.pads_end[i] < 0) return Status::bad_input("Conv pads must be >= 0");
+  kernels::resolve_conv_pads(a.auto_pad, g.in_spatial, g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end,
+                             g.out_spatial);
+  for (int64_t o : g.out_spatial)
+    if (o < 1) return Status::bad_input("Conv kernel does not fit the padded input " + dims_to_string(x.shape()));
+  return g;
+}
+
+}  // namespace
+
+KernelResult make_conv(const KernelContext& ctx) {
+  const ir::Node& node = ctx.node;
+  QT_ASSIGN_OR_RETURN(auto auto_pad, parse_auto_pad(node));
+  ConvAttrs attrs{auto_pad, node.attr_ints("dilations"), node.attr_ints("kernel_shape"), node.attr_ints("pads"),
+                  node.attr_ints("strides"), node.attr_int("group", 1)};
+  return make_kernel([&node, attrs](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+    QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
+    const Tensor& x = *in[0];
+    const Tensor& w = *in[1];
+    const Tensor* b = in.size() > 2 ? in[2] : nullptr;
+    QT_RETURN_IF_ERROR(require_dtype(node, x, DType::Float32, "input"));
+    QT_RETURN_IF_ERROR(require_dtype(node, w, DType::Float32, "weight"));
+    QT_ASSIGN_OR_RETURN(auto g, conv_geometry(attrs, x, w));
+    if (b) {
+      QT_RETURN_IF_ERROR(require_dtype(node, *b, DType::Float32, "bias"));
+      if (b->size() != g.out_channels) return Status::bad_input("Conv bias must have " + std::to_string(g.out_channels) + " values");
+    }
+    Dims shape{g.batch, g.out_channels};
+    shape.insert(shape.end(), g.out_spatial.begin(), g.out_spatial.end());
+    out[0] = Tensor(DType::Float32, shape);
+    kernels::conv_f32(g, x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, out[0].data<float>());
+    return Status::ok();
+  });
+}
+
+// Gemm (opset 7-13): Y = alpha * A' B' + beta * C, C unidirectionally broadcast.
+KernelResult make_gemm(const KernelContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
+  const float alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
+  return make_kernel([&node, ta, tb, alpha, beta](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+    QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
+    const Tensor& a = *in[0];
+    const Tensor& b = *in[1];
+    const Tensor* c = in.size() > 2 ? in[2] : nullptr;
+    QT_RETURN_IF_ERROR(require_dtype(node, a, DType::Float32, "A"));
+    QT_RETURN_IF_ERROR(require_dtype(node, b, DType::Float32, "B"));
+    if (a.rank() != 2 || b.rank() != 2) return Status::bad_input("Gemm inputs must be 2-D");
+    const int64_t M = ta ? a.dim(1) : a.dim(0), K = ta ? a.dim(0) : a.dim(1);
+    const int64_t N = tb ? b.dim(0) : b.dim(1), Kb = tb ? b.dim(1) : b.dim(0);
+    if (K != Kb) return Status::bad_input("Gemm inner dims differ: A " + dims_to_string(a.shape()) + ", B " + dims_to_string(b.shape()));
+    int64_t c_rows = 1, c_cols = 1;
+    if (c) {
+      QT_RETURN_IF_ERROR(require_dtype(node, *c, DType::Float32, "C"));
+      if (c->rank() > 2) return Status::bad_input("Gemm C must have rank <= 2");
+      if (c->rank() == 2) c_rows = c->dim(0);
+      if (c->rank() >= 1) c_cols = c->dim(c->rank() - 1);
+      if ((c_rows != 1 && c_rows != M) || (c_cols != 1 && c_cols != N))
+        return Status::bad_input("Gemm C " + dims_to_string(c->shape()) + " does not broadcast to [" + std::to_string(M) +
+                                 "," + std::to_string(N) + "]");
+    }
+    out[0] = Tensor(DType::Float32, {M, N});
+    kernels::gemm_f32(ta, tb, M, N, K, alpha, a.data<float>(), b.data<float>(), beta, c ? c->data<float>() : nullptr,
+                      c_rows, c_cols, out[0].data<float>());
+    return Status::ok();
+  });
+}
+
+KernelResult make_matmul(const KernelContext& ctx) {
+  const ir::Node& node = ctx.node;
+  return make_kernel([&node](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+    QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
+    const Tensor& a = *in[0];
+    const Tensor& b = *in[1];
+    QT_RETURN_IF_ERROR(require_dtype(node, a, DType::Float32, "A"));
+    QT_RETURN_IF_ERROR(require_dtype(node, b, DType::Float32, "B"));
+    auto shape = kernels::matmul_output_shape(a.shape(), b.shape());
+    if (!shape) return Status::bad_input("MatMul shapes " + dims_to_string(a.shape()) + " and " + dims_to_string(b.shape()) + " do not fit");
+    out[0] = Tensor(DType::Float32, *shape);
+    kernels::matmul_f32(a.data<float>(), a.shape(), b.data<float>(), b.shape(), out[0].data<float>());
+    return Status::ok();
+  });
+}
+
+// BatchNormalization in inference mode (opset 9-15; training_mode=1 refused).
+KernelResult make_batchnorm(const KernelContext& ctx) {
+  const ir::Node& node = ctx.node;
+  if (node.attr_int("training_mode", 0) != 0) return Status::bad_input("BatchNormalization training_mode=1 is not supported");
+  const float eps = node.attr_float("epsilon", 1e-5f);
+  return make_kernel([&node, eps](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+    QT_RETURN_IF_ERROR(require_inputs(node, in, 5));
+    const Tensor& x = *in[0];
+    QT_RETURN_IF_ERROR(require_dtype(node, x, DType::Float32, "input"));
+    if (x.rank() < 2) return Status::bad_input("BatchNormalization input must have rank >= 2");
+    const int64_t C = x.dim(1);
+    for (size_t k = 1; k < 5; ++k) {
+      QT_RETURN_IF_ERROR(require_dtype(node, *in[k], DType::Float32, "parameter"));
+      if (in[k]->size() != C) return Status::bad_input("BatchNormalization parameter " + std::to_string(k) + " must have " + std::to_string(C) + " values");
+    }
+    const int64_t spatial = C == 0 || x.dim(0) == 0 ? 0 : x.size() / (x.dim(0) * C);
+    out[0] = Tensor(DType::Float32, x.shape());
+    kernels::batchnorm_f32(x.data<float>(), x.dim(0), C, spatial, in[1]->data<float>(), in[2]->data<float>(),
+                           in[3]->data<float>(), in[4]->data<float>(), eps, out[0].data<float>());
+    return Status::ok();
+  });
+}
+
+// Softmax: opset < 13 coerces the input to 2-D at `axis` (default 1);
+// opset 13 normalizes along the single `axis` (default -1).
+KernelResult make_softmax(const KernelContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const bool single_axis = ctx.opset >= 13;
+  const int64_t axis_attr = node.attr_int("axis", single_axis ? -1 : 1);
+  return make_kernel([&node, single_axis, axis_attr](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+    QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
+    const Tensor& x = *in[0];
+    QT_RETURN_IF_ERROR(require_dtype(node, x, DType::Float32, "input"));
+    QT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, axis_attr, x.rank()));
+    int64_t outer = 1, len = 1, inner = 1;
+    for (int64_t d = 0; d < x.rank(); ++d) {
+      if (d < axis) outer *= x.dim(d);
+      else if (d == axis || !single_axis) len *= x.dim(d);
+      else inner *= x.dim(d);
+    }
+    out[0] = Tensor(DType::Float32, x.shape());
+    kernels::softmax_f32(x.data<float>(), outer, len, inner, out[0].data<float>());
+    return Status::ok();
+  });
+}
+
+}  // namespace quant::interp

@@ -1,0 +1,27 @@
+// ONNX TensorProto <-> Tensor, shared by the model importer (initializers,
+// Constant values) and the `.pb` test-data reader.
+#pragma once
+
+#include <string>
+
+#include "libquant/core/status.h"
+#include "libquant/core/tensor.h"
+
+namespace onnx {
+class TensorProto;
+}
+
+namespace quant::io {
+
+// `base_dir` resolves external data (data_location = EXTERNAL); a location
+// that escapes base_dir, or a missing or short file, is refused.
+Expected<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir);
+
+// Always writes raw_data (little endian), int4 types packed two per byte
+// (low nibble first) as ONNX 1.16 specifies for INT4/UINT4.
+void tensor_to_proto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto);
+
+// Reads a serialized TensorProto file (`input_0.pb` of the ONNX test layout).
+Expected<Tensor> read_tensor_pb(const std::string& path, std::string* name = nullptr);
+
+}  // namespace quant::io

@@ -1,0 +1,63 @@
+// N-d pooling (1 to 3 spatial dims), NCHW layout: ONNX MaxPool (opset 12),
+// AveragePool (opset 11, plus the dilations of opset 19), GlobalAveragePool
+// and GlobalMaxPool (opset 1).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "libquant/kernels/shape_util.h"
+
+namespace quant::kernels {
+
+// Fully resolved pooling geometry; every Dims has one entry per spatial dim
+// (1 to 3). strides and dilations >= 1 (dilations all 1 for AveragePool
+// before opset 19), pads >= 0, out_spatial as produced by pool_output_shape.
+struct PoolGeometry {
+  int64_t batch = 1, channels = 0;
+  Dims in_spatial, kernel, strides, dilations, pads_begin, pads_end, out_spatial;
+};
+
+// Resolves padding and the output spatial shape of MaxPool/AveragePool.
+// With k_eff = (k-1)*dilation + 1:
+//  - NotSet (pads are inputs) and Valid (pads become 0):
+//      out = floor((in + pad_begin + pad_end - k_eff) / stride) + 1, or with
+//      ceil_mode the ceiling instead of the floor, and then, as in the ONNX
+//      reference implementation (onnx/reference/ops/op_pool_common.py, the
+//      rule PyTorch also uses), one window fewer when the last one would start
+//      in the end padding, i.e. when (out-1)*stride >= in + pad_begin: every
+//      window starts inside the input or in the begin padding.
+//      Valid honours ceil_mode like ONNX Runtime does.
+//  - SameUpper/SameLower: exactly resolve_conv_pads' rule (out = ceil(in/stride),
+//    extra pad at the end or the beginning); ceil_mode does not apply (MaxPool
+//    opset 12 spec formula).
+// An out_spatial entry < 1 means the window does not fit: the caller rejects it.
+void pool_output_shape(AutoPad auto_pad, bool ceil_mode, std::span<const int64_t> in_spatial,
+                       std::span<const int64_t> kernel, std::span<const int64_t> strides,
+                       std::span<const int64_t> dilations, Dims& pads_begin, Dims& pads_end, Dims& out_spatial);
+
+// MaxPool: each output is the max over the window's taps that fall inside the
+// input; padding never takes part (ONNX: "maximum number of elements exclude
+// pad"). As in ONNX Runtime, the running max starts at the lowest finite float
+// and is updated with `v > max`, so NaN inputs are skipped, and a window with
+// no tap inside the input (only possible with pads >= kernel, which callers
+// should reject) yields numeric_limits<float>::lowest(). The optional Indices
+// output is not produced. Allocates nothing.
+void max_pool_f32(const PoolGeometry& g, const float* x, float* y);
+
+// AveragePool: the sum of the window's taps inside the input, divided by
+//  - count_include_pad = false: the number of those taps;
+//  - count_include_pad = true: the number of taps inside the padded input
+//    [-pad_begin, in + pad_end). With ceil_mode the last window may reach past
+//    the end padding; those taps are not counted, as in ONNX Runtime and the
+//    ONNX reference implementation.
+// A window with no tap inside the input yields 0 (ONNX Runtime). Allocates nothing.
+void average_pool_f32(const PoolGeometry& g, bool count_include_pad, const float* x, float* y);
+
+// GlobalAveragePool / GlobalMaxPool: x[N, C, spatial] -> y[N, C], spatial
+// being the product of all spatial dims (>= 1). The max skips NaN like
+// max_pool_f32.
+void global_average_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, float* y);
+void global_max_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, float* y);
+
+}  // namespace quant::kernels

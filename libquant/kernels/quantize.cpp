@@ -1,0 +1,109 @@
+#include "libquant/kernels/quantize.h"
+
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+namespace quant::kernels {
+namespace {
+
+// Where the parameters for one (outer, axis) row of `inner` elements live:
+// element i uses param[offset + i * step].
+struct ParamRow {
+  int64_t offset, step;
+};
+
+struct ParamLayout {
+  int64_t outer, axis_len, inner, block_size, scale_count;
+
+  ParamRow row(int64_t o, int64_t a) const {
+    if (block_size > 0) {
+      const int64_t blocks = (axis_len + block_size - 1) / block_size;
+      return {(o * blocks + a / block_size) * inner, 1};
+    }
+    if (scale_count == 1) return {0, 0};
+    return {a, 0};
+  }
+
+  void check() const {
+    assert(outer >= 0 && axis_len >= 0 && inner >= 0 && block_size >= 0);
+    if (block_size > 0) {
+      [[maybe_unused]] const int64_t blocks = (axis_len + block_size - 1) / block_size;
+      assert(scale_count == outer * blocks * inner);
+    } else {
+      assert(scale_count == 1 || scale_count == axis_len);
+    }
+  }
+};
+
+template <class Q>
+Q quantize_one(float x, float scale, int32_t zero_point) {
+  const float r = std::nearbyint(x / scale);
+  if (std::isnan(r)) return static_cast<Q>(zero_point);
+  constexpr float lo = static_cast<float>(std::numeric_limits<Q>::min());
+  constexpr float hi = static_cast<float>(std::numeric_limits<Q>::max());
+  // Exact for every in-range result: |r + zero_point| <= 65535 < 2^24 unless
+  // it saturates anyway.
+  const float v = r + static_cast<float>(zero_point);
+  return static_cast<Q>(v < lo ? lo : (v > hi ? hi : v));
+}
+
+}  // namespace
+
+template <class Q>
+void quantize_linear(const float* x, Q* y, int64_t outer, int64_t axis_len, int64_t inner, const float* scale,
+                     const Q* zero_point, int64_t block_size, int64_t scale_count) {
+  static_assert(sizeof(Q) <= 2, "QuantizeLinear is defined here for 8- and 16-bit outputs");
+  const ParamLayout layout{outer, axis_len, inner, block_size, scale_count};
+  layout.check();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t a = 0; a < axis_len; ++a) {
+      const ParamRow p = layout.row(o, a);
+      const int64_t base = (o * axis_len + a) * inner;
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t k = p.offset + i * p.step;
+        const int32_t zp = zero_point ? static_cast<int32_t>(zero_point[k]) : 0;
+        y[base + i] = quantize_one<Q>(x[base + i], scale[k], zp);
+      }
+    }
+  }
+}
+
+template <class Q>
+void dequantize_linear(const Q* x, float* y, int64_t outer, int64_t axis_len, int64_t inner, const float* scale,
+                       const Q* zero_point, int64_t block_size, int64_t scale_count) {
+  const ParamLayout layout{outer, axis_len, inner, block_size, scale_count};
+  layout.check();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t a = 0; a < axis_len; ++a) {
+      const ParamRow p = layout.row(o, a);
+      const int64_t base = (o * axis_len + a) * inner;
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t k = p.offset + i * p.step;
+        const int64_t zp = zero_point ? static_cast<int64_t>(zero_point[k]) : 0;
+        y[base + i] = static_cast<float>(static_cast<int64_t>(x[base + i]) - zp) * scale[k];
+      }
+    }
+  }
+}
+
+template void quantize_linear<uint8_t>(const float*, uint8_t*, int64_t, int64_t, int64_t, const float*, const uint8_t*,
+                                       int64_t, int64_t);
+template void quantize_linear<int8_t>(const float*, int8_t*, int64_t, int64_t, int64_t, const float*, const int8_t*,
+                                      int64_t, int64_t);
+template void quantize_linear<uint16_t>(const float*, uint16_t*, int64_t, int64_t, int64_t, const float*,
+                                        const uint16_t*, int64_t, int64_t);
+template void quantize_linear<int16_t>(const float*, int16_t*, int64_t, int64_t, int64_t, const float*, const int16_t*,
+                                       int64_t, int64_t);
+template void dequantize_linear<uint8_t>(const uint8_t*, float*, int64_t, int64_t, int64_t, const float*,
+                                         const uint8_t*, int64_t, int64_t);
+template void dequantize_linear<int8_t>(const int8_t*, float*, int64_t, int64_t, int64_t, const float*, const int8_t*,
+                                        int64_t, int64_t);
+template void dequantize_linear<uint16_t>(const uint16_t*, float*, int64_t, int64_t, int64_t, const float*,
+                                          const uint16_t*, int64_t, int64_t);
+template void dequantize_linear<int16_t>(const int16_t*, float*, int64_t, int64_t, int64_t, const float*,
+                                         const int16_t*, int64_t, int64_t);
+template void dequantize_linear<int32_t>(const int32_t*, float*, int64_t, int64_t, int64_t, const float*,
+                                         const int32_t*, int64_t, int64_t);
+
+}  // namespace quant::kernels

@@ -1,0 +1,282 @@
+#include "libquant/onnx/model_io.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <set>
+
+#include "libquant/core/file_util.h"
+#include "libquant/io/tensor_proto.h"
+
+namespace quant::onnx_io {
+namespace {
+
+using ir::Attribute;
+
+Status read_value_info(const onnx::ValueInfoProto& info, ir::Value* v) {
+  if (!info.has_type()) return Status::ok();
+  const auto& type = info.type();
+  if (!type.has_tensor_type()) {
+    return Status::bad_input("value '" + info.name() + "' is not a tensor (sequences, maps and optionals are not supported)");
+  }
+  const auto& tt = type.tensor_type();
+  if (tt.elem_type() != 0) {
+    auto dt = dtype_from_onnx(tt.elem_type());
+    if (!dt) return Status::bad_input("value '" + info.name() + "' has unsupported element type " + std::to_string(tt.elem_type()));
+    v->dtype = *dt;
+  }
+  if (tt.has_shape()) {
+    v->has_shape = true;
+    v->shape.clear();
+    v->dim_names.clear();
+    for (const auto& d : tt.shape().dim()) {
+      v->shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+      v->dim_names.push_back(d.has_dim_param() ? d.dim_param() : "");
+    }
+  }
+  return Status::ok();
+}
+
+Expected<Attribute> read_attribute(const onnx::AttributeProto& a, const std::string& dir) {
+  Attribute out;
+  switch (a.type()) {
+    case onnx::AttributeProto::FLOAT: out.kind = Attribute::Kind::Float; out.f = a.f(); break;
+    case onnx::AttributeProto::INT: out.kind = Attribute::Kind::Int; out.i = a.i(); break;
+    case onnx::AttributeProto::STRING: out.kind = Attribute::Kind::String; out.s = a.s(); break;
+    case onnx::AttributeProto::FLOATS:
+      out.kind = Attribute::Kind::Floats;
+      out.floats.assign(a.floats().begin(), a.floats().end());
+      break;
+    case onnx::AttributeProto::INTS:
+      out.kind = Attribute::Kind::Ints;
+      out.ints.assign(a.ints().begin(), a.ints().end());
+      break;
+    case onnx::AttributeProto::STRINGS:
+      out.kind = Attribute::Kind::Strings;
+      out.strings.assign(a.strings().begin(), a.strings().end());
+      break;
+    case onnx::AttributeProto::TENSOR: {
+      QT_ASSIGN_OR_RETURN(Tensor t, io::tensor_from_proto(a.t(), dir));
+      out.kind = Attribute::Kind::Tensor;
+      out.t = std::make_shared<const Tensor>(std::move(t));
+      break;
+    }
+    case onnx::AttributeProto::GRAPH:
+      out.kind = Attribute::Kind::Graph;
+      out.s = a.g().SerializeAsString();
+      break;
+    case onnx::AttributeProto::GRAPHS:
+      out.kind = Attribute::Kind::Graphs;
+      for (const auto& g : a.graphs()) out.strings.push_back(g.SerializeAsString());
+      break;
+    default:
+      return Status::bad_input("attribute '" + a.name() + "' has a type qtool does not support (" +
+                               std::to_string(static_cast<int>(a.type())) + ")");
+  }
+  return out;
+}
+
+void write_attribute(const std::string& key, const Attribute& a, onnx::AttributeProto* p) {
+  p->set_name(key);
+  switch (a.kind) {
+    case Attribute::Kind::Float: p->set_type(onnx::AttributeProto::FLOAT); p->set_f(a.f); break;
+    case Attribute::Kind::Int: p->set_type(onnx::AttributeProto::INT); p->set_i(a.i); break;
+    case Attribute::Kind::String: p->set_type(onnx::AttributeProto::STRING); p->set_s(a.s); break;
+    case Attribute::Kind::Floats:
+      p->set_type(onnx::AttributeProto::FLOATS);
+      for (float f : a.floats) p->add_floats(f);
+      break;
+    case Attribute::Kind::Ints:
+      p->set_type(onnx::AttributeProto::INTS);
+      for (int64_t i : a.ints) p->add_ints(i);
+      break;
+    case Attribute::Kind::Strings:
+      p->set_type(onnx::AttributeProto::STRINGS);
+      for (const auto& s : a.strings) p->add_strings(s);
+      break;
+    case Attribute::Kind::Tensor:
+      p->set_type(onnx::AttributeProto::TENSOR);
+      io::tensor_to_proto(*a.t, "", p->mutable_t());
+      break;
+    case Attribute::Kind::Graph:
+      p->set_type(onnx::AttributeProto::GRAPH);
+      p->mutable_g()->ParseFromString(a.s);
+      break;
+    case Attribute::Kind::Graphs:
+      p->set_type(onnx::AttributeProto::GRAPHS);
+      for (const auto& s : a.strings) p->add_graphs()->ParseFromString(s);
+      break;
+  }
+}
+
+void write_value_info(const ir::Value& v, onnx::ValueInfoProto* info) {
+  info->set_name(v.name());
+  if (v.dtype == DType::Undefined) return;
+  auto* tt = info->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(static_cast<int>(v.dtype));
+  if (!v.has_shape) return;
+  auto* shape = tt->mutable_shape();
+  for (size_t i = 0; i < v.shape.size(); ++i) {
+    auto* d = shape->add_dim();
+    if (v.shape[i] >= 0) d->set_dim_value(v.shape[i]);
+    else if (i < v.dim_names.size() && !v.dim_names[i].empty()) d->set_dim_param(v.dim_names[i]);
+  }
+}
+
+// Finds or creates the Value for a name used by a node.
+ir::Value* value_for(ir::Graph& g, const std::string& name) {
+  if (ir::Value* v = g.find_value(name)) return v;
+  return g.add_value(name);
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<ir::Graph>> import_model(const onnx::ModelProto& model, const std::string& model_dir) {
+  auto g = std::make_unique<ir::Graph>();
+  const auto& gp = model.graph();
+  g->name = gp.name();
+  g->ir_version = model.ir_version();
+  g->producer_name = model.producer_name();
+  g->producer_version = model.producer_version();
+  g->doc = model.doc_string();
+  for (const auto& op : model.opset_import()) {
+    std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
+    g->opset_imports[domain] = op.version();
+  }
+  if (!g->opset_imports.count("")) {
+    if (model.opset_import_size() == 0) return Status::bad_input("model declares no opset_import");
+  }
+  for (const auto& kv : model.metadata_props()) g->metadata.emplace_back(kv.key(), kv.value());
+  if (gp.sparse_initializer_size() > 0) return Status::bad_input("sparse initializers are not supported");
+
+  for (const auto& init : gp.initializer()) {
+    ir::Value* v = g->add_value(init.name());
+    if (!v) return Status::bad_input("initializer '" + init.name() + "' is defined twice");
+    auto t = io::tensor_from_proto(init, model_dir);
+    if (!t) return t.status().with_context("initializer '" + init.name() + "'");
+    v->dtype = t->dtype();
+    v->has_shape = true;
+    v->shape = t->shape();
+    v->dim_names.assign(v->shape.size(), "");
+    v->constant = std::make_unique<Tensor>(std::move(t).value());
+  }
+  for (const auto& in : gp.input()) {
+    ir::Value* v = g->find_value(in.name());
+    if (v && v->is_constant()) continue;  // IR < 4 lists initializers as inputs too
+    if (v) return Status::bad_input("graph input '" + in.name() + "' is listed twice");
+    v = g->add_value(in.name());
+    QT_RETURN_IF_ERROR(read_value_info(in, v));
+    g->inputs.push_back(v);
+  }
+  std::set<std::string> node_names;
+  for (int ni = 0; ni < gp.node_size(); ++ni) {
+    const auto& np = gp.node(ni);
+    std::vector<ir::Value*> ins, outs;
+    for (const auto& name : np.input()) ins.push_back(name.empty() ? nullptr : value_for(*g, name));
+    for (const auto& name : np.output()) {
+      if (name.empty()) {
+        outs.push_back(nullptr);
+        continue;
+      }
+      ir::Value* v = value_for(*g, name);
+      if (v->producer || v->is_constant() ||
+          std::find(g->inputs.begin(), g->inputs.end(), v) != g->inputs.end())
+        return Status::bad_input("value '" + name + "' is produced twice (second by node " + std::to_string(ni) + ")");
+      outs.push_back(v);
+    }
+    ir::Node* n = g->add_node(np.op_type(), ins, outs, np.name(), np.domain() == "ai.onnx" ? "" : np.domain());
+    n->doc = np.doc_string();
+    for (const auto& a : np.attribute()) {
+      auto attr = read_attribute(a, model_dir);
+      if (!attr) return attr.status().with_context(n->describe());
+      n->attributes[a.name()] = std::move(attr).value();
+    }
+  }
+  for (const auto& info : gp.value_info()) {
+    ir::Value* v = g->find_value(info.name());
+    if (v) QT_RETURN_IF_ERROR(read_value_info(info, v));
+  }
+  for (const auto& out : gp.output()) {
+    ir::Value* v = g->find_value(out.name());
+    if (!v) return Status::bad_input("graph output '" + out.name() + "' is never produced");
+    QT_RETURN_IF_ERROR(read_value_info(out, v));
+    g->outputs.push_back(v);
+  }
+  QT_RETURN_IF_ERROR(ir::verify(*g));
+  QT_RETURN_IF_ERROR(g->sort_topologically());
+  return g;
+}
+
+Expected<std::unique_ptr<ir::Graph>> load_model(const std::string& path) {
+  QT_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  onnx::ModelProto model;
+  if (bytes.empty() || !model.ParseFromString(bytes)) {
+    return Status::bad_input(path + ": not a valid ONNX model (protobuf parse failed)");
+  }
+  if (!model.has_graph()) return Status::bad_input(path + ": ONNX model has no graph");
+  auto dir = std::filesystem::path(path).parent_path().string();
+  auto g = import_model(model, dir);
+  if (!g) return g.status().with_context(path);
+  return g;
+}
+
+void export_model(const ir::Graph& g, onnx::ModelProto* model) {
+  model->Clear();
+  model->set_ir_version(g.ir_version);
+  model->set_producer_name(g.producer_name);
+  model->set_producer_version(g.producer_version);
+  if (!g.doc.empty()) model->set_doc_string(g.doc);
+  for (const auto& [domain, version] : g.opset_imports) {
+    auto* op = model->add_opset_import();
+    op->set_domain(domain);
+    op->set_version(version);
+  }
+  for (const auto& [k, v] : g.metadata) {
+    auto* p = model->add_metadata_props();
+    p->set_key(k);
+    p->set_value(v);
+  }
+  auto* gp = model->mutable_graph();
+  gp->set_name(g.name);
+  std::set<const ir::Value*> listed;
+  for (const ir::Value* v : g.inputs) {
+    write_value_info(*v, gp->add_input());
+    listed.insert(v);
+  }
+  for (const ir::Value* v : g.outputs) {
+    write_value_info(*v, gp->add_output());
+    listed.insert(v);
+  }
+  for (const ir::Value* v : g.initializers()) {
+    io::tensor_to_proto(*v->constant, v->name(), gp->add_initializer());
+    listed.insert(v);
+  }
+  for (const auto& n : g.nodes()) {
+    auto* np = gp->add_node();
+    np->set_name(n->name);
+    np->set_op_type(n->op_type);
+    if (!n->domain.empty()) np->set_domain(n->domain);
+    if (!n->doc.empty()) np->set_doc_string(n->doc);
+    for (const ir::Value* v : n->inputs) np->add_input(v ? v->name() : "");
+    for (const ir::Value* v : n->outputs) np->add_output(v ? v->name() : "");
+    for (const auto& [key, a] : n->attributes) write_attribute(key, a, np->add_attribute());
+    for (const ir::Value* v : n->outputs) {
+      // The ONNX checker requires a shape in every value_info it sees, so
+      // values whose shape is unknown are left to the runtime's inference.
+      if (v && !listed.count(v) && v->dtype != DType::Undefined && v->has_shape) {
+        write_value_info(*v, gp->add_value_info());
+        listed.insert(v);
+      }
+    }
+  }
+}
+
+Status save_model(const ir::Graph& graph, const std::string& path) {
+  onnx::ModelProto model;
+  export_model(graph, &model);
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) return Status::internal(path + ": model is too large to serialize (> 2 GiB)");
+  return write_file_atomic(path, bytes);
+}
+
+}  // namespace quant::onnx_io

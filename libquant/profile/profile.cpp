@@ -1,0 +1,212 @@
+#include "libquant/profile/profile.h"
+
+#include <cmath>
+#include <optional>
+#include <nlohmann/json.hpp>
+
+#include "libquant/core/file_util.h"
+
+namespace quant::profile {
+namespace {
+
+using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+
+constexpr std::string_view kFormatTag = "qtool-profile";
+constexpr int kVersion = 1;
+
+std::string dump(const ordered_json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+ordered_json number_or_null(double v) { return std::isnan(v) ? ordered_json(nullptr) : ordered_json(v); }
+
+ordered_json tensor_to_json(const TensorProfile& t) {
+  const Histogram& h = t.hist;
+  ordered_json j;
+  j["dtype"] = t.dtype;
+  j["shape"] = t.shape;
+  j["count"] = h.count();
+  j["min"] = number_or_null(h.min());
+  j["max"] = number_or_null(h.max());
+  j["mean"] = number_or_null(h.mean());
+  // The mean alone would not round-trip the sum (mean * count is rounded), and
+  // merging shards needs the exact sum.
+  j["sum"] = h.sum();
+  j["nan"] = h.nan_count();
+  j["inf"] = h.inf_count();
+  j["histogram"] = {{"lo", h.lo()}, {"hi", h.hi()}, {"counts", h.counts()}};
+  return j;
+}
+
+// Typed, exception-free access to fields; every error names the file and the field path.
+class Reader {
+ public:
+  explicit Reader(const std::string& file) : file_(file) {}
+
+  static std::string join(const std::string& where, const char* key) { return where.empty() ? key : where + "." + key; }
+  Status bad(const std::string& where, const std::string& what) const {
+    return Status::bad_input(file_ + ": " + where + ": " + what);
+  }
+  // `where` is the path of `obj` ("" for the top level).
+  Expected<const json*> field(const json& obj, const std::string& where, const char* key) const {
+    auto it = obj.find(key);
+    if (it == obj.end()) return bad(join(where, key), "missing");
+    return &*it;
+  }
+  Expected<const json*> object(const json& obj, const std::string& where, const char* key) const {
+    QT_ASSIGN_OR_RETURN(const json* v, field(obj, where, key));
+    if (!v->is_object()) return bad(join(where, key), "expected an object");
+    return v;
+  }
+  Expected<std::string> string(const json& obj, const std::string& where, const char* key) const {
+    QT_ASSIGN_OR_RETURN(const json* v, field(obj, where, key));
+    if (!v->is_string()) return bad(join(where, key), "expected a string");
+    return v->get<std::string>();
+  }
+  Expected<uint64_t> unsigned_int(const json& obj, const std::string& where, const char* key) const {
+    QT_ASSIGN_OR_RETURN(const json* v, field(obj, where, key));
+    if (!v->is_number_unsigned()) return bad(join(where, key), "expected a non-negative integer");
+    return v->get<uint64_t>();
+  }
+  Expected<double> number(const json& obj, const std::string& where, const char* key) const {
+    QT_ASSIGN_OR_RETURN(const json* v, field(obj, where, key));
+    if (!v->is_number()) return bad(join(where, key), "expected a number");
+    double d = v->get<double>();
+    if (!std::isfinite(d)) return bad(join(where, key), "is not a finite number");
+    return d;
+  }
+  // null stands for "no value" (NaN).
+  Expected<double> number_or_null(const json& obj, const std::string& where, const char* key) const {
+    QT_ASSIGN_OR_RETURN(const json* v, field(obj, where, key));
+    if (v->is_null()) return std::numeric_limits<double>::quiet_NaN();
+    return number(obj, where, key);
+  }
+
+ private:
+  const std::string& file_;
+};
+
+Expected<TensorProfile> tensor_from_json(const Reader& r, const json& j, const std::string& where, int bins) {
+  if (!j.is_object()) return r.bad(where, "expected an object");
+  TensorProfile t;
+  QT_ASSIGN_OR_RETURN(t.dtype, r.string(j, where, "dtype"));
+  if (!dtype_from_name(t.dtype)) return r.bad(where + ".dtype", "unknown data type '" + t.dtype + "'");
+  QT_ASSIGN_OR_RETURN(const json* shape, r.field(j, where, "shape"));
+  if (!shape->is_array()) return r.bad(where + ".shape", "expected an array of integers");
+  for (const json& d : *shape) {
+    if (!d.is_number_integer()) return r.bad(where + ".shape", "expected an array of integers");
+    t.shape.push_back(d.get<int64_t>());
+  }
+
+  HistogramFields f;
+  QT_ASSIGN_OR_RETURN(uint64_t count, r.unsigned_int(j, where, "count"));
+  QT_ASSIGN_OR_RETURN(f.min, r.number_or_null(j, where, "min"));
+  QT_ASSIGN_OR_RETURN(f.max, r.number_or_null(j, where, "max"));
+  QT_ASSIGN_OR_RETURN(double mean, r.number_or_null(j, where, "mean"));
+  QT_ASSIGN_OR_RETURN(f.nan_count, r.unsigned_int(j, where, "nan"));
+  QT_ASSIGN_OR_RETURN(f.inf_count, r.unsigned_int(j, where, "inf"));
+  std::string hwhere = where + ".histogram";
+  QT_ASSIGN_OR_RETURN(const json* hist, r.object(j, where, "histogram"));
+  QT_ASSIGN_OR_RETURN(f.lo, r.number(*hist, hwhere, "lo"));
+  QT_ASSIGN_OR_RETURN(f.hi, r.number(*hist, hwhere, "hi"));
+  QT_ASSIGN_OR_RETURN(const json* counts, r.field(*hist, hwhere, "counts"));
+  if (!counts->is_array()) return r.bad(hwhere + ".counts", "expected an array of non-negative integers");
+  if (counts->size() != static_cast<size_t>(bins))
+    return r.bad(hwhere + ".counts", "has " + std::to_string(counts->size()) + " entries, expected " +
+                                         std::to_string(bins) + " (bins)");
+  f.counts.reserve(counts->size());
+  uint64_t total = 0;
+  for (const json& c : *counts) {
+    if (!c.is_number_unsigned()) return r.bad(hwhere + ".counts", "expected an array of non-negative integers");
+    f.counts.push_back(c.get<uint64_t>());
+    total += f.counts.back();
+  }
+  if (total != count)
+    return r.bad(where + ".count", "is " + std::to_string(count) + " but histogram.counts add up to " + std::to_string(total));
+  // "sum" is optional (hand-written profiles); without it the mean stands in.
+  if (j.contains("sum")) {
+    QT_ASSIGN_OR_RETURN(f.sum, r.number(j, where, "sum"));
+  } else if (count > 0) {
+    if (std::isnan(mean)) return r.bad(where + ".mean", "is null but count > 0");
+    f.sum = mean * static_cast<double>(count);
+  }
+  auto hist_or = Histogram::from_fields(std::move(f));
+  if (!hist_or) return r.bad(where, hist_or.status().message());
+  t.hist = std::move(hist_or).value();
+  return t;
+}
+
+}  // namespace
+
+std::string profile_to_json(const Profile& p) {
+  ordered_json model;
+  model["path"] = p.model_path;
+  model["digest"] = p.model_digest;
+  model["signature"] = p.graph_signature;
+  std::string out = "{\n";
+  out += "  \"format\": \"" + std::string(kFormatTag) + "\",\n";
+  out += "  \"version\": " + std::to_string(p.version) + ",\n";
+  out += "  \"model\": " + dump(model) + ",\n";
+  out += "  \"samples\": " + std::to_string(p.samples) + ",\n";
+  out += "  \"bins\": " + std::to_string(p.bins) + ",\n";
+  out += "  \"tensors\": {";
+  bool first = true;
+  for (const auto& [name, t] : p.tensors) {
+    out += first ? "\n    " : ",\n    ";
+    first = false;
+    out += dump(ordered_json(name)) + ": " + dump(tensor_to_json(t));
+  }
+  out += p.tensors.empty() ? "}\n}\n" : "\n  }\n}\n";
+  return out;
+}
+
+Expected<Profile> profile_from_json(std::string_view text, const std::string& path) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception& e) {
+    // nlohmann prefixes "[json.exception.parse_error.101] "; the rest says where and why.
+    std::string what = e.what();
+    size_t cut = what.find("] ");
+    return Status::bad_input(path + ": not valid JSON (" + (cut == std::string::npos ? what : what.substr(cut + 2)) + ")");
+  }
+  Reader r(path);
+  if (!root.is_object()) return Status::bad_input(path + ": not a qtool profile (the top level is not a JSON object)");
+  auto format = root.find("format");
+  if (format == root.end() || !format->is_string() || format->get<std::string>() != kFormatTag)
+    return Status::bad_input(path + ": not a qtool profile (\"format\" is not \"qtool-profile\")");
+
+  Profile p;
+  QT_ASSIGN_OR_RETURN(const json* version, r.field(root, "", "version"));
+  if (!version->is_number_integer() || version->get<int64_t>() != kVersion)
+    return r.bad("version", "unsupported profile version " + version->dump() + " (this qtool reads version 1)");
+  p.version = kVersion;
+  QT_ASSIGN_OR_RETURN(const json* model, r.object(root, "", "model"));
+  QT_ASSIGN_OR_RETURN(p.model_path, r.string(*model, "model", "path"));
+  QT_ASSIGN_OR_RETURN(p.model_digest, r.string(*model, "model", "digest"));
+  QT_ASSIGN_OR_RETURN(p.graph_signature, r.string(*model, "model", "signature"));
+  QT_ASSIGN_OR_RETURN(uint64_t samples, r.unsigned_int(root, "", "samples"));
+  if (samples > static_cast<uint64_t>(INT64_MAX)) return r.bad("samples", "is too large");
+  p.samples = static_cast<int64_t>(samples);
+  QT_ASSIGN_OR_RETURN(uint64_t bins, r.unsigned_int(root, "", "bins"));
+  if (bins < 1 || bins > static_cast<uint64_t>(Histogram::kMaxBins))
+    return r.bad("bins", "must be between 1 and " + std::to_string(Histogram::kMaxBins) + ", is " + std::to_string(bins));
+  p.bins = static_cast<int>(bins);
+  QT_ASSIGN_OR_RETURN(const json* tensors, r.object(root, "", "tensors"));
+  for (const auto& [name, value] : tensors->items()) {
+    std::string where = "tensors[" + json(name).dump(-1, ' ', false, json::error_handler_t::replace) + "]";
+    QT_ASSIGN_OR_RETURN(TensorProfile t, tensor_from_json(r, value, where, p.bins));
+    p.tensors.emplace(name, std::move(t));
+  }
+  return p;
+}
+
+Status save_profile(const Profile& profile, const std::string& path) {
+  return write_file_atomic(path, profile_to_json(profile));
+}
+
+Expected<Profile> load_profile(const std::string& path) {
+  QT_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  return profile_from_json(text, path);
+}
+
+}  // namespace quant::profile

@@ -1,0 +1,45 @@
+// A profile: per-activation histograms of one float model over a data set,
+// written by `qprofile`, read by `qconvert` and `qprofile merge/show`.
+// The JSON format is documented in profiles/README.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "libquant/core/status.h"
+#include "libquant/core/tensor.h"
+#include "libquant/profile/histogram.h"
+
+namespace quant::profile {
+
+struct TensorProfile {
+  std::string dtype;  // dtype_name() of the activation, e.g. "float32"
+  Dims shape;         // as observed on the first sample
+  Histogram hist;
+};
+
+struct Profile {
+  int version = 1;
+  std::string model_path;
+  std::string model_digest;     // sha256 of the model file
+  std::string graph_signature;  // sha256 of a canonical text: op types + input/output names of every node in order
+  int64_t samples = 0;
+  int bins = 2048;
+  std::map<std::string, TensorProfile> tensors;
+};
+
+// One tensor per line, so that diffs and `grep` stay readable. Doubles are
+// printed in their shortest round-trip form; NaN min/max/mean print as null.
+// Names that are not valid UTF-8 have the offending bytes replaced by U+FFFD.
+std::string profile_to_json(const Profile& profile);
+// Every malformed input (not JSON, wrong format tag, unknown version, missing
+// field, wrong type, counts length != bins, lo > hi, ...) is bad_input naming
+// `path_for_errors` and the field.
+Expected<Profile> profile_from_json(std::string_view text, const std::string& path_for_errors);
+
+Status save_profile(const Profile& profile, const std::string& path);  // atomic
+Expected<Profile> load_profile(const std::string& path);
+
+}  // namespace quant::profile

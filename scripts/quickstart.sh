@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The main job on the embedded sample: profile the float digits CNN on its
+# calibration set, quantize it (uint8 activations, int8 per-channel weights,
+# QDQ), then run the quantized model against the float one on the test set.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${QTOOL_BUILD_DIR:-$repo/build}
+[ -x "$build/qrun" ] || "$repo/scripts/setup.sh"
+out="$build/quickstart"
+mkdir -p "$out"
+model="$repo/samples/digits_cnn.onnx"
+
+"$build/qprofile" "$model" --data "$repo/samples/digits/calib" -o "$out/digits.profile.json"
+"$build/qconvert" "$model" --profile "$out/digits.profile.json" -o "$out/digits_int8.onnx" --report "$out/digits_int8.report.json"
+echo "quantized model: $out/digits_int8.onnx"
+"$build/qrun" "$out/digits_int8.onnx" --data "$repo/samples/digits/test" --reference "$model" \
+  --labels "$repo/samples/digits/test_labels.npy"

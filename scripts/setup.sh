@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages qtool needs (idempotent: quiet when all are
+# present), then configures and builds into build/ (QTOOL_BUILD_DIR overrides).
+# Extra CMake arguments may follow, e.g. scripts/setup.sh -DQTOOL_SANITIZE=ON.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${QTOOL_BUILD_DIR:-$repo/build}
+
+# Build: compiler + libraries. Tests: python3-onnx (ONNX checker), numpy,
+# Node.js (ONNX Runtime interop, scripts/setup_ort.sh), the ONNX test data.
+pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libspdlog-dev catch2 libprotobuf-dev protobuf-compiler
+      libonnx-dev libstb-dev python3-onnx python3-numpy)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+mkdir -p "$build"
+log="$build/build.log"
+if ! { cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" &&
+       cmake --build "$build" -j"$(nproc)"; } >"$log" 2>&1; then
+  tail -n 40 "$log" >&2
+  echo "error: build failed; full log in $log" >&2
+  exit 1
+fi

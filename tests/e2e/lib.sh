@@ -1,0 +1,25 @@
+# Shared by the end-to-end tests: paths, a temp dir and assertions.
+set -euo pipefail
+bin=${QTOOL_BIN:?QTOOL_BIN must point at the build directory}
+src=${QTOOL_SOURCE_DIR:?QTOOL_SOURCE_DIR must point at the repository}
+samples="$src/samples"
+model="$samples/digits_cnn.onnx"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect_exit CODE PATTERN CMD...: runs CMD, checks its exit code and that
+# stderr is exactly one line starting with `error:` and containing PATTERN.
+expect_exit() {
+  local want=$1 pattern=$2
+  shift 2
+  local code=0
+  "$@" >"$tmp/stdout" 2>"$tmp/stderr" || code=$?
+  [ "$code" -eq "$want" ] || fail "'$*' exited $code, expected $want; stderr: $(cat "$tmp/stderr")"
+  if [ -n "$pattern" ]; then
+    [ "$(wc -l <"$tmp/stderr")" -eq 1 ] || fail "'$*' printed more than one stderr line: $(cat "$tmp/stderr")"
+    grep -q '^error: ' "$tmp/stderr" || fail "'$*' stderr does not start with error: $(cat "$tmp/stderr")"
+    grep -qF -- "$pattern" "$tmp/stderr" || fail "'$*' stderr lacks '$pattern': $(cat "$tmp/stderr")"
+  fi
+}

@@ -1,0 +1,62 @@
+// Builds and runs a one-node graph: op tests read like the spec (inputs,
+// attributes, expected outputs).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "libquant/interp/session.h"
+#include "libquant/ir/graph.h"
+
+namespace quant::testing {
+
+struct NodeSpec {
+  NodeSpec(std::string op, int64_t set, std::vector<Tensor> ins)
+      : op_type(std::move(op)), opset(set), inputs(std::move(ins)) {}
+  std::string op_type;
+  int64_t opset = 13;
+  std::vector<Tensor> inputs;           // empty Tensor = omitted optional input
+  std::vector<bool> constant_inputs;    // inputs given as initializers (default: none)
+  std::map<std::string, ir::Attribute> attributes;
+  size_t num_outputs = 1;
+};
+
+// Runs the node; returns its outputs or the error of create/run.
+inline Expected<std::vector<Tensor>> run_node(const NodeSpec& spec) {
+  ir::Graph g;
+  g.opset_imports[""] = spec.opset;
+  std::vector<ir::Value*> ins;
+  std::vector<Tensor> feeds;
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    if (spec.inputs[i].empty()) {
+      ins.push_back(nullptr);
+      continue;
+    }
+    ir::Value* v = g.add_value("in" + std::to_string(i));
+    v->dtype = spec.inputs[i].dtype();
+    bool constant = i < spec.constant_inputs.size() && spec.constant_inputs[i];
+    if (constant) {
+      v->constant = std::make_unique<Tensor>(spec.inputs[i]);
+    } else {
+      g.inputs.push_back(v);
+      feeds.push_back(spec.inputs[i]);
+    }
+    ins.push_back(v);
+  }
+  std::vector<ir::Value*> outs;
+  for (size_t k = 0; k < spec.num_outputs; ++k) outs.push_back(g.add_value("out" + std::to_string(k)));
+  ir::Node* n = g.add_node(spec.op_type, ins, outs, "node");
+  n->attributes = spec.attributes;
+  g.outputs = outs;
+  QT_ASSIGN_OR_RETURN(auto session, interp::Session::create(g));
+  return session->run(feeds);
+}
+
+template <class T>
+std::vector<T> values_of(const Tensor& t) {
+  auto v = t.values<T>();
+  return {v.begin(), v.end()};
+}
+
+}  // namespace quant::testing

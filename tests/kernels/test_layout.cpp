@@ -1,0 +1,100 @@
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <vector>
+
+#include "libquant/kernels/layout.h"
+
+using quant::kernels::concat;
+using quant::kernels::Dims;
+using quant::kernels::transpose;
+
+TEST_CASE("transpose 2-D", "[kernels][layout]") {
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  std::vector<float> y(6);
+  transpose(x.data(), sizeof(float), Dims{2, 3}, Dims{1, 0}, y.data());
+  CHECK(y == std::vector<float>{1, 4, 2, 5, 3, 6});
+}
+
+TEST_CASE("transpose 3-D for several element sizes", "[kernels][layout]") {
+  const Dims shape = {2, 3, 4};
+  for (const Dims& perm : {Dims{2, 0, 1}, Dims{1, 2, 0}, Dims{0, 2, 1}, Dims{1, 0, 2}, Dims{0, 1, 2}}) {
+    const int64_t out_shape[3] = {shape[size_t(perm[0])], shape[size_t(perm[1])], shape[size_t(perm[2])]};
+    auto expected_at = [&](int64_t i0, int64_t i1, int64_t i2) {
+      int64_t in_idx[3];
+      in_idx[perm[0]] = i0;
+      in_idx[perm[1]] = i1;
+      in_idx[perm[2]] = i2;
+      return (in_idx[0] * 3 + in_idx[1]) * 4 + in_idx[2];
+    };
+    std::vector<int64_t> x64(24), y64(24);
+    std::vector<uint8_t> x8(24), y8(24);
+    std::vector<std::array<uint8_t, 3>> x3(24), y3(24);  // odd element size
+    for (int i = 0; i < 24; ++i) {
+      x64[size_t(i)] = 1000 + i;
+      x8[size_t(i)] = uint8_t(i);
+      x3[size_t(i)] = {uint8_t(i), uint8_t(i + 1), uint8_t(2 * i)};
+    }
+    transpose(x64.data(), 8, shape, perm, y64.data());
+    transpose(x8.data(), 1, shape, perm, y8.data());
+    transpose(x3.data(), 3, shape, perm, y3.data());
+    INFO("perm " << perm[0] << perm[1] << perm[2]);
+    int64_t o = 0;
+    for (int64_t i0 = 0; i0 < out_shape[0]; ++i0)
+      for (int64_t i1 = 0; i1 < out_shape[1]; ++i1)
+        for (int64_t i2 = 0; i2 < out_shape[2]; ++i2, ++o) {
+          const int64_t src = expected_at(i0, i1, i2);
+          CHECK(y64[size_t(o)] == 1000 + src);
+          CHECK(y8[size_t(o)] == uint8_t(src));
+          CHECK(y3[size_t(o)] == x3[size_t(src)]);
+        }
+  }
+  // Hand check: perm (2,0,1) sends x[a][b][c] to y[c][a][b]; y[1][0][2] = x[0][2][1] = 9.
+  std::vector<int64_t> x(24), y(24);
+  for (int i = 0; i < 24; ++i) x[size_t(i)] = i;
+  transpose(x.data(), 8, shape, Dims{2, 0, 1}, y.data());
+  CHECK(y[(1 * 2 + 0) * 3 + 2] == 9);
+}
+
+TEST_CASE("transpose rank 0 and 4-D", "[kernels][layout]") {
+  const double s = 2.5;
+  double t = 0;
+  transpose(&s, sizeof(double), Dims{}, Dims{}, &t);
+  CHECK(t == 2.5);
+  // NCHW [1,2,2,3] -> NHWC [1,2,3,2]
+  std::vector<int16_t> x(12), y(12);
+  for (int i = 0; i < 12; ++i) x[size_t(i)] = int16_t(i);
+  transpose(x.data(), 2, Dims{1, 2, 2, 3}, Dims{0, 2, 3, 1}, y.data());
+  CHECK(y == std::vector<int16_t>{0, 6, 1, 7, 2, 8, 3, 9, 4, 10, 5, 11});
+}
+
+TEST_CASE("concat", "[kernels][layout]") {
+  const std::vector<float> a = {1, 2};         // [2,1]
+  const std::vector<float> b = {3, 4, 5, 6};   // [2,2]
+  const std::vector<float> c = {7, 8, 9, 10};  // [2,2]
+  SECTION("axis 1") {
+    const std::array<const void*, 2> in = {a.data(), b.data()};
+    const std::array<Dims, 2> shapes = {Dims{2, 1}, Dims{2, 2}};
+    std::vector<float> y(6);
+    concat(in, shapes, 1, sizeof(float), y.data());
+    CHECK(y == std::vector<float>{1, 3, 4, 2, 5, 6});
+    concat(in, shapes, -1, sizeof(float), y.data());
+    CHECK(y == std::vector<float>{1, 3, 4, 2, 5, 6});
+  }
+  SECTION("axis 0 with an empty input") {
+    const std::array<const void*, 3> in = {b.data(), nullptr, c.data()};
+    const std::array<Dims, 3> shapes = {Dims{2, 2}, Dims{0, 2}, Dims{2, 2}};
+    std::vector<float> y(8);
+    concat(in, shapes, 0, sizeof(float), y.data());
+    CHECK(y == std::vector<float>{3, 4, 5, 6, 7, 8, 9, 10});
+  }
+  SECTION("middle axis of a 3-D int8 tensor") {
+    const std::vector<int8_t> p = {1, 2, 3, 4};                 // [2,1,2]
+    const std::vector<int8_t> q = {5, 6, 7, 8, 9, 10, 11, 12};  // [2,2,2]
+    const std::array<const void*, 2> in = {p.data(), q.data()};
+    const std::array<Dims, 2> shapes = {Dims{2, 1, 2}, Dims{2, 2, 2}};
+    std::vector<int8_t> y(12);
+    concat(in, shapes, 1, 1, y.data());
+    CHECK(y == std::vector<int8_t>{1, 2, 5, 6, 7, 8, 3, 4, 9, 10, 11, 12});
+  }
+}
