@@ -12,6 +12,8 @@ namespace {
 
 using profile::Histogram;
 
+constexpr int kMaxKlBins = 8192;
+
 Range clamp_to_data(const Histogram& h, double lo, double hi) {
   double a = std::clamp(lo, h.min(), h.max());
   double b = std::clamp(hi, h.min(), h.max());
@@ -106,7 +108,8 @@ Range range_percentile(const Histogram& h, double percentile) {
 
 Range range_kl(const Histogram& h, int quant_bins) {
   if (h.empty() || h.min() == h.max() || quant_bins < 1) return range_minmax(h);
-  const int bins = h.bins();
+  // The search is quadratic in the grid size; past kMaxKlBins extra resolution buys nothing.
+  const int bins = std::min(h.bins(), kMaxKlBins);
   const bool non_negative = h.min() >= 0, non_positive = h.max() <= 0;
   if (non_negative || non_positive) {
     // One-sided: grid over [0, A], windows [0, T]; non-positive data is mirrored.

@@ -25,7 +25,7 @@ Range range_minmax(const profile::Histogram& h);
 Range range_percentile(const profile::Histogram& h, double percentile = 99.999);
 
 // Entropy calibration as TensorRT / ONNX Runtime (MXNet's _get_optimal_threshold)
-// do it. The histogram is first re-gridded around 0 (rebin_counts, same bin count),
+// do it. The histogram is first re-gridded around 0 (rebin_counts, same bin count, at most 8192),
 // because its own range generally does not start at 0 or sit symmetric around it:
 //  - data with both signs: a grid over [-A, A], A = max(|min|, |max|), and windows
 //    [-T, T] symmetric around 0 (as ONNX Runtime's entropy calibrator);

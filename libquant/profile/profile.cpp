@@ -201,6 +201,12 @@ Expected<Profile> profile_from_json(std::string_view text, const std::string& pa
 }
 
 Status save_profile(const Profile& profile, const std::string& path) {
+  // A file that its own reader would refuse must not be written.
+  for (const auto& [name, t] : profile.tensors) {
+    if (t.hist.bins() != profile.bins)
+      return Status::internal(path + ": tensor '" + name + "' has " + std::to_string(t.hist.bins()) +
+                              " bins but the profile declares " + std::to_string(profile.bins));
+  }
   return write_file_atomic(path, profile_to_json(profile));
 }
 

@@ -39,7 +39,8 @@ std::string profile_to_json(const Profile& profile);
 // `path_for_errors` and the field.
 Expected<Profile> profile_from_json(std::string_view text, const std::string& path_for_errors);
 
-Status save_profile(const Profile& profile, const std::string& path);  // atomic
+// Atomic; refuses (internal error) a tensor whose bin count differs from profile.bins.
+Status save_profile(const Profile& profile, const std::string& path);
 Expected<Profile> load_profile(const std::string& path);
 
 }  // namespace quant::profile

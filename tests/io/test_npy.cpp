@@ -63,6 +63,12 @@ TEST_CASE("npy: writes the bytes numpy.save writes", "[io][npy]") {
     CHECK(got.substr(0, 128) == expect("{'descr': '<i2', 'fortran_order': False, 'shape': (2, 3), }", ""));
     CHECK((got.size() - 12) % 64 == 0);  // data starts 64-byte aligned
   }
+  SECTION("the growth space after the shape can push the header to the next 64 bytes") {
+    // numpy writes a 182-byte header (0xB6) for np.zeros((1,) * 15, dtype='<f4').
+    std::string got = serialize_npy(Tensor(DType::Float32, Dims(15, 1)));
+    CHECK(static_cast<unsigned char>(got[8]) == 0xB6);
+    CHECK(got.size() == 10 + 182 + 4);
+  }
 }
 
 TEST_CASE("npy: every supported dtype round-trips", "[io][npy]") {

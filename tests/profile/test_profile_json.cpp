@@ -166,6 +166,10 @@ TEST_CASE("profile json: save and load through a file", "[profile][json]") {
   auto back = load_profile(path);
   REQUIRE(back.has_value());
   CHECK(profile_to_json(*back) == profile_to_json(p));
+  Profile mismatched = p;
+  mismatched.bins = 16;
+  CHECK(save_profile(mismatched, (dir / "bad.json").string()).code() == StatusCode::kInternal);
+  CHECK_FALSE(fs::exists(dir / "bad.json"));
   auto missing = load_profile((dir / "none.json").string());
   REQUIRE_FALSE(missing.has_value());
   CHECK(missing.status().code() == StatusCode::kBadInput);
