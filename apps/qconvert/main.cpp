@@ -7,6 +7,7 @@
 #include "libquant/core/sha256.h"
 #include "libquant/ir/signature.h"
 #include "libquant/onnx/model_io.h"
+#include "libquant/passes/prepare.h"
 #include "libquant/passes/qdq.h"
 #include "libquant/profile/profile.h"
 
@@ -44,6 +45,7 @@ std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r) 
     if (t.kind == "activation") e["range"] = {t.range.min, t.range.max};
     j["tensors"].push_back(e);
   }
+  j["notes"] = r.notes;
   for (const auto& n : r.nodes)
     j["nodes"].push_back({{"node", n.node}, {"op_type", n.op_type}, {"quantized", n.quantized}, {"reason", n.reason}});
   return j.dump(2) + "\n";
@@ -63,7 +65,13 @@ Status convert(const Flags& f) {
   opt.weights = *quant::dtype_from_name(f.weights);
   opt.per_channel = !f.per_tensor;
   opt.calibration = f.calibration;
+  // Preparation keeps value names, so the profile's entries still apply.
+  std::vector<std::string> notes;
+  const int constants = quant::passes::constants_to_initializers(*graph);
+  if (constants) notes.push_back("turned " + std::to_string(constants) + " Constant nodes into initializers");
+  QT_RETURN_IF_ERROR(quant::passes::fold_batchnorm(*graph, notes));
   QT_ASSIGN_OR_RETURN(auto report, quant::passes::insert_qdq(*graph, profile, opt));
+  report.notes.insert(report.notes.begin(), notes.begin(), notes.end());
 
   // Provenance (DESIGN "Output models").
   graph->metadata.emplace_back("qtool.version", QTOOL_VERSION);

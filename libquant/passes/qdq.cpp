@@ -7,6 +7,7 @@
 #include <set>
 
 #include "libquant/kernels/quantize.h"
+#include "libquant/passes/shape_fold.h"
 
 namespace quant::passes {
 namespace {
@@ -71,7 +72,7 @@ template <class Q>
 void quantize_weights(const Tensor& w, const QuantParams& p, Tensor& q) {
   int64_t outer = 1, len = w.size(), inner = 1;
   if (!p.per_tensor()) {
-    outer = 1, len = w.dim(p.axis), inner = 1;
+    len = w.dim(p.axis);
     for (int64_t d = 0; d < w.rank(); ++d) {
       if (d < p.axis) outer *= w.dim(d);
       if (d > p.axis) inner *= w.dim(d);
@@ -80,6 +81,32 @@ void quantize_weights(const Tensor& w, const QuantParams& p, Tensor& q) {
   std::vector<Q> zp(p.zero_point.begin(), p.zero_point.end());
   kernels::quantize_linear<Q>(w.data<float>(), q.data<Q>(), outer, len, inner, p.scale.data(), zp.data(), 0,
                               static_cast<int64_t>(p.scale.size()));
+}
+
+Expected<Tensor> quantize_weight_tensor(const Tensor& w, const QuantParams& p) {
+  Tensor q(p.qtype, w.shape());
+  if (p.qtype == DType::Int8) quantize_weights<int8_t>(w, p, q);
+  else if (p.qtype == DType::UInt8) quantize_weights<uint8_t>(w, p, q);
+  else return Status::bad_input("weights of type " + std::string(dtype_name(p.qtype)) + " are not supported yet");
+  return q;
+}
+
+// A non-constant value with the type `dtype` and the static shape of `like`.
+ir::Value* add_constant_like(ir::Graph& g, const std::string& base, const ir::Value& like, DType dtype) {
+  ir::Value* v = add_like(g, base, like, dtype);
+  v->has_shape = true;
+  v->shape = like.constant->shape();
+  v->dim_names.assign(v->shape.size(), "");
+  return v;
+}
+
+// The per-channel axis of a weight input: Conv's output channels (dim 0),
+// Gemm's N (dim 0 when transB, else 1), MatMul's last dim.
+int64_t weight_axis(const ir::Node& n, const Tensor& w) {
+  if (n.op_type == "Conv") return 0;
+  if (n.op_type == "Gemm") return n.attr_int("transB", 0) ? 0 : 1;
+  if (n.op_type == "MatMul") return w.rank() - 1;
+  return -1;
 }
 
 class QdqBuilder {
@@ -91,7 +118,7 @@ class QdqBuilder {
 
  private:
   Status quantize_activation(ir::Value* v);
-  Status quantize_weight(ir::Node* node, size_t input, int64_t axis);
+  Status quantize_weight(ir::Node* node, size_t input);
   Status quantize_bias(ir::Node* node, size_t bias_input, const ir::Value* act, const QuantParams& w);
 
   ir::Graph& g_;
@@ -135,25 +162,52 @@ Status QdqBuilder::quantize_activation(ir::Value* v) {
   return Status::ok();
 }
 
-Status QdqBuilder::quantize_weight(ir::Node* node, size_t input, int64_t axis) {
-  ir::Value* wv = node->inputs[input];
-  const Tensor* w = ir::constant_data(wv);
-  if (!w || w->dtype() != DType::Float32) return Status::ok();
-  const bool per_channel = o_.per_channel && g_.opset() >= 13 && axis >= 0 && axis < w->rank();
-  QuantParams p = calib::choose_weight_params(*w, per_channel ? axis : -1, o_.weights, o_.schema);
-  Tensor q(p.qtype, w->shape());
-  if (p.qtype == DType::Int8) quantize_weights<int8_t>(*w, p, q);
-  else if (p.qtype == DType::UInt8) quantize_weights<uint8_t>(*w, p, q);
-  else return Status::bad_input("weights of type " + std::string(dtype_name(p.qtype)) + " are not supported yet");
-  std::string base = wv->name();
+Status QdqBuilder::quantize_weight(ir::Node* node, size_t input) {
+  WeightPath path = trace_weight_path(g_, node->inputs[input]);
+  if (!path.source) return Status::ok();  // not a constant float weight
+  // The weight as the consumer sees it, after the shape ops.
+  Tensor w = *path.source->constant;
+  std::optional<int64_t> no_axis;
+  for (ir::Node* op : path.chain) QT_RETURN_IF_ERROR(apply_shape_op(*op, w, no_axis));
+  const int64_t axis = weight_axis(*node, w);
+  const bool per_channel = o_.per_channel && g_.opset() >= 13 && axis >= 0 && axis < w.rank();
+  const std::string base = path.source->name();
+
+  // Per-channel weights behind shape ops are quantized at the source along
+  // the axis that becomes the channel axis, then the shape ops are folded on
+  // the integer data, the axis following the channel dimension. When an op
+  // merges or splits the channel dimension, quantize after the shape ops.
+  std::string method = per_channel ? "absmax per channel" : "absmax";
+  QuantParams p;
+  Tensor q;
+  std::string why;
+  std::optional<int64_t> at_source = per_channel && !path.chain.empty() ? source_axis(path, axis, why) : std::nullopt;
+  if (at_source) {
+    const Tensor& src = *path.source->constant;
+    p = calib::choose_weight_params(src, *at_source, o_.weights, o_.schema);
+    QT_ASSIGN_OR_RETURN(q, quantize_weight_tensor(src, p));
+    std::optional<int64_t> moving = at_source;
+    for (ir::Node* op : path.chain) QT_RETURN_IF_ERROR(apply_shape_op(*op, q, moving));
+    assert(moving && *moving == axis);
+    p.axis = *moving;
+    method += ", shape ops folded on int8 data (axis " + std::to_string(*at_source) + " -> " + std::to_string(axis) + ")";
+  } else {
+    p = calib::choose_weight_params(w, per_channel ? axis : -1, o_.weights, o_.schema);
+    QT_ASSIGN_OR_RETURN(q, quantize_weight_tensor(w, p));
+    if (!path.chain.empty())
+      method += why.empty() ? ", shape ops folded on float data" : ", quantized after the shape ops: " + why;
+  }
   ir::Value* qv = add_constant(g_, base + "_quantized", std::move(q));
   auto [scale, zp] = add_qparams(g_, base, p);
-  ir::Value* dq = add_like(g_, base + "_dequantized", *wv, DType::Float32);
+  ir::Value* dq = add_constant_like(g_, base + "_dequantized", *qv, DType::Float32);
   ir::Node* dq_node = g_.insert_node(node, "DequantizeLinear", {qv, scale, zp}, {dq}, g_.unique_name(base + "_DequantizeLinear"));
   if (!p.per_tensor()) dq_node->attributes["axis"] = axis_attr(p);
   node->inputs[input] = dq;
-  calib::Range r{0, 0};
-  report_.tensors.push_back({base, "weight", per_channel ? "absmax per channel" : "absmax", r, p});
+  for (auto it = path.chain.rbegin(); it != path.chain.rend(); ++it) {
+    report_.notes.push_back("folded " + (*it)->describe() + " into weight '" + base + "'");
+    g_.remove_node(*it);
+  }
+  report_.tensors.push_back({base, "weight", method, {0, 0}, p});
 
   if (node->inputs.size() > 2 && node->inputs[2] && (node->op_type == "Conv" || node->op_type == "Gemm")) {
     // inputs[0] was already rewired to the DQ output of its float source.
@@ -195,15 +249,6 @@ Status QdqBuilder::quantize_bias(ir::Node* node, size_t bias_input, const ir::Va
   return Status::ok();
 }
 
-// The per-channel axis of a weight input: Conv's output channels (dim 0),
-// Gemm's N (dim 0 when transB, else 1), MatMul's last dim.
-int64_t weight_axis(const ir::Node& n, const Tensor& w) {
-  if (n.op_type == "Conv") return 0;
-  if (n.op_type == "Gemm") return n.attr_int("transB", 0) ? 0 : 1;
-  if (n.op_type == "MatMul") return w.rank() - 1;
-  return -1;
-}
-
 Expected<QuantizeReport> QdqBuilder::run() {
   if (g_.opset() < 10) return Status::bad_input("QDQ output needs opset >= 10, the model has " + std::to_string(g_.opset()));
   QT_ASSIGN_OR_RETURN(auto order, g_.topological_order());
@@ -221,15 +266,27 @@ Expected<QuantizeReport> QdqBuilder::run() {
         fused.insert(v);
     }
   }
+  // Shape ops between a constant weight and its consumer are folded into the
+  // weight, not quantized as activations.
+  std::set<const ir::Node*> on_weight_path;
+  for (ir::Node* n : order) {
+    if (!quantizable(n) || (n->op_type != "Conv" && n->op_type != "Gemm" && n->op_type != "MatMul")) continue;
+    for (ir::Node* op : trace_weight_path(g_, n->input(1)).chain) on_weight_path.insert(op);
+  }
   std::vector<ir::Value*> activations;
   std::set<const ir::Value*> chosen;
   auto choose = [&](ir::Value* v) {
     // Graph outputs stay float: the model's consumers get full precision.
-    if (is_float_activation(v) && !fused.count(v) && !g_.is_graph_output(v) && chosen.insert(v).second)
+    const bool weight_path = v && v->producer && on_weight_path.count(v->producer);
+    if (is_float_activation(v) && !weight_path && !fused.count(v) && !g_.is_graph_output(v) && chosen.insert(v).second)
       activations.push_back(v);
   };
   std::vector<ir::Node*> quantized_nodes;
   for (ir::Node* n : order) {
+    if (on_weight_path.count(n)) {
+      report_.nodes.push_back({n->name, n->op_type, false, "shape op on a constant weight: folded into the weight"});
+      continue;
+    }
     if (!quantizable(n)) {
       report_.nodes.push_back({n->name, n->op_type, false, "op stays float (no integer form that keeps accuracy)"});
       continue;
@@ -243,8 +300,7 @@ Expected<QuantizeReport> QdqBuilder::run() {
   for (ir::Value* v : activations) QT_RETURN_IF_ERROR(quantize_activation(v));
   for (ir::Node* n : quantized_nodes) {
     if (n->op_type != "Conv" && n->op_type != "Gemm" && n->op_type != "MatMul") continue;
-    const Tensor* w = n->inputs.size() > 1 ? ir::constant_data(n->inputs[1]) : nullptr;
-    if (w) QT_RETURN_IF_ERROR(quantize_weight(n, 1, weight_axis(*n, *w)));
+    if (n->inputs.size() > 1) QT_RETURN_IF_ERROR(quantize_weight(n, 1));
   }
   g_.remove_unused_values();
   QT_RETURN_IF_ERROR(g_.sort_topologically());

@@ -40,6 +40,7 @@ struct TensorDecision {
 struct QuantizeReport {
   std::vector<NodeDecision> nodes;
   std::vector<TensorDecision> tensors;
+  std::vector<std::string> notes;  // graph rewrites: folds, fallbacks
 };
 
 // Inserts QuantizeLinear/DequantizeLinear pairs on the float activations that

@@ -44,6 +44,8 @@ def main(argv):
     parser.add_argument("--top1", action="store_true", help="argmax over the last axis must agree")
     parser.add_argument("--atol", type=float, help="max abs difference allowed")
     parser.add_argument("--labels", help="int labels .npy; prints DIR_A's accuracy")
+    parser.add_argument("--min-snr", type=float,
+                        help="SNR of DIR_A against DIR_B (the reference) in dB must be at least this")
     args = parser.parse_args(argv)
 
     names_a, names_b = list_outputs(args.dir_a), list_outputs(args.dir_b)
@@ -57,6 +59,7 @@ def main(argv):
 
     failed = False
     top1_a, mismatches, max_diff = [], [], 0.0
+    signal = noise = 0.0
     for name in names_a:
         a = load(os.path.join(args.dir_a, name))
         b = load(os.path.join(args.dir_b, name))
@@ -71,6 +74,8 @@ def main(argv):
             mismatches.append((name, pa.tolist(), pb.tolist()))
         diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
         max_diff = max(max_diff, float(diff.max()))
+        signal += float(np.sum(b.astype(np.float64) ** 2))
+        noise += float(np.sum(diff ** 2))
 
     n = len(names_a)
     print(f"compared {n} outputs, max abs diff: {max_diff:.6g}")
@@ -82,6 +87,12 @@ def main(argv):
     if args.atol is not None and max_diff > args.atol:
         print(f"max abs diff {max_diff:.6g} exceeds --atol {args.atol:g}")
         failed = True
+    if args.min_snr is not None:
+        snr = float("inf") if noise == 0 else 10 * np.log10(signal / noise)
+        print(f"SNR of {args.dir_a} vs {args.dir_b}: {snr:.2f} dB")
+        if snr < args.min_snr:
+            print(f"SNR {snr:.2f} dB is below --min-snr {args.min_snr:g}")
+            failed = True
     if args.labels:
         labels = load(args.labels).reshape(-1)
         if labels.shape[0] != len(top1_a):
