@@ -24,6 +24,7 @@ struct Flags {
   std::string format = "qdq";
   bool per_tensor = false;
   bool per_channel = false;
+  std::vector<std::string> exclude_nodes, exclude_ops, include_ops;
   bool force = false;
   bool verbose = false;
 };
@@ -65,6 +66,14 @@ Status convert(const Flags& f) {
   opt.weights = *quant::dtype_from_name(f.weights);
   opt.per_channel = !f.per_tensor;
   opt.calibration = f.calibration;
+  opt.exclude_nodes.insert(f.exclude_nodes.begin(), f.exclude_nodes.end());
+  opt.exclude_ops.insert(f.exclude_ops.begin(), f.exclude_ops.end());
+  opt.include_ops.insert(f.include_ops.begin(), f.include_ops.end());
+  for (const auto& name : f.exclude_nodes) {
+    bool found = false;
+    for (const auto& n : graph->nodes()) found |= n->name == name;
+    if (!found) return Status::bad_input("--exclude-node '" + name + "': " + f.model + " has no node of that name");
+  }
   // Preparation keeps value names, so the profile's entries still apply.
   std::vector<std::string> notes;
   const int constants = quant::passes::constants_to_initializers(*graph);
@@ -103,12 +112,15 @@ int main(int argc, char** argv) {
     app.add_option("-o,--output", f.output, "quantized model to write (.onnx)")->required();
     app.add_option("--schema", f.schema, "asymmetric|symmetric|symmetric-uint8|power2-scale")
         ->check(CLI::IsMember({"asymmetric", "symmetric", "symmetric-uint8", "power2-scale"}));
-    app.add_option("--activations", f.activations, "activation precision")->check(CLI::IsMember({"uint8", "int8"}));
+    app.add_option("--activations", f.activations, "activation precision")->check(CLI::IsMember({"uint8", "int8", "int16"}));
     app.add_option("--weights", f.weights, "weight precision")->check(CLI::IsMember({"int8"}));
     auto* pt = app.add_flag("--per-tensor", f.per_tensor, "one scale per weight tensor");
     app.add_flag("--per-channel", f.per_channel, "one scale per output channel (default)")->excludes(pt);
     app.add_option("--calibration", f.calibration, "minmax|percentile[:P]|kl|mse");
     app.add_option("--format", f.format, "output form")->check(CLI::IsMember({"qdq"}));
+    app.add_option("--exclude-node", f.exclude_nodes, "keep this node float (repeatable)");
+    app.add_option("--exclude-op", f.exclude_ops, "keep every node of this op type float (repeatable)");
+    app.add_option("--include-op", f.include_ops, "quantize this op type too (repeatable)");
     app.add_option("--report", f.report, "write every decision as JSON");
     app.add_flag("--force", f.force, "use a profile made from another model");
     app.add_flag("-v,--verbose", f.verbose, "debug logging");

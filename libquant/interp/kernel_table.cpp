@@ -38,6 +38,9 @@ constexpr std::array kKernels = {
     KernelEntry{"", "Constant", make_constant},
     KernelEntry{"", "QuantizeLinear", make_quantize_linear},
     KernelEntry{"", "DequantizeLinear", make_dequantize_linear},
+    // ONNX Runtime's contrib forms, used for 16-bit types before opset 21.
+    KernelEntry{"com.microsoft", "QuantizeLinear", make_quantize_linear},
+    KernelEntry{"com.microsoft", "DequantizeLinear", make_dequantize_linear},
 };
 
 }  // namespace

@@ -12,15 +12,32 @@
 namespace quant::passes {
 namespace {
 
-// Ops whose integer form keeps accuracy: their float activation inputs and
-// outputs get Q/DQ pairs. Everything else reads dequantized floats.
-const std::set<std::string> kQuantizableOps = {
-    "Conv", "Gemm", "MatMul", "Add", "Mul", "MaxPool", "AveragePool", "GlobalAveragePool",
-    "Concat", "Relu", "Clip", "Flatten", "Reshape", "Transpose"};
+// Ops that only move data: their output keeps their input's parameters
+// (DESIGN Numerics, shape-only ops), so they run on 8-bit data unchanged.
+const std::set<std::string> kSharesInputParams = {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "MaxPool"};
+
+// Ops with a weight input (index 1) quantized as a constant.
+const std::set<std::string> kWeightOps = {"Conv", "ConvTranspose", "Gemm", "MatMul"};
 
 // Producers whose output goes straight into a Relu/Clip: the pair runs as one
 // integer op, so no Q/DQ sits between them (the activation's range is used).
 const std::set<std::string> kFusesActivation = {"Conv", "Gemm", "MatMul", "Add"};
+
+}  // namespace
+
+const std::set<std::string>& default_quantized_ops() {
+  // Integer kernels with int32 accumulation (Conv, Gemm, MatMul...), rescaling
+  // ops (Add, Mul, Concat, pooling, Resize), shape ops on 8-bit data, and
+  // unary ops that run as 256-entry tables (Sigmoid, Tanh, ...). Softmax,
+  // normalizations and the like lose accuracy in 8 bits and stay float.
+  static const std::set<std::string> ops = {
+      "Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Mul", "Concat", "MaxPool", "AveragePool",
+      "GlobalAveragePool", "Resize", "Relu", "Clip", "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze",
+      "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "LeakyRelu"};
+  return ops;
+}
+
+namespace {
 
 bool is_float_activation(const ir::Value* v) {
   return v && !ir::constant_data(v) && (v->dtype == DType::Float32 || v->dtype == DType::Undefined);
@@ -104,6 +121,9 @@ ir::Value* add_constant_like(ir::Graph& g, const std::string& base, const ir::Va
 // Gemm's N (dim 0 when transB, else 1), MatMul's last dim.
 int64_t weight_axis(const ir::Node& n, const Tensor& w) {
   if (n.op_type == "Conv") return 0;
+  // ConvTranspose weights are [C_in, C_out / group, k...]: output channels on
+  // axis 1, per channel only without groups.
+  if (n.op_type == "ConvTranspose") return n.attr_int("group", 1) == 1 ? 1 : -1;
   if (n.op_type == "Gemm") return n.attr_int("transB", 0) ? 0 : 1;
   if (n.op_type == "MatMul") return w.rank() - 1;
   return -1;
@@ -136,8 +156,24 @@ Status QdqBuilder::quantize_activation(ir::Value* v) {
     return Status::bad_input("profile has no entry for activation '" + v->name() + "' (made from another model?)");
   QT_ASSIGN_OR_RETURN(calib::Range range, calib::range_by_name(it->second.hist, o_.calibration));
   QuantParams p = calib::choose_quant_params(range, o_.schema, o_.activations);
+  std::string method = o_.calibration;
+  const ir::Node* producer = v->producer;
+  if (producer && kSharesInputParams.count(producer->op_type) && producer->domain.empty()) {
+    auto in = act_params_.find(producer->input(0));
+    if (in != act_params_.end()) {
+      p = in->second;
+      for (const auto& d : report_.tensors)
+        if (d.tensor == producer->input(0)->name()) range = d.range;
+      method = "shared with input '" + producer->input(0)->name() + "' (" + producer->op_type + " moves data only)";
+    }
+  }
   act_params_[v] = p;
-  report_.tensors.push_back({v->name(), "activation", o_.calibration, range, p});
+  report_.tensors.push_back({v->name(), "activation", method, range, p});
+  // ai.onnx QuantizeLinear takes 16-bit types only from opset 21; ONNX
+  // Runtime 1.20 runs them in its com.microsoft domain at any opset.
+  const bool wide = p.qtype == DType::Int16 || p.qtype == DType::UInt16;
+  const std::string domain = wide ? "com.microsoft" : "";
+  if (wide) g_.opset_imports.try_emplace("com.microsoft", 1);
 
   auto [scale, zp] = add_qparams(g_, v->name(), p);
   ir::Value* q = add_like(g_, v->name() + "_quantized", *v, p.qtype);
@@ -153,8 +189,8 @@ Status QdqBuilder::quantize_activation(ir::Value* v) {
     if (after == nullptr) { before = nodes[i].get(); break; }
     if (nodes[i].get() == after) { before = i + 1 < nodes.size() ? nodes[i + 1].get() : nullptr; break; }
   }
-  g_.insert_node(before, "QuantizeLinear", {v, scale, zp}, {q}, g_.unique_name(v->name() + "_QuantizeLinear"));
-  g_.insert_node(before, "DequantizeLinear", {q, scale, zp}, {dq}, g_.unique_name(v->name() + "_DequantizeLinear"));
+  g_.insert_node(before, "QuantizeLinear", {v, scale, zp}, {q}, g_.unique_name(v->name() + "_QuantizeLinear"), domain);
+  g_.insert_node(before, "DequantizeLinear", {q, scale, zp}, {dq}, g_.unique_name(v->name() + "_DequantizeLinear"), domain);
   float_of_dequantized_[dq] = v;
   for (ir::Node* u : users)
     for (ir::Value*& in : u->inputs)
@@ -254,7 +290,15 @@ Expected<QuantizeReport> QdqBuilder::run() {
   QT_ASSIGN_OR_RETURN(auto order, g_.topological_order());
 
   // Decide first, rewrite after, so decisions see the original graph.
-  auto quantizable = [](const ir::Node* n) { return n->domain.empty() && kQuantizableOps.count(n->op_type) > 0; };
+  auto reason_float = [&](const ir::Node* n) -> std::string {
+    if (o_.exclude_nodes.count(n->name)) return "excluded by --exclude-node";
+    if (o_.exclude_ops.count(n->op_type)) return "excluded by --exclude-op";
+    if (!n->domain.empty()) return "op of domain " + n->domain + " stays float";
+    if (o_.include_ops.count(n->op_type)) return "";
+    if (!default_quantized_ops().count(n->op_type)) return "op stays float (no integer form that keeps accuracy)";
+    return "";
+  };
+  auto quantizable = [&](const ir::Node* n) { return reason_float(n).empty(); };
   // Outputs that go straight into a fused Relu/Clip get no Q/DQ.
   std::set<const ir::Value*> fused;
   for (ir::Node* n : order) {
@@ -270,7 +314,7 @@ Expected<QuantizeReport> QdqBuilder::run() {
   // weight, not quantized as activations.
   std::set<const ir::Node*> on_weight_path;
   for (ir::Node* n : order) {
-    if (!quantizable(n) || (n->op_type != "Conv" && n->op_type != "Gemm" && n->op_type != "MatMul")) continue;
+    if (!quantizable(n) || !kWeightOps.count(n->op_type)) continue;
     for (ir::Node* op : trace_weight_path(g_, n->input(1)).chain) on_weight_path.insert(op);
   }
   std::vector<ir::Value*> activations;
@@ -287,8 +331,8 @@ Expected<QuantizeReport> QdqBuilder::run() {
       report_.nodes.push_back({n->name, n->op_type, false, "shape op on a constant weight: folded into the weight"});
       continue;
     }
-    if (!quantizable(n)) {
-      report_.nodes.push_back({n->name, n->op_type, false, "op stays float (no integer form that keeps accuracy)"});
+    if (std::string why = reason_float(n); !why.empty()) {
+      report_.nodes.push_back({n->name, n->op_type, false, why});
       continue;
     }
     quantized_nodes.push_back(n);
@@ -299,8 +343,7 @@ Expected<QuantizeReport> QdqBuilder::run() {
   }
   for (ir::Value* v : activations) QT_RETURN_IF_ERROR(quantize_activation(v));
   for (ir::Node* n : quantized_nodes) {
-    if (n->op_type != "Conv" && n->op_type != "Gemm" && n->op_type != "MatMul") continue;
-    if (n->inputs.size() > 1) QT_RETURN_IF_ERROR(quantize_weight(n, 1));
+    if (kWeightOps.count(n->op_type) && n->inputs.size() > 1) QT_RETURN_IF_ERROR(quantize_weight(n, 1));
   }
   g_.remove_unused_values();
   QT_RETURN_IF_ERROR(g_.sort_topologically());

@@ -2,6 +2,7 @@
 // quantized graph in the QDQ form (DESIGN "Output models").
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,15 @@ struct QuantizeOptions {
   DType weights = DType::Int8;
   bool per_channel = true;
   std::string calibration = "minmax";
+  // Overrides of the default choice of quantized ops (qconvert --exclude-node,
+  // --exclude-op, --include-op). Exclusion wins over inclusion.
+  std::set<std::string> exclude_nodes;
+  std::set<std::string> exclude_ops;
+  std::set<std::string> include_ops;
 };
+
+// The op types quantized by default: those whose integer form keeps accuracy.
+const std::set<std::string>& default_quantized_ops();
 
 // Why each node and tensor ended up as it did; qconvert --report writes it.
 struct NodeDecision {
