@@ -9,6 +9,7 @@
 #include "libquant/onnx/model_io.h"
 #include "libquant/passes/prepare.h"
 #include "libquant/passes/qdq.h"
+#include "libquant/passes/qoperator.h"
 #include "libquant/profile/profile.h"
 
 namespace {
@@ -81,6 +82,10 @@ Status convert(const Flags& f) {
   QT_RETURN_IF_ERROR(quant::passes::fold_batchnorm(*graph, notes));
   QT_ASSIGN_OR_RETURN(auto report, quant::passes::insert_qdq(*graph, profile, opt));
   report.notes.insert(report.notes.begin(), notes.begin(), notes.end());
+  if (f.format == "qoperator") {
+    QT_ASSIGN_OR_RETURN(auto lowered, quant::passes::emit_qoperator(*graph));
+    report.notes.insert(report.notes.end(), lowered.begin(), lowered.end());
+  }
 
   // Provenance (DESIGN "Output models").
   graph->metadata.emplace_back("qtool.version", QTOOL_VERSION);
@@ -117,7 +122,7 @@ int main(int argc, char** argv) {
     auto* pt = app.add_flag("--per-tensor", f.per_tensor, "one scale per weight tensor");
     app.add_flag("--per-channel", f.per_channel, "one scale per output channel (default)")->excludes(pt);
     app.add_option("--calibration", f.calibration, "minmax|percentile[:P]|kl|mse");
-    app.add_option("--format", f.format, "output form")->check(CLI::IsMember({"qdq"}));
+    app.add_option("--format", f.format, "output form")->check(CLI::IsMember({"qdq", "qoperator"}));
     app.add_option("--exclude-node", f.exclude_nodes, "keep this node float (repeatable)");
     app.add_option("--exclude-op", f.exclude_ops, "keep every node of this op type float (repeatable)");
     app.add_option("--include-op", f.include_ops, "quantize this op type too (repeatable)");

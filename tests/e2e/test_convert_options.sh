@@ -39,4 +39,17 @@ meta = {p.key: p.value for p in m.metadata_props}
 assert meta["qtool.activations"] == "int16" and len(meta["qtool.profile_digest"]) == 64, meta
 PY
 "$bin/qrun" "$tmp/q16.onnx" --data "$samples/digits/test" --limit 10 --reference "$model" --min-snr 30 --quiet >/dev/null
+# QOperator: with uint8 asymmetric activations the Relu after each Conv is
+# implied by saturation, so Conv lowers to QLinearConv; with symmetric int8
+# (zero point 0, qmin -128) it is not, and the pattern stays QDQ.
+"$bin/qconvert" "$model" --profile "$tmp/p.json" -o "$tmp/qo.onnx" --format qoperator --report "$tmp/ro.json"
+"$bin/qconvert" "$model" --profile "$tmp/p.json" -o "$tmp/qos.onnx" --format qoperator --schema symmetric --activations int8
+/usr/bin/python3 - "$tmp/qo.onnx" "$tmp/qos.onnx" <<'PY' || fail "QOperator form unexpected"
+import sys, onnx
+ops = [n.op_type for n in onnx.load(sys.argv[1]).graph.node]
+assert ops.count("QLinearConv") == 3 and "Relu" not in ops[:ops.index("Flatten")], ops
+ops = [n.op_type for n in onnx.load(sys.argv[2]).graph.node]
+assert "QLinearConv" not in ops and ops.count("Relu") == 4, ops
+PY
+report_has "$tmp/ro.json" "sum('QLinearConv' in n for n in r['notes'])==3"
 echo "convert options ok"
