@@ -95,16 +95,18 @@ template <class T>
 void binary_dispatch(BinaryOp op, const T* a, std::span<const int64_t> as, const T* b, std::span<const int64_t> bs,
                      T* y, std::span<const int64_t> ys) {
   using A = Arith<T>;
+  // Lambdas rather than &A::add: each instantiates the loop with the op
+  // inlined instead of an indirect call per element.
   switch (op) {
-    case BinaryOp::Add: return broadcast_binary(A::add, a, as, b, bs, y, ys);
-    case BinaryOp::Sub: return broadcast_binary(A::sub, a, as, b, bs, y, ys);
-    case BinaryOp::Mul: return broadcast_binary(A::mul, a, as, b, bs, y, ys);
-    case BinaryOp::Div: return broadcast_binary(A::div, a, as, b, bs, y, ys);
-    case BinaryOp::Mod: return broadcast_binary(A::mod, a, as, b, bs, y, ys);
-    case BinaryOp::FMod: return broadcast_binary(A::fmod, a, as, b, bs, y, ys);
-    case BinaryOp::Min: return broadcast_binary(A::min, a, as, b, bs, y, ys);
-    case BinaryOp::Max: return broadcast_binary(A::max, a, as, b, bs, y, ys);
-    case BinaryOp::PRelu: return broadcast_binary(A::prelu, a, as, b, bs, y, ys);
+    case BinaryOp::Add: return broadcast_binary([](T p, T q) { return A::add(p, q); }, a, as, b, bs, y, ys);
+    case BinaryOp::Sub: return broadcast_binary([](T p, T q) { return A::sub(p, q); }, a, as, b, bs, y, ys);
+    case BinaryOp::Mul: return broadcast_binary([](T p, T q) { return A::mul(p, q); }, a, as, b, bs, y, ys);
+    case BinaryOp::Div: return broadcast_binary([](T p, T q) { return A::div(p, q); }, a, as, b, bs, y, ys);
+    case BinaryOp::Mod: return broadcast_binary([](T p, T q) { return A::mod(p, q); }, a, as, b, bs, y, ys);
+    case BinaryOp::FMod: return broadcast_binary([](T p, T q) { return A::fmod(p, q); }, a, as, b, bs, y, ys);
+    case BinaryOp::Min: return broadcast_binary([](T p, T q) { return A::min(p, q); }, a, as, b, bs, y, ys);
+    case BinaryOp::Max: return broadcast_binary([](T p, T q) { return A::max(p, q); }, a, as, b, bs, y, ys);
+    case BinaryOp::PRelu: return broadcast_binary([](T p, T q) { return A::prelu(p, q); }, a, as, b, bs, y, ys);
     case BinaryOp::BitShiftLeft:
     case BinaryOp::BitShiftRight:
     case BinaryOp::And:
@@ -197,7 +199,7 @@ void compare_broadcast(CompareOp op, const T* a, std::span<const int64_t> as, co
 template <class TB, class TE>
 void pow_broadcast(const TB* base, std::span<const int64_t> base_shape, const TE* exponent,
                    std::span<const int64_t> exponent_shape, TB* y, std::span<const int64_t> y_shape) {
-  broadcast_binary(pow_value<TB, TE>, base, base_shape, exponent, exponent_shape, y, y_shape);
+  broadcast_binary([](TB p, TE e) { return pow_value(p, e); }, base, base_shape, exponent, exponent_shape, y, y_shape);
 }
 
 void where_broadcast(const uint8_t* cond, std::span<const int64_t> cond_shape, const void* x,
