@@ -38,11 +38,12 @@ Status run_binary(const ir::Node& node, BinaryOp op, TypeSet allowed, const Tens
 KernelResult make_binary(const KernelContext& ctx, BinaryOp op, TypeSet allowed) {
   const ir::Node& node = ctx.node;
   const LegacyBroadcast legacy = parse_legacy_broadcast(ctx);
-  return make_kernel([&node, op, allowed, legacy](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
-    QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
-    QT_ASSIGN_OR_RETURN(Dims b_shape, legacy_b_shape(node, legacy, in[0]->shape(), in[1]->shape()));
-    return run_binary(node, op, allowed, *in[0], *in[1], b_shape, out[0]);
-  });
+  return make_kernel(
+      [&node, op, allowed, legacy](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+        QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
+        QT_ASSIGN_OR_RETURN(Dims b_shape, legacy_b_shape(node, legacy, in[0]->shape(), in[1]->shape()));
+        return run_binary(node, op, allowed, *in[0], *in[1], b_shape, out[0]);
+      });
 }
 
 // Min, Max, Sum, Mean: one or more inputs, all broadcast together. Computed

@@ -29,7 +29,8 @@ KernelResult make_logical(const KernelContext& ctx, kernels::BinaryOp op) {
 KernelResult make_compare(const KernelContext& ctx, kernels::CompareOp op, TypeSet allowed) {
   const ir::Node& node = ctx.node;
   const LegacyBroadcast legacy = parse_legacy_broadcast(ctx);
-  return make_kernel([&node, op, allowed, legacy](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  return make_kernel([&node, op, allowed, legacy](std::span<const Tensor* const> in,
+                                                  std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     QT_RETURN_IF_ERROR(require_same_types(node, in.first(2)));
     QT_RETURN_IF_ERROR(require_type_in(node, in[0]->dtype(), allowed, "input"));

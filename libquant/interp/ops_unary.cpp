@@ -179,7 +179,8 @@ KernelResult make_isinf(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   const bool negative = node.attr_int("detect_negative", 1) != 0;
   const bool positive = node.attr_int("detect_positive", 1) != 0;
-  return make_kernel([&node, negative, positive](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  return make_kernel([&node, negative, positive](std::span<const Tensor* const> in,
+                                                 std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     QT_RETURN_IF_ERROR(require_type_in(node, in[0]->dtype(), kFloatTypes, "input"));
     const Tensor wide = is_half_type(in[0]->dtype()) ? widen_to_float32(*in[0]) : Tensor();

@@ -122,12 +122,16 @@ void binary_dispatch(BinaryOp op, const T* a, std::span<const int64_t> as, const
                 a, as, b, bs, y, ys);
           case BinaryOp::BitShiftRight:
             return broadcast_binary(
-                [](T v, T s) { return static_cast<U>(s) >= kBits ? T{0} : static_cast<T>(static_cast<U>(v) >> s); },
-                a, as, b, bs, y, ys);
-          case BinaryOp::And: return broadcast_binary([](T p, T q) { return T(p != 0 && q != 0); }, a, as, b, bs, y, ys);
-          case BinaryOp::Or: return broadcast_binary([](T p, T q) { return T(p != 0 || q != 0); }, a, as, b, bs, y, ys);
-          case BinaryOp::Xor: return broadcast_binary([](T p, T q) { return T((p != 0) != (q != 0)); }, a, as, b, bs, y, ys);
-          default: break;
+                [](T v, T s) { return static_cast<U>(s) >= kBits ? T{0} : static_cast<T>(static_cast<U>(v) >> s); }, a,
+                as, b, bs, y, ys);
+          case BinaryOp::And:
+            return broadcast_binary([](T p, T q) { return T(p != 0 && q != 0); }, a, as, b, bs, y, ys);
+          case BinaryOp::Or:
+            return broadcast_binary([](T p, T q) { return T(p != 0 || q != 0); }, a, as, b, bs, y, ys);
+          case BinaryOp::Xor:
+            return broadcast_binary([](T p, T q) { return T((p != 0) != (q != 0)); }, a, as, b, bs, y, ys);
+          default:
+            break;
         }
       }
       break;

@@ -134,7 +134,8 @@ TEST_CASE("Min, Max, Sum, Mean are variadic with broadcasting", "[interp][elemen
   CHECK(values_of<float>(run_one({"Max", 13, {a, b, c}})) == std::vector<float>{3, 5, 4, 6, 6, 6});
   CHECK(values_of<float>(run_one({"Min", 13, {a, b, c}})) == std::vector<float>{1, 1, 1, 2, 3, 3});
   CHECK(values_of<float>(run_one({"Sum", 13, {a, b, c}})) == std::vector<float>{6, 9, 8, 11, 14, 13});
-  CHECK(values_of<float>(run_one({"Mean", 13, {a, b, c}})) == std::vector<float>{2, 3, 8.0f / 3, 11.0f / 3, 14.0f / 3, 13.0f / 3});
+  CHECK(values_of<float>(run_one({"Mean", 13, {a, b, c}})) ==
+        std::vector<float>{2, 3, 8.0f / 3, 11.0f / 3, 14.0f / 3, 13.0f / 3});
   auto one = run_one({"Max", 13, {a}});
   CHECK(one.shape() == quant::Dims{2, 1});
   CHECK(values_of<int8_t>(run_one({"Max", 13, {tensor<int8_t>({2}, {-5, 3}), tensor<int8_t>({2}, {-6, 4})}})) ==
@@ -339,8 +340,9 @@ TEST_CASE("Cast and CastLike between numbers, bool, float16 and bfloat16", "[int
   // Truncation toward zero, saturation beyond the range, NaN -> 0.
   CHECK(values_of<int8_t>(cast(x, DType::Int8)) == std::vector<int8_t>{-2, 0, 0, 127, -128, 0, 127});
   CHECK(values_of<uint8_t>(cast(x, DType::UInt8)) == std::vector<uint8_t>{0, 0, 0, 255, 0, 0, 255});
-  CHECK(values_of<int32_t>(cast(x, DType::Int32)) ==
-        std::vector<int32_t>{-2, 0, 0, 300, std::numeric_limits<int32_t>::min(), 0, std::numeric_limits<int32_t>::max()});
+  CHECK(values_of<int32_t>(cast(x, DType::Int32)) == std::vector<int32_t>{-2, 0, 0, 300,
+                                                                          std::numeric_limits<int32_t>::min(), 0,
+                                                                          std::numeric_limits<int32_t>::max()});
   CHECK(values_of<int64_t>(cast(f32({1}, {9.3e18f}), DType::Int64))[0] == std::numeric_limits<int64_t>::max());
   // Anything to bool is != 0 (NaN is true); bool to numbers is 0/1.
   CHECK(values_of<uint8_t>(cast(x, DType::Bool)) == std::vector<uint8_t>{1, 1, 1, 1, 1, 1, 1});
@@ -388,7 +390,8 @@ TEST_CASE("Opset < 7 broadcast/axis attributes and per-channel PRelu slopes", "[
   bad_axis.attributes["axis"] = Attribute::of_int(0);
   CHECK_THAT(error_of(bad_axis), Catch::Contains("dims differ"));
   // Opset 7: numpy rules, the attributes are gone.
-  CHECK(values_of<float>(run_one({"Add", 7, {a, f32({3}, {10, 20, 30})}})) == std::vector<float>{11, 22, 33, 14, 25, 36});
+  CHECK(values_of<float>(run_one({"Add", 7, {a, f32({3}, {10, 20, 30})}})) ==
+        std::vector<float>{11, 22, 33, 14, 25, 36});
 
   // PRelu opset 6: slope [C] applies along axis 1.
   Tensor x = f32({1, 2, 2}, {-1, -2, -3, 4});
