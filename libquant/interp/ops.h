@@ -59,6 +59,65 @@ KernelResult make_constant(const KernelContext&);
 // ops_quant.cpp
 KernelResult make_quantize_linear(const KernelContext&);
 KernelResult make_dequantize_linear(const KernelContext&);
+// elementwise (ops-elem): ops_elementwise.cpp, ops_unary.cpp, ops_logic.cpp,
+// ops_cast.cpp (Add/Sub/Mul/Div above are in ops_elementwise.cpp, Relu/Clip/
+// Sigmoid in ops_unary.cpp)
+KernelResult make_mod(const KernelContext&);
+KernelResult make_pow(const KernelContext&);
+KernelResult make_bitshift(const KernelContext&);
+KernelResult make_prelu(const KernelContext&);
+KernelResult make_min(const KernelContext&);
+KernelResult make_max(const KernelContext&);
+KernelResult make_sum(const KernelContext&);
+KernelResult make_mean(const KernelContext&);
+KernelResult make_abs(const KernelContext&);
+KernelResult make_neg(const KernelContext&);
+KernelResult make_sign(const KernelContext&);
+KernelResult make_floor(const KernelContext&);
+KernelResult make_ceil(const KernelContext&);
+KernelResult make_round(const KernelContext&);
+KernelResult make_sqrt(const KernelContext&);
+KernelResult make_reciprocal(const KernelContext&);
+KernelResult make_exp(const KernelContext&);
+KernelResult make_log(const KernelContext&);
+KernelResult make_tanh(const KernelContext&);
+KernelResult make_erf(const KernelContext&);
+KernelResult make_sin(const KernelContext&);
+KernelResult make_cos(const KernelContext&);
+KernelResult make_tan(const KernelContext&);
+KernelResult make_asin(const KernelContext&);
+KernelResult make_acos(const KernelContext&);
+KernelResult make_atan(const KernelContext&);
+KernelResult make_sinh(const KernelContext&);
+KernelResult make_cosh(const KernelContext&);
+KernelResult make_asinh(const KernelContext&);
+KernelResult make_acosh(const KernelContext&);
+KernelResult make_atanh(const KernelContext&);
+KernelResult make_softplus(const KernelContext&);
+KernelResult make_softsign(const KernelContext&);
+KernelResult make_mish(const KernelContext&);
+KernelResult make_leaky_relu(const KernelContext&);
+KernelResult make_elu(const KernelContext&);
+KernelResult make_selu(const KernelContext&);
+KernelResult make_celu(const KernelContext&);
+KernelResult make_thresholded_relu(const KernelContext&);
+KernelResult make_hard_sigmoid(const KernelContext&);
+KernelResult make_hard_swish(const KernelContext&);
+KernelResult make_gelu(const KernelContext&);
+KernelResult make_isnan(const KernelContext&);
+KernelResult make_isinf(const KernelContext&);
+KernelResult make_not(const KernelContext&);
+KernelResult make_and(const KernelContext&);
+KernelResult make_or(const KernelContext&);
+KernelResult make_xor(const KernelContext&);
+KernelResult make_equal(const KernelContext&);
+KernelResult make_less(const KernelContext&);
+KernelResult make_greater(const KernelContext&);
+KernelResult make_less_or_equal(const KernelContext&);
+KernelResult make_greater_or_equal(const KernelContext&);
+KernelResult make_where(const KernelContext&);
+KernelResult make_cast(const KernelContext&);
+KernelResult make_castlike(const KernelContext&);
 
 // auto_pad attribute of Conv and the pools.
 Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);

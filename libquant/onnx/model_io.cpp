@@ -22,7 +22,9 @@ Status read_value_info(const onnx::ValueInfoProto& info, ir::Value* v) {
   const auto& tt = type.tensor_type();
   if (tt.elem_type() != 0) {
     auto dt = dtype_from_onnx(tt.elem_type());
-    if (!dt) return Status::bad_input("value '" + info.name() + "' has unsupported element type " + std::to_string(tt.elem_type()));
+    if (!dt)
+      return Status::bad_input("value '" + info.name() + "' has unsupported element type " + std::to_string(tt.elem_type()) +
+                               (tt.elem_type() == 8 ? " (string tensors are not supported)" : ""));
     v->dtype = *dt;
   }
   if (tt.has_shape()) {

@@ -130,3 +130,79 @@ TEST_CASE("relu, clip, sigmoid", "[kernels][elementwise]") {
     for (float v : y) CHECK_FALSE(std::isnan(v));
   }
 }
+
+TEST_CASE("Mod, FMod, Min, Max, bit and logic ops per element type", "[kernels][elementwise]") {
+  using quant::kernels::BinaryOp;
+  const std::vector<int8_t> a = {-7, 7, -7, 7, -128, 5};
+  const std::vector<int8_t> b = {3, -3, -3, 3, -1, 0};
+  std::vector<int8_t> y(6);
+  binary_broadcast(BinaryOp::Mod, a.data(), Dims{6}, b.data(), Dims{6}, y.data(), Dims{6});
+  CHECK(y == std::vector<int8_t>{2, -2, -1, 1, 0, 0});  // divisor's sign; INT_MIN % -1 and x % 0 defined as 0
+  binary_broadcast(BinaryOp::FMod, a.data(), Dims{6}, b.data(), Dims{6}, y.data(), Dims{6});
+  CHECK(y == std::vector<int8_t>{-1, 1, -1, 1, 0, 0});
+  binary_broadcast(BinaryOp::Div, a.data(), Dims{6}, b.data(), Dims{6}, y.data(), Dims{6});
+  CHECK(y == std::vector<int8_t>{-2, -2, 2, 2, -128, 0});
+  binary_broadcast(BinaryOp::Min, a.data(), Dims{6}, b.data(), Dims{6}, y.data(), Dims{6});
+  CHECK(y == std::vector<int8_t>{-7, -3, -7, 3, -128, 0});
+
+  const std::vector<uint32_t> u = {7, 0xFFFFFFFFu};
+  std::vector<uint32_t> uy(2);
+  const uint32_t three = 3;
+  binary_broadcast(BinaryOp::Div, u.data(), Dims{2}, &three, Dims{}, uy.data(), Dims{2});  // no signed -1 trap
+  CHECK(uy == std::vector<uint32_t>{2, 0x55555555u});
+  const uint32_t all = 0xFFFFFFFFu;
+  binary_broadcast(BinaryOp::Div, u.data(), Dims{2}, &all, Dims{}, uy.data(), Dims{2});
+  CHECK(uy == std::vector<uint32_t>{0, 1});
+  const std::vector<uint32_t> shifts = {31, 32};
+  binary_broadcast(BinaryOp::BitShiftLeft, u.data(), Dims{1, 2}, shifts.data(), Dims{2}, uy.data(), Dims{1, 2});
+  CHECK(uy == std::vector<uint32_t>{0x80000000u, 0});
+
+  const std::vector<double> fa = {-5.5, 5.5, std::nan("")}, fb = {2, -2, 1};
+  std::vector<double> fy(3);
+  binary_broadcast(BinaryOp::FMod, fa.data(), Dims{3}, fb.data(), Dims{3}, fy.data(), Dims{3});
+  CHECK(fy[0] == -1.5);
+  CHECK(fy[1] == 1.5);
+  binary_broadcast(BinaryOp::Mod, fa.data(), Dims{3}, fb.data(), Dims{3}, fy.data(), Dims{3});
+  CHECK(fy[0] == 0.5);
+  CHECK(fy[1] == -0.5);
+  binary_broadcast(BinaryOp::Max, fa.data(), Dims{3}, fb.data(), Dims{3}, fy.data(), Dims{3});
+  CHECK(std::isnan(fy[2]));
+  binary_broadcast(BinaryOp::Min, fb.data(), Dims{3}, fa.data(), Dims{3}, fy.data(), Dims{3});
+  CHECK(std::isnan(fy[2]));
+
+  const std::vector<uint8_t> p = {0, 1, 2, 0}, q = {0, 0, 1, 3};
+  std::vector<uint8_t> by(4);
+  binary_broadcast(BinaryOp::And, p.data(), Dims{4}, q.data(), Dims{4}, by.data(), Dims{4});
+  CHECK(by == std::vector<uint8_t>{0, 0, 1, 0});  // any non-zero byte is true
+  binary_broadcast(BinaryOp::Xor, p.data(), Dims{4}, q.data(), Dims{4}, by.data(), Dims{4});
+  CHECK(by == std::vector<uint8_t>{0, 1, 0, 1});
+}
+
+TEST_CASE("compare, pow and where kernels", "[kernels][elementwise]") {
+  using quant::kernels::CompareOp;
+  const std::vector<float> a = {1, 2, std::nanf("")};
+  const float two = 2;
+  std::vector<uint8_t> y(3);
+  quant::kernels::compare_broadcast(CompareOp::LessOrEqual, a.data(), Dims{3}, &two, Dims{}, y.data(), Dims{3});
+  CHECK(y == std::vector<uint8_t>{1, 1, 0});
+  quant::kernels::compare_broadcast(CompareOp::GreaterOrEqual, a.data(), Dims{3}, &two, Dims{}, y.data(), Dims{3});
+  CHECK(y == std::vector<uint8_t>{0, 1, 0});
+
+  const std::vector<int32_t> base = {2, -3, 0, 7};
+  const std::vector<int64_t> e = {10, 3, -1, 2};
+  std::vector<int32_t> py(4);
+  quant::kernels::pow_broadcast(base.data(), Dims{4}, e.data(), Dims{4}, py.data(), Dims{4});
+  CHECK(py == std::vector<int32_t>{1024, -27, 0, 49});
+  const std::vector<float> fe = {0.5f, 2.0f};
+  std::vector<int32_t> py2(2);
+  const int32_t nine = 9;
+  quant::kernels::pow_broadcast(&nine, Dims{}, fe.data(), Dims{2}, py2.data(), Dims{2});
+  CHECK(py2 == std::vector<int32_t>{3, 81});
+
+  const std::vector<uint8_t> cond = {1, 0};
+  const std::vector<uint64_t> x = {10, 20}, other = {7};
+  std::vector<uint64_t> w(4);
+  quant::kernels::where_broadcast(cond.data(), Dims{2, 1}, x.data(), Dims{2}, other.data(), Dims{1}, w.data(),
+                                  Dims{2, 2}, sizeof(uint64_t));
+  CHECK(w == std::vector<uint64_t>{10, 20, 7, 7});
+}
