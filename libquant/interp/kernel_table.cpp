@@ -38,6 +38,21 @@ constexpr std::array kKernels = {
     KernelEntry{"", "Constant", make_constant},
     KernelEntry{"", "QuantizeLinear", make_quantize_linear},
     KernelEntry{"", "DequantizeLinear", make_dequantize_linear},
+    // reduce-norm (ops-reduce)
+    KernelEntry{"", "ReduceSum", make_reduce_sum},
+    KernelEntry{"", "ReduceMean", make_reduce_mean},
+    KernelEntry{"", "ReduceMax", make_reduce_max},
+    KernelEntry{"", "ReduceMin", make_reduce_min},
+    KernelEntry{"", "ReduceProd", make_reduce_prod},
+    KernelEntry{"", "ReduceL1", make_reduce_l1},
+    KernelEntry{"", "ReduceL2", make_reduce_l2},
+    KernelEntry{"", "ReduceLogSum", make_reduce_log_sum},
+    KernelEntry{"", "ReduceLogSumExp", make_reduce_log_sum_exp},
+    KernelEntry{"", "ReduceSumSquare", make_reduce_sum_square},
+    KernelEntry{"", "ArgMax", make_argmax},
+    KernelEntry{"", "ArgMin", make_argmin},
+    KernelEntry{"", "CumSum", make_cumsum},
+    KernelEntry{"", "TopK", make_topk},
 };
 
 }  // namespace

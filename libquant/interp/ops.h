@@ -59,6 +59,21 @@ KernelResult make_constant(const KernelContext&);
 // ops_quant.cpp
 KernelResult make_quantize_linear(const KernelContext&);
 KernelResult make_dequantize_linear(const KernelContext&);
+// reduce-norm (ops-reduce): ops_reduce.cpp.
+KernelResult make_reduce_sum(const KernelContext&);
+KernelResult make_reduce_mean(const KernelContext&);
+KernelResult make_reduce_max(const KernelContext&);
+KernelResult make_reduce_min(const KernelContext&);
+KernelResult make_reduce_prod(const KernelContext&);
+KernelResult make_reduce_l1(const KernelContext&);
+KernelResult make_reduce_l2(const KernelContext&);
+KernelResult make_reduce_log_sum(const KernelContext&);
+KernelResult make_reduce_log_sum_exp(const KernelContext&);
+KernelResult make_reduce_sum_square(const KernelContext&);
+KernelResult make_argmax(const KernelContext&);
+KernelResult make_argmin(const KernelContext&);
+KernelResult make_cumsum(const KernelContext&);
+KernelResult make_topk(const KernelContext&);
 
 // auto_pad attribute of Conv and the pools.
 Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);
