@@ -53,6 +53,10 @@ constexpr std::array kKernels = {
     KernelEntry{"", "ArgMin", make_argmin},
     KernelEntry{"", "CumSum", make_cumsum},
     KernelEntry{"", "TopK", make_topk},
+    KernelEntry{"", "LogSoftmax", make_log_softmax},
+    KernelEntry{"", "Hardmax", make_hardmax},
+    KernelEntry{"", "NegativeLogLikelihoodLoss", make_nll_loss},
+    KernelEntry{"", "SoftmaxCrossEntropyLoss", make_softmax_cross_entropy_loss},
 };
 
 }  // namespace

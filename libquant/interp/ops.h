@@ -59,7 +59,8 @@ KernelResult make_constant(const KernelContext&);
 // ops_quant.cpp
 KernelResult make_quantize_linear(const KernelContext&);
 KernelResult make_dequantize_linear(const KernelContext&);
-// reduce-norm (ops-reduce): ops_reduce.cpp.
+// reduce-norm (ops-reduce): ops_reduce.cpp, ops_softmax.cpp.
+// make_softmax (declared above) moved to ops_softmax.cpp.
 KernelResult make_reduce_sum(const KernelContext&);
 KernelResult make_reduce_mean(const KernelContext&);
 KernelResult make_reduce_max(const KernelContext&);
@@ -74,6 +75,10 @@ KernelResult make_argmax(const KernelContext&);
 KernelResult make_argmin(const KernelContext&);
 KernelResult make_cumsum(const KernelContext&);
 KernelResult make_topk(const KernelContext&);
+KernelResult make_log_softmax(const KernelContext&);
+KernelResult make_hardmax(const KernelContext&);
+KernelResult make_nll_loss(const KernelContext&);
+KernelResult make_softmax_cross_entropy_loss(const KernelContext&);
 
 // auto_pad attribute of Conv and the pools.
 Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);

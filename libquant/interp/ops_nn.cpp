@@ -1,10 +1,9 @@
-// Conv, Gemm, MatMul, BatchNormalization, Softmax.
+// Conv, Gemm, MatMul, BatchNormalization (Softmax in ops_softmax.cpp).
 #include "libquant/interp/ops.h"
 #include "libquant/kernels/batchnorm.h"
 #include "libquant/kernels/conv.h"
 #include "libquant/kernels/gemm.h"
 #include "libquant/kernels/matmul.h"
-#include "libquant/kernels/softmax.h"
 
 namespace quant::interp {
 
@@ -157,29 +156,6 @@ KernelResult make_batchnorm(const KernelContext& ctx) {
     out[0] = Tensor(DType::Float32, x.shape());
     kernels::batchnorm_f32(x.data<float>(), x.dim(0), C, spatial, in[1]->data<float>(), in[2]->data<float>(),
                            in[3]->data<float>(), in[4]->data<float>(), eps, out[0].data<float>());
-    return Status::ok();
-  });
-}
-
-// Softmax: opset < 13 coerces the input to 2-D at `axis` (default 1);
-// opset 13 normalizes along the single `axis` (default -1).
-KernelResult make_softmax(const KernelContext& ctx) {
-  const ir::Node& node = ctx.node;
-  const bool single_axis = ctx.opset >= 13;
-  const int64_t axis_attr = node.attr_int("axis", single_axis ? -1 : 1);
-  return make_kernel([&node, single_axis, axis_attr](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
-    QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
-    const Tensor& x = *in[0];
-    QT_RETURN_IF_ERROR(require_dtype(node, x, DType::Float32, "input"));
-    QT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, axis_attr, x.rank()));
-    int64_t outer = 1, len = 1, inner = 1;
-    for (int64_t d = 0; d < x.rank(); ++d) {
-      if (d < axis) outer *= x.dim(d);
-      else if (d == axis || !single_axis) len *= x.dim(d);
-      else inner *= x.dim(d);
-    }
-    out[0] = Tensor(DType::Float32, x.shape());
-    kernels::softmax_f32(x.data<float>(), outer, len, inner, out[0].data<float>());
     return Status::ok();
   });
 }
