@@ -57,6 +57,11 @@ constexpr std::array kKernels = {
     KernelEntry{"", "Hardmax", make_hardmax},
     KernelEntry{"", "NegativeLogLikelihoodLoss", make_nll_loss},
     KernelEntry{"", "SoftmaxCrossEntropyLoss", make_softmax_cross_entropy_loss},
+    KernelEntry{"", "LayerNormalization", make_layer_norm},
+    KernelEntry{"", "InstanceNormalization", make_instance_norm},
+    KernelEntry{"", "LRN", make_lrn},
+    KernelEntry{"", "MeanVarianceNormalization", make_mean_variance_norm},
+    KernelEntry{"", "Dropout", make_dropout},
 };
 
 }  // namespace

@@ -59,8 +59,8 @@ KernelResult make_constant(const KernelContext&);
 // ops_quant.cpp
 KernelResult make_quantize_linear(const KernelContext&);
 KernelResult make_dequantize_linear(const KernelContext&);
-// reduce-norm (ops-reduce): ops_reduce.cpp, ops_softmax.cpp.
-// make_softmax (declared above) moved to ops_softmax.cpp.
+// reduce-norm (ops-reduce): ops_reduce.cpp, ops_softmax.cpp, ops_norm.cpp.
+// make_softmax (declared above) moved to ops_softmax.cpp; make_batchnorm (declared above) moved to ops_norm.cpp.
 KernelResult make_reduce_sum(const KernelContext&);
 KernelResult make_reduce_mean(const KernelContext&);
 KernelResult make_reduce_max(const KernelContext&);
@@ -79,6 +79,11 @@ KernelResult make_log_softmax(const KernelContext&);
 KernelResult make_hardmax(const KernelContext&);
 KernelResult make_nll_loss(const KernelContext&);
 KernelResult make_softmax_cross_entropy_loss(const KernelContext&);
+KernelResult make_layer_norm(const KernelContext&);
+KernelResult make_instance_norm(const KernelContext&);
+KernelResult make_lrn(const KernelContext&);
+KernelResult make_mean_variance_norm(const KernelContext&);
+KernelResult make_dropout(const KernelContext&);
 
 // auto_pad attribute of Conv and the pools.
 Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);

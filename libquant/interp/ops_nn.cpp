@@ -1,6 +1,5 @@
-// Conv, Gemm, MatMul, BatchNormalization (Softmax in ops_softmax.cpp).
+// Conv, Gemm, MatMul (BatchNormalization is in ops_norm.cpp, Softmax in ops_softmax.cpp).
 #include "libquant/interp/ops.h"
-#include "libquant/kernels/batchnorm.h"
 #include "libquant/kernels/conv.h"
 #include "libquant/kernels/gemm.h"
 #include "libquant/kernels/matmul.h"
@@ -133,29 +132,6 @@ KernelResult make_matmul(const KernelContext& ctx) {
     if (!shape) return Status::bad_input("MatMul shapes " + dims_to_string(a.shape()) + " and " + dims_to_string(b.shape()) + " do not fit");
     out[0] = Tensor(DType::Float32, *shape);
     kernels::matmul_f32(a.data<float>(), a.shape(), b.data<float>(), b.shape(), out[0].data<float>());
-    return Status::ok();
-  });
-}
-
-// BatchNormalization in inference mode (opset 9-15; training_mode=1 refused).
-KernelResult make_batchnorm(const KernelContext& ctx) {
-  const ir::Node& node = ctx.node;
-  if (node.attr_int("training_mode", 0) != 0) return Status::bad_input("BatchNormalization training_mode=1 is not supported");
-  const float eps = node.attr_float("epsilon", 1e-5f);
-  return make_kernel([&node, eps](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
-    QT_RETURN_IF_ERROR(require_inputs(node, in, 5));
-    const Tensor& x = *in[0];
-    QT_RETURN_IF_ERROR(require_dtype(node, x, DType::Float32, "input"));
-    if (x.rank() < 2) return Status::bad_input("BatchNormalization input must have rank >= 2");
-    const int64_t C = x.dim(1);
-    for (size_t k = 1; k < 5; ++k) {
-      QT_RETURN_IF_ERROR(require_dtype(node, *in[k], DType::Float32, "parameter"));
-      if (in[k]->size() != C) return Status::bad_input("BatchNormalization parameter " + std::to_string(k) + " must have " + std::to_string(C) + " values");
-    }
-    const int64_t spatial = C == 0 || x.dim(0) == 0 ? 0 : x.size() / (x.dim(0) * C);
-    out[0] = Tensor(DType::Float32, x.shape());
-    kernels::batchnorm_f32(x.data<float>(), x.dim(0), C, spatial, in[1]->data<float>(), in[2]->data<float>(),
-                           in[3]->data<float>(), in[4]->data<float>(), eps, out[0].data<float>());
     return Status::ok();
   });
 }
