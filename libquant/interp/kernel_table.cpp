@@ -62,6 +62,9 @@ constexpr std::array kKernels = {
     KernelEntry{"", "LRN", make_lrn},
     KernelEntry{"", "MeanVarianceNormalization", make_mean_variance_norm},
     KernelEntry{"", "Dropout", make_dropout},
+    KernelEntry{"", "Einsum", make_einsum},
+    KernelEntry{"", "Det", make_det},
+    KernelEntry{"", "Trilu", make_trilu},
 };
 
 }  // namespace

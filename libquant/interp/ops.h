@@ -59,8 +59,9 @@ KernelResult make_constant(const KernelContext&);
 // ops_quant.cpp
 KernelResult make_quantize_linear(const KernelContext&);
 KernelResult make_dequantize_linear(const KernelContext&);
-// reduce-norm (ops-reduce): ops_reduce.cpp, ops_softmax.cpp, ops_norm.cpp.
-// make_softmax (declared above) moved to ops_softmax.cpp; make_batchnorm (declared above) moved to ops_norm.cpp.
+// reduce-norm (ops-reduce): ops_reduce.cpp, ops_softmax.cpp, ops_norm.cpp,
+// ops_linalg.cpp. make_batchnorm and make_softmax (declared above) moved to
+// ops_norm.cpp and ops_softmax.cpp.
 KernelResult make_reduce_sum(const KernelContext&);
 KernelResult make_reduce_mean(const KernelContext&);
 KernelResult make_reduce_max(const KernelContext&);
@@ -84,6 +85,14 @@ KernelResult make_instance_norm(const KernelContext&);
 KernelResult make_lrn(const KernelContext&);
 KernelResult make_mean_variance_norm(const KernelContext&);
 KernelResult make_dropout(const KernelContext&);
+KernelResult make_einsum(const KernelContext&);
+KernelResult make_det(const KernelContext&);
+KernelResult make_trilu(const KernelContext&);
+// Gemm / MatMul for element types other than float32 (called by ops_nn.cpp).
+Status run_gemm_any_type(const ir::Node& node, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
+                         const Tensor& a, const Tensor& b, double beta, const Tensor* c, int64_t c_rows, int64_t c_cols,
+                         Tensor& y);
+Status run_matmul_any_type(const ir::Node& node, const Tensor& a, const Tensor& b, Tensor& y);
 
 // auto_pad attribute of Conv and the pools.
 Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);

@@ -97,15 +97,12 @@ KernelResult make_gemm(const KernelContext& ctx) {
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
     const Tensor* c = in.size() > 2 ? in[2] : nullptr;
-    QT_RETURN_IF_ERROR(require_dtype(node, a, DType::Float32, "A"));
-    QT_RETURN_IF_ERROR(require_dtype(node, b, DType::Float32, "B"));
     if (a.rank() != 2 || b.rank() != 2) return Status::bad_input("Gemm inputs must be 2-D");
     const int64_t M = ta ? a.dim(1) : a.dim(0), K = ta ? a.dim(0) : a.dim(1);
     const int64_t N = tb ? b.dim(0) : b.dim(1), Kb = tb ? b.dim(1) : b.dim(0);
     if (K != Kb) return Status::bad_input("Gemm inner dims differ: A " + dims_to_string(a.shape()) + ", B " + dims_to_string(b.shape()));
     int64_t c_rows = 1, c_cols = 1;
     if (c) {
-      QT_RETURN_IF_ERROR(require_dtype(node, *c, DType::Float32, "C"));
       if (c->rank() > 2) return Status::bad_input("Gemm C must have rank <= 2");
       if (c->rank() == 2) c_rows = c->dim(0);
       if (c->rank() >= 1) c_cols = c->dim(c->rank() - 1);
@@ -113,6 +110,9 @@ KernelResult make_gemm(const KernelContext& ctx) {
         return Status::bad_input("Gemm C " + dims_to_string(c->shape()) + " does not broadcast to [" + std::to_string(M) +
                                  "," + std::to_string(N) + "]");
     }
+    // Other element types (double, integers: Gemm-9+) take the generic kernel.
+    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 || (c && c->dtype() != DType::Float32))
+      return run_gemm_any_type(node, ta, tb, M, N, K, alpha, a, b, beta, c, c_rows, c_cols, out[0]);
     out[0] = Tensor(DType::Float32, {M, N});
     kernels::gemm_f32(ta, tb, M, N, K, alpha, a.data<float>(), b.data<float>(), beta, c ? c->data<float>() : nullptr,
                       c_rows, c_cols, out[0].data<float>());
@@ -126,8 +126,8 @@ KernelResult make_matmul(const KernelContext& ctx) {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
-    QT_RETURN_IF_ERROR(require_dtype(node, a, DType::Float32, "A"));
-    QT_RETURN_IF_ERROR(require_dtype(node, b, DType::Float32, "B"));
+    // Other element types (double, integers: MatMul-9+) take the generic kernel.
+    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32) return run_matmul_any_type(node, a, b, out[0]);
     auto shape = kernels::matmul_output_shape(a.shape(), b.shape());
     if (!shape) return Status::bad_input("MatMul shapes " + dims_to_string(a.shape()) + " and " + dims_to_string(b.shape()) + " do not fit");
     out[0] = Tensor(DType::Float32, *shape);
