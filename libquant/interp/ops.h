@@ -118,6 +118,40 @@ KernelResult make_greater_or_equal(const KernelContext&);
 KernelResult make_where(const KernelContext&);
 KernelResult make_cast(const KernelContext&);
 KernelResult make_castlike(const KernelContext&);
+// reduce-norm (ops-reduce): ops_reduce.cpp, ops_softmax.cpp, ops_norm.cpp,
+// ops_linalg.cpp. make_batchnorm and make_softmax (declared above) moved to
+// ops_norm.cpp and ops_softmax.cpp.
+KernelResult make_reduce_sum(const KernelContext&);
+KernelResult make_reduce_mean(const KernelContext&);
+KernelResult make_reduce_max(const KernelContext&);
+KernelResult make_reduce_min(const KernelContext&);
+KernelResult make_reduce_prod(const KernelContext&);
+KernelResult make_reduce_l1(const KernelContext&);
+KernelResult make_reduce_l2(const KernelContext&);
+KernelResult make_reduce_log_sum(const KernelContext&);
+KernelResult make_reduce_log_sum_exp(const KernelContext&);
+KernelResult make_reduce_sum_square(const KernelContext&);
+KernelResult make_argmax(const KernelContext&);
+KernelResult make_argmin(const KernelContext&);
+KernelResult make_cumsum(const KernelContext&);
+KernelResult make_topk(const KernelContext&);
+KernelResult make_log_softmax(const KernelContext&);
+KernelResult make_hardmax(const KernelContext&);
+KernelResult make_nll_loss(const KernelContext&);
+KernelResult make_softmax_cross_entropy_loss(const KernelContext&);
+KernelResult make_layer_norm(const KernelContext&);
+KernelResult make_instance_norm(const KernelContext&);
+KernelResult make_lrn(const KernelContext&);
+KernelResult make_mean_variance_norm(const KernelContext&);
+KernelResult make_dropout(const KernelContext&);
+KernelResult make_einsum(const KernelContext&);
+KernelResult make_det(const KernelContext&);
+KernelResult make_trilu(const KernelContext&);
+// Gemm / MatMul for element types other than float32 (called by ops_nn.cpp).
+Status run_gemm_any_type(const ir::Node& node, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
+                         const Tensor& a, const Tensor& b, double beta, const Tensor* c, int64_t c_rows, int64_t c_cols,
+                         Tensor& y);
+Status run_matmul_any_type(const ir::Node& node, const Tensor& a, const Tensor& b, Tensor& y);
 
 // auto_pad attribute of Conv and the pools.
 Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);

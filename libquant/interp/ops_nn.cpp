@@ -1,10 +1,8 @@
-// Conv, Gemm, MatMul, BatchNormalization, Softmax.
+// Conv, Gemm, MatMul (BatchNormalization is in ops_norm.cpp, Softmax in ops_softmax.cpp).
 #include "libquant/interp/ops.h"
-#include "libquant/kernels/batchnorm.h"
 #include "libquant/kernels/conv.h"
 #include "libquant/kernels/gemm.h"
 #include "libquant/kernels/matmul.h"
-#include "libquant/kernels/softmax.h"
 
 namespace quant::interp {
 
@@ -99,15 +97,12 @@ KernelResult make_gemm(const KernelContext& ctx) {
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
     const Tensor* c = in.size() > 2 ? in[2] : nullptr;
-    QT_RETURN_IF_ERROR(require_dtype(node, a, DType::Float32, "A"));
-    QT_RETURN_IF_ERROR(require_dtype(node, b, DType::Float32, "B"));
     if (a.rank() != 2 || b.rank() != 2) return Status::bad_input("Gemm inputs must be 2-D");
     const int64_t M = ta ? a.dim(1) : a.dim(0), K = ta ? a.dim(0) : a.dim(1);
     const int64_t N = tb ? b.dim(0) : b.dim(1), Kb = tb ? b.dim(1) : b.dim(0);
     if (K != Kb) return Status::bad_input("Gemm inner dims differ: A " + dims_to_string(a.shape()) + ", B " + dims_to_string(b.shape()));
     int64_t c_rows = 1, c_cols = 1;
     if (c) {
-      QT_RETURN_IF_ERROR(require_dtype(node, *c, DType::Float32, "C"));
       if (c->rank() > 2) return Status::bad_input("Gemm C must have rank <= 2");
       if (c->rank() == 2) c_rows = c->dim(0);
       if (c->rank() >= 1) c_cols = c->dim(c->rank() - 1);
@@ -115,6 +110,9 @@ KernelResult make_gemm(const KernelContext& ctx) {
         return Status::bad_input("Gemm C " + dims_to_string(c->shape()) + " does not broadcast to [" + std::to_string(M) +
                                  "," + std::to_string(N) + "]");
     }
+    // Other element types (double, integers: Gemm-9+) take the generic kernel.
+    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 || (c && c->dtype() != DType::Float32))
+      return run_gemm_any_type(node, ta, tb, M, N, K, alpha, a, b, beta, c, c_rows, c_cols, out[0]);
     out[0] = Tensor(DType::Float32, {M, N});
     kernels::gemm_f32(ta, tb, M, N, K, alpha, a.data<float>(), b.data<float>(), beta, c ? c->data<float>() : nullptr,
                       c_rows, c_cols, out[0].data<float>());
@@ -128,58 +126,12 @@ KernelResult make_matmul(const KernelContext& ctx) {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
-    QT_RETURN_IF_ERROR(require_dtype(node, a, DType::Float32, "A"));
-    QT_RETURN_IF_ERROR(require_dtype(node, b, DType::Float32, "B"));
+    // Other element types (double, integers: MatMul-9+) take the generic kernel.
+    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32) return run_matmul_any_type(node, a, b, out[0]);
     auto shape = kernels::matmul_output_shape(a.shape(), b.shape());
     if (!shape) return Status::bad_input("MatMul shapes " + dims_to_string(a.shape()) + " and " + dims_to_string(b.shape()) + " do not fit");
     out[0] = Tensor(DType::Float32, *shape);
     kernels::matmul_f32(a.data<float>(), a.shape(), b.data<float>(), b.shape(), out[0].data<float>());
-    return Status::ok();
-  });
-}
-
-// BatchNormalization in inference mode (opset 9-15; training_mode=1 refused).
-KernelResult make_batchnorm(const KernelContext& ctx) {
-  const ir::Node& node = ctx.node;
-  if (node.attr_int("training_mode", 0) != 0) return Status::bad_input("BatchNormalization training_mode=1 is not supported");
-  const float eps = node.attr_float("epsilon", 1e-5f);
-  return make_kernel([&node, eps](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
-    QT_RETURN_IF_ERROR(require_inputs(node, in, 5));
-    const Tensor& x = *in[0];
-    QT_RETURN_IF_ERROR(require_dtype(node, x, DType::Float32, "input"));
-    if (x.rank() < 2) return Status::bad_input("BatchNormalization input must have rank >= 2");
-    const int64_t C = x.dim(1);
-    for (size_t k = 1; k < 5; ++k) {
-      QT_RETURN_IF_ERROR(require_dtype(node, *in[k], DType::Float32, "parameter"));
-      if (in[k]->size() != C) return Status::bad_input("BatchNormalization parameter " + std::to_string(k) + " must have " + std::to_string(C) + " values");
-    }
-    const int64_t spatial = C == 0 || x.dim(0) == 0 ? 0 : x.size() / (x.dim(0) * C);
-    out[0] = Tensor(DType::Float32, x.shape());
-    kernels::batchnorm_f32(x.data<float>(), x.dim(0), C, spatial, in[1]->data<float>(), in[2]->data<float>(),
-                           in[3]->data<float>(), in[4]->data<float>(), eps, out[0].data<float>());
-    return Status::ok();
-  });
-}
-
-// Softmax: opset < 13 coerces the input to 2-D at `axis` (default 1);
-// opset 13 normalizes along the single `axis` (default -1).
-KernelResult make_softmax(const KernelContext& ctx) {
-  const ir::Node& node = ctx.node;
-  const bool single_axis = ctx.opset >= 13;
-  const int64_t axis_attr = node.attr_int("axis", single_axis ? -1 : 1);
-  return make_kernel([&node, single_axis, axis_attr](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
-    QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
-    const Tensor& x = *in[0];
-    QT_RETURN_IF_ERROR(require_dtype(node, x, DType::Float32, "input"));
-    QT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, axis_attr, x.rank()));
-    int64_t outer = 1, len = 1, inner = 1;
-    for (int64_t d = 0; d < x.rank(); ++d) {
-      if (d < axis) outer *= x.dim(d);
-      else if (d == axis || !single_axis) len *= x.dim(d);
-      else inner *= x.dim(d);
-    }
-    out[0] = Tensor(DType::Float32, x.shape());
-    kernels::softmax_f32(x.data<float>(), outer, len, inner, out[0].data<float>());
     return Status::ok();
   });
 }

@@ -1,4 +1,4 @@
-// ONNX Softmax over one axis.
+// ONNX Softmax, LogSoftmax and Hardmax over one axis.
 #pragma once
 
 #include <cstdint>
@@ -15,5 +15,19 @@ namespace quant::kernels {
 // axis_len >= 1. A slice that contains +inf or only -inf yields NaN (as
 // exp(inf - inf) does in ONNX Runtime). y may alias x. Allocates nothing.
 void softmax_f32(const float* x, int64_t outer, int64_t axis_len, int64_t inner, float* y);
+
+// The same for float and double (softmax_f32 is softmax<float>).
+template <class T>
+void softmax(const T* x, int64_t outer, int64_t axis_len, int64_t inner, T* y);
+
+// LogSoftmax (same view): y = x - max - log(sum(exp(x - max))), which stays
+// finite where log(softmax(x)) would underflow to -inf. y may alias x.
+template <class T>
+void log_softmax(const T* x, int64_t outer, int64_t axis_len, int64_t inner, T* y);
+
+// Hardmax (same view): 1 at the first maximum of each slice, 0 elsewhere
+// (ONNX Hardmax-13: "the first maximum value"). y may alias x.
+template <class T>
+void hardmax(const T* x, int64_t outer, int64_t axis_len, int64_t inner, T* y);
 
 }  // namespace quant::kernels
