@@ -38,6 +38,22 @@ constexpr std::array kKernels = {
     KernelEntry{"", "Constant", make_constant},
     KernelEntry{"", "QuantizeLinear", make_quantize_linear},
     KernelEntry{"", "DequantizeLinear", make_dequantize_linear},
+    // shape-index (ops-shape)
+    KernelEntry{"", "Squeeze", make_squeeze},
+    KernelEntry{"", "Unsqueeze", make_unsqueeze},
+    KernelEntry{"", "Shape", make_shape},
+    KernelEntry{"", "Size", make_size},
+    KernelEntry{"", "Expand", make_expand},
+    KernelEntry{"", "Tile", make_tile},
+    KernelEntry{"", "ConstantOfShape", make_constant_of_shape},
+    KernelEntry{"", "EyeLike", make_eye_like},
+    KernelEntry{"", "Range", make_range},
+    KernelEntry{"", "Slice", make_slice},
+    KernelEntry{"", "Split", make_split},
+    KernelEntry{"", "Pad", make_pad},
+    KernelEntry{"", "DepthToSpace", make_depth_to_space},
+    KernelEntry{"", "SpaceToDepth", make_space_to_depth},
+    KernelEntry{"", "ReverseSequence", make_reverse_sequence},
 };
 
 }  // namespace

@@ -59,6 +59,23 @@ KernelResult make_constant(const KernelContext&);
 // ops_quant.cpp
 KernelResult make_quantize_linear(const KernelContext&);
 KernelResult make_dequantize_linear(const KernelContext&);
+// shape-index (ops-shape): ops_shape.cpp, ops_generate.cpp, ops_slice.cpp,
+// ops_index.cpp, ops_resize.cpp, ops_conv_transpose.cpp, ops_pool.cpp
+KernelResult make_squeeze(const KernelContext&);
+KernelResult make_unsqueeze(const KernelContext&);
+KernelResult make_shape(const KernelContext&);
+KernelResult make_size(const KernelContext&);
+KernelResult make_expand(const KernelContext&);
+KernelResult make_tile(const KernelContext&);
+KernelResult make_constant_of_shape(const KernelContext&);
+KernelResult make_eye_like(const KernelContext&);
+KernelResult make_range(const KernelContext&);
+KernelResult make_slice(const KernelContext&);
+KernelResult make_split(const KernelContext&);
+KernelResult make_pad(const KernelContext&);
+KernelResult make_depth_to_space(const KernelContext&);
+KernelResult make_space_to_depth(const KernelContext&);
+KernelResult make_reverse_sequence(const KernelContext&);
 
 // auto_pad attribute of Conv and the pools.
 Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);
