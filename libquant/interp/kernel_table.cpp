@@ -54,6 +54,16 @@ constexpr std::array kKernels = {
     KernelEntry{"", "DepthToSpace", make_depth_to_space},
     KernelEntry{"", "SpaceToDepth", make_space_to_depth},
     KernelEntry{"", "ReverseSequence", make_reverse_sequence},
+    KernelEntry{"", "Gather", make_gather},
+    KernelEntry{"", "GatherElements", make_gather_elements},
+    KernelEntry{"", "GatherND", make_gather_nd},
+    KernelEntry{"", "ScatterElements", make_scatter_elements},
+    KernelEntry{"", "Scatter", make_scatter_elements},
+    KernelEntry{"", "ScatterND", make_scatter_nd},
+    KernelEntry{"", "OneHot", make_one_hot},
+    KernelEntry{"", "NonZero", make_non_zero},
+    KernelEntry{"", "Compress", make_compress},
+    KernelEntry{"", "Unique", make_unique},
 };
 
 }  // namespace

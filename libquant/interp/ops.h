@@ -76,6 +76,15 @@ KernelResult make_pad(const KernelContext&);
 KernelResult make_depth_to_space(const KernelContext&);
 KernelResult make_space_to_depth(const KernelContext&);
 KernelResult make_reverse_sequence(const KernelContext&);
+KernelResult make_gather(const KernelContext&);
+KernelResult make_gather_elements(const KernelContext&);
+KernelResult make_gather_nd(const KernelContext&);
+KernelResult make_scatter_elements(const KernelContext&);
+KernelResult make_scatter_nd(const KernelContext&);
+KernelResult make_one_hot(const KernelContext&);
+KernelResult make_non_zero(const KernelContext&);
+KernelResult make_compress(const KernelContext&);
+KernelResult make_unique(const KernelContext&);
 
 // auto_pad attribute of Conv and the pools.
 Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);
