@@ -64,6 +64,11 @@ constexpr std::array kKernels = {
     KernelEntry{"", "NonZero", make_non_zero},
     KernelEntry{"", "Compress", make_compress},
     KernelEntry{"", "Unique", make_unique},
+    KernelEntry{"", "GlobalMaxPool", make_global_maxpool},
+    KernelEntry{"", "GlobalLpPool", make_global_lppool},
+    KernelEntry{"", "LpPool", make_lppool},
+    KernelEntry{"", "MaxUnpool", make_maxunpool},
+    KernelEntry{"", "ConvTranspose", make_conv_transpose},
 };
 
 }  // namespace

@@ -85,6 +85,11 @@ KernelResult make_one_hot(const KernelContext&);
 KernelResult make_non_zero(const KernelContext&);
 KernelResult make_compress(const KernelContext&);
 KernelResult make_unique(const KernelContext&);
+KernelResult make_global_maxpool(const KernelContext&);
+KernelResult make_global_lppool(const KernelContext&);
+KernelResult make_lppool(const KernelContext&);
+KernelResult make_maxunpool(const KernelContext&);
+KernelResult make_conv_transpose(const KernelContext&);
 
 // auto_pad attribute of Conv and the pools.
 Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);
