@@ -69,6 +69,8 @@ constexpr std::array kKernels = {
     KernelEntry{"", "LpPool", make_lppool},
     KernelEntry{"", "MaxUnpool", make_maxunpool},
     KernelEntry{"", "ConvTranspose", make_conv_transpose},
+    KernelEntry{"", "Resize", make_resize},
+    KernelEntry{"", "Upsample", make_upsample},
 };
 
 }  // namespace

@@ -90,6 +90,8 @@ KernelResult make_global_lppool(const KernelContext&);
 KernelResult make_lppool(const KernelContext&);
 KernelResult make_maxunpool(const KernelContext&);
 KernelResult make_conv_transpose(const KernelContext&);
+KernelResult make_resize(const KernelContext&);
+KernelResult make_upsample(const KernelContext&);
 
 // auto_pad attribute of Conv and the pools.
 Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);
