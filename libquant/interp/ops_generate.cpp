@@ -68,7 +68,10 @@ Expected<int64_t> range_count(T start, T limit, T delta) {
   if (delta == T(0)) return Status::bad_input("Range delta must not be 0");
   double n;
   if constexpr (std::is_integral_v<T>) {
-    const int64_t span = static_cast<int64_t>(limit) - static_cast<int64_t>(start), d = static_cast<int64_t>(delta);
+    int64_t span = 0;
+    if (__builtin_sub_overflow(static_cast<int64_t>(limit), static_cast<int64_t>(start), &span))
+      return Status::bad_input("Range limit - start overflows int64");
+    const int64_t d = static_cast<int64_t>(delta);
     // Integer ceil division, exact where a double could round.
     int64_t q = span / d;
     if (span % d != 0 && ((span > 0) == (d > 0))) ++q;
@@ -103,7 +106,10 @@ KernelResult make_range(const KernelContext& ctx) {
       out[0] = Tensor(t, {n});
       T* y = out[0].data<T>();
       T v = start;
-      for (int64_t i = 0; i < n; ++i, v = static_cast<T>(v + delta)) y[i] = v;
+      for (int64_t i = 0; i < n; ++i) {
+        y[i] = v;
+        if (i + 1 < n) v = static_cast<T>(v + delta);  // never steps past the last value (no int64 overflow)
+      }
       return Status::ok();
     });
   });

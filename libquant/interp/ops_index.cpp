@@ -208,8 +208,10 @@ KernelResult make_one_hot(const KernelContext& ctx) {
     if (values.size() != 2) return Status::bad_input("OneHot values must hold [off, on]");
     if (!arithmetic(indices.dtype()) || !arithmetic(in[1]->dtype()))
       return Status::bad_input("OneHot indices and depth must be numeric");
-    const int64_t depth = in[1]->as_int64(0);
-    if (depth < 1 || depth > kMaxComputedElements) return Status::bad_input("OneHot depth " + std::to_string(depth) + " is out of range");
+    const double depth_value = in[1]->as_double(0);  // checked before the conversion to an integer
+    if (!(depth_value >= 1 && depth_value <= static_cast<double>(kMaxComputedElements)))
+      return Status::bad_input("OneHot depth " + std::to_string(depth_value) + " is out of range");
+    const int64_t depth = static_cast<int64_t>(depth_value);
     const int64_t rank = indices.rank() + 1;
     QT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, axis_attr, rank));
     Dims shape = indices.shape();
@@ -224,7 +226,9 @@ KernelResult make_one_hot(const KernelContext& ctx) {
     for (int64_t i = 0; i < out[0].size(); ++i) std::memcpy(y + static_cast<size_t>(i) * elem, off, elem);
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t i = 0; i < inner; ++i) {
-        int64_t k = indices.as_int64(o * inner + i);
+        const double v = indices.as_double(o * inner + i);
+        if (!(v > static_cast<double>(-depth - 1) && v < static_cast<double>(depth))) continue;  // NaN too
+        int64_t k = static_cast<int64_t>(v);
         if (k < 0) k += depth;
         if (k < 0 || k >= depth) continue;
         std::memcpy(y + static_cast<size_t>((o * depth + k) * inner + i) * elem, off + elem, elem);

@@ -110,6 +110,9 @@ KernelResult make_split(const KernelContext& ctx) {
   const size_t n_out = node.outputs.size();
   const bool uneven_ok = ctx.opset >= 18;
   if (n_out == 0) return Status::bad_input("Split needs at least one output");
+  if (const ir::Attribute* n = node.find_attribute("num_outputs"); n && n->i != static_cast<int64_t>(n_out))
+    return Status::bad_input("Split num_outputs " + std::to_string(n->i) + " differs from its " + std::to_string(n_out) +
+                             " outputs");
   return make_kernel([&node, axis_attr, sizes_from_input, split_attr, n_out, uneven_ok](
                          std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
@@ -132,7 +135,7 @@ KernelResult make_split(const KernelContext& ctx) {
       return Status::bad_input("Split has " + std::to_string(sizes.size()) + " sizes for " + std::to_string(n_out) + " outputs");
     int64_t total = 0;
     for (int64_t s : sizes) {
-      if (s < 0) return Status::bad_input("Split sizes must be >= 0");
+      if (s < 0 || s > dim) return Status::bad_input("Split size " + std::to_string(s) + " is out of range");
       total += s;
     }
     if (total != dim)
@@ -232,7 +235,8 @@ KernelResult make_pad(const KernelContext& ctx) {
     Dims shape(static_cast<size_t>(rank));
     for (size_t d = 0; d < shape.size(); ++d) {
       const int64_t dim = x.shape()[d];
-      if (std::abs(before[d]) > kMaxComputedElements || std::abs(after[d]) > kMaxComputedElements)
+      if (before[d] > kMaxComputedElements || before[d] < -kMaxComputedElements || after[d] > kMaxComputedElements ||
+          after[d] < -kMaxComputedElements)
         return Status::bad_input("Pad pads are too large");
       shape[d] = dim + before[d] + after[d];
       if (shape[d] < 0) return Status::bad_input("Pad crops more than axis " + std::to_string(d) + " holds");

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <numeric>
 
 namespace quant::kernels {
@@ -124,14 +126,23 @@ void scatter_nd(T* y, std::span<const int64_t> y_shape, const int64_t* indices, 
 template <class T>
 void unique_slices(const T* x, int64_t outer, int64_t axis_dim, int64_t inner, bool sorted,
                    std::vector<int64_t>& first_index, std::vector<int64_t>& inverse, std::vector<int64_t>& counts) {
-  // Lexicographic comparison of slices j and k, element by element in row-major order.
+  // Lexicographic comparison of slices j and k, element by element in
+  // row-major order. NaN sorts after every number and equals NaN, so the
+  // order stays a strict weak ordering (numpy.unique sorts NaN last too).
+  auto less = [](T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(a)) return false;
+      if (std::isnan(b)) return true;
+    }
+    return a < b;
+  };
   auto compare = [&](int64_t j, int64_t k) {
     for (int64_t o = 0; o < outer; ++o) {
       const T* a = x + (o * axis_dim + j) * inner;
       const T* b = x + (o * axis_dim + k) * inner;
       for (int64_t i = 0; i < inner; ++i) {
-        if (a[i] < b[i]) return -1;
-        if (b[i] < a[i]) return 1;
+        if (less(a[i], b[i])) return -1;
+        if (less(b[i], a[i])) return 1;
       }
     }
     return 0;

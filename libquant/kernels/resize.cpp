@@ -54,7 +54,7 @@ void cubic_weights(double t, double a, double w[4]) {
 
 void resize_axis_taps(const ResizeParams& p, int64_t length_in, int64_t length_out, double scale, double roi_start,
                       double roi_end, AxisTaps& taps) {
-  assert(length_in >= 1 && length_out >= 0 && scale > 0);
+  assert(length_in >= 1 && length_out >= 0 && (scale > 0 || length_out == 0));
   const size_t n = static_cast<size_t>(length_out);
   taps.index.assign(4 * n, 0);
   taps.weight.assign(4 * n, 0.0f);
@@ -62,11 +62,14 @@ void resize_axis_taps(const ResizeParams& p, int64_t length_in, int64_t length_o
   taps.outside.assign(n, 0);
   auto clamp = [&](int64_t i) { return std::clamp<int64_t>(i, 0, length_in - 1); };
   for (size_t o = 0; o < n; ++o) {
-    const double x = input_coordinate(p.coordinates, static_cast<int64_t>(o), length_in, scale, roi_start, roi_end);
-    if (p.coordinates == CoordinateMode::TfCropAndResize && (x < 0 || x > static_cast<double>(length_in - 1))) {
+    double x = input_coordinate(p.coordinates, static_cast<int64_t>(o), length_in, scale, roi_start, roi_end);
+    if (p.coordinates == CoordinateMode::TfCropAndResize && !(x >= 0 && x <= static_cast<double>(length_in - 1))) {
       taps.outside[o] = 1;
       continue;
     }
+    // Beyond [-3, length_in + 2] every tap reads the edge (or is excluded)
+    // either way; clamping keeps the integer conversions below defined.
+    x = std::isnan(x) ? 0.0 : std::clamp(x, -3.0, static_cast<double>(length_in + 2));
     int64_t idx[4];
     double w[4];
     int k = 0;

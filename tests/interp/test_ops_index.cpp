@@ -3,7 +3,9 @@
 // before any kernel reads with them.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "tests/interp/single_node.h"
 
@@ -142,4 +144,20 @@ TEST_CASE("Unique sorted and in order of first occurrence, with an axis", "[inte
   CHECK(o[0].shape() == Dims{2, 2});
   CHECK(values_of<int32_t>(o[0]) == std::vector<int32_t>{0, 5, 1, 0});
   CHECK(values_of<int64_t>(o[3]) == std::vector<int64_t>{1, 2});
+}
+
+TEST_CASE("Indexing ops refuse or survive hostile values", "[interp][index]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THAT(error_of({"OneHot", 11, {i64({1}, {0}), f32({}, {nan}), f32({2}, {0, 1})}}), Catch::Contains("depth"));
+  CHECK_THAT(error_of({"OneHot", 11, {i64({1}, {0}), f32({}, {1e30f}), f32({2}, {0, 1})}}), Catch::Contains("depth"));
+  // A NaN index is off everywhere.
+  CHECK(values_of<float>(run({"OneHot", 11, {f32({1}, {nan}), f32({}, {2}), f32({2}, {0, 1})}})[0]) ==
+        std::vector<float>{0, 0});
+  // NaN sorts last and equals NaN in Unique, as in numpy.
+  NodeSpec u{"Unique", 11, {f32({4}, {nan, 1, nan, 0})}};
+  Tensor y = run(u)[0];
+  REQUIRE(y.size() == 3);
+  CHECK(values_of<float>(y)[0] == 0);
+  CHECK(values_of<float>(y)[1] == 1);
+  CHECK(std::isnan(values_of<float>(y)[2]));
 }

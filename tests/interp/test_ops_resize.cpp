@@ -2,6 +2,8 @@
 // come from per opset, nearest on integer tensors, and refusals.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "tests/interp/single_node.h"
 
 using quant::Dims;
@@ -70,4 +72,12 @@ TEST_CASE("Resize-10 and Upsample use asymmetric coordinates", "[interp][resize]
   up7.attributes["scales"] = Attribute::of_floats({1, 2});
   up7.attributes["mode"] = Attribute::of_string("linear");
   CHECK(values_of<float>(run1(up7)) == std::vector<float>{1, 1.5f, 2, 2});
+}
+
+TEST_CASE("Resize survives a NaN roi", "[interp][resize]") {
+  NodeSpec s{"Resize", 13, {f32({2}, {1, 2}), f32({2}, {std::nanf(""), 1}), Tensor(), i64({1}, {3})}};
+  s.attributes["mode"] = Attribute::of_string("cubic");
+  s.attributes["coordinate_transformation_mode"] = Attribute::of_string("tf_crop_and_resize");
+  s.attributes["extrapolation_value"] = Attribute::of_float(7);
+  CHECK(values_of<float>(run1(s)) == std::vector<float>{7, 7, 7});
 }

@@ -256,3 +256,14 @@ TEST_CASE("ReverseSequence along time for each batch entry", "[interp][shape]") 
   s.inputs[1] = i64({2}, {4, 1});
   CHECK_THAT(error_of(s), Catch::Contains("out of range"));
 }
+
+TEST_CASE("Range, Pad and Split refuse values that would overflow", "[interp][shape]") {
+  const int64_t big = std::numeric_limits<int64_t>::max(), small = std::numeric_limits<int64_t>::min();
+  CHECK_THAT(error_of({"Range", 13, {Tensor::scalar<int64_t>(small), Tensor::scalar<int64_t>(big),
+                                     Tensor::scalar<int64_t>(big)}}),
+             Catch::Contains("overflows"));
+  CHECK_THAT(error_of({"Pad", 13, {f32({1}, {1}), i64({2}, {small, 0})}}), Catch::Contains("too large"));
+  NodeSpec split{"Split", 13, {i32({2}, {1, 2}), i64({2}, {big, small + 2})}};
+  split.num_outputs = 2;
+  CHECK_THAT(error_of(split), Catch::Contains("out of range"));
+}
