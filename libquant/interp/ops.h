@@ -152,6 +152,39 @@ Status run_gemm_any_type(const ir::Node& node, bool trans_a, bool trans_b, int64
                          const Tensor& a, const Tensor& b, double beta, const Tensor* c, int64_t c_rows, int64_t c_cols,
                          Tensor& y);
 Status run_matmul_any_type(const ir::Node& node, const Tensor& a, const Tensor& b, Tensor& y);
+// shape-index (ops-shape): ops_shape.cpp, ops_generate.cpp, ops_slice.cpp,
+// ops_index.cpp, ops_resize.cpp, ops_conv_transpose.cpp, ops_pool.cpp
+KernelResult make_squeeze(const KernelContext&);
+KernelResult make_unsqueeze(const KernelContext&);
+KernelResult make_shape(const KernelContext&);
+KernelResult make_size(const KernelContext&);
+KernelResult make_expand(const KernelContext&);
+KernelResult make_tile(const KernelContext&);
+KernelResult make_constant_of_shape(const KernelContext&);
+KernelResult make_eye_like(const KernelContext&);
+KernelResult make_range(const KernelContext&);
+KernelResult make_slice(const KernelContext&);
+KernelResult make_split(const KernelContext&);
+KernelResult make_pad(const KernelContext&);
+KernelResult make_depth_to_space(const KernelContext&);
+KernelResult make_space_to_depth(const KernelContext&);
+KernelResult make_reverse_sequence(const KernelContext&);
+KernelResult make_gather(const KernelContext&);
+KernelResult make_gather_elements(const KernelContext&);
+KernelResult make_gather_nd(const KernelContext&);
+KernelResult make_scatter_elements(const KernelContext&);
+KernelResult make_scatter_nd(const KernelContext&);
+KernelResult make_one_hot(const KernelContext&);
+KernelResult make_non_zero(const KernelContext&);
+KernelResult make_compress(const KernelContext&);
+KernelResult make_unique(const KernelContext&);
+KernelResult make_global_maxpool(const KernelContext&);
+KernelResult make_global_lppool(const KernelContext&);
+KernelResult make_lppool(const KernelContext&);
+KernelResult make_maxunpool(const KernelContext&);
+KernelResult make_conv_transpose(const KernelContext&);
+KernelResult make_resize(const KernelContext&);
+KernelResult make_upsample(const KernelContext&);
 
 // auto_pad attribute of Conv and the pools.
 Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);

@@ -1,4 +1,7 @@
-// MaxPool (opset 8-12), AveragePool (opset 7-19), GlobalAveragePool.
+// MaxPool (opset 8-12, with Indices), AveragePool (opset 7-19),
+// GlobalAveragePool, GlobalMaxPool, LpPool (opset 2-18), GlobalLpPool,
+// MaxUnpool (opset 9-11).
+#include "libquant/interp/int_args.h"
 #include "libquant/interp/ops.h"
 #include "libquant/kernels/pool.h"
 
@@ -59,17 +62,95 @@ Dims pool_output_dims(const kernels::PoolGeometry& g) {
 
 }  // namespace
 
+// MaxPool: float, double, int8 and uint8 (opset 12); the optional Indices
+// output (opset 8) with storage_order 0 (row-major) or 1 (column-major).
 KernelResult make_maxpool(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   QT_ASSIGN_OR_RETURN(PoolAttrs attrs, parse_pool_attrs(node));
-  if (node.attr_int("storage_order", 0) != 0) return Status::bad_input("MaxPool storage_order=1 is not supported");
-  if (node.outputs.size() > 1 && node.outputs[1]) return Status::bad_input("MaxPool Indices output is not supported");
-  return make_kernel([&node, attrs](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  const int64_t storage_order = node.attr_int("storage_order", 0);
+  if (storage_order != 0 && storage_order != 1) return Status::bad_input("MaxPool storage_order must be 0 or 1");
+  return make_kernel([&node, attrs, storage_order](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+    QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
+    const Tensor& x = *in[0];
+    const DType t = x.dtype();
+    if (t != DType::Float32 && t != DType::Float64 && t != DType::Int8 && t != DType::UInt8)
+      return Status::bad_input("MaxPool input must be float32, float64, int8 or uint8, got " + std::string(dtype_name(t)));
+    QT_ASSIGN_OR_RETURN(auto g, pool_geometry(node, attrs, x));
+    out[0] = Tensor(t, pool_output_dims(g));
+    int64_t* indices = nullptr;
+    if (out.size() > 1) {
+      out[1] = Tensor(DType::Int64, pool_output_dims(g));
+      indices = out[1].data<int64_t>();
+    }
+    Tensor& y = out[0];
+    return dispatch_numeric(t, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int8_t> ||
+                    std::is_same_v<T, uint8_t>)
+        kernels::max_pool<T>(g, x.data<T>(), y.data<T>(), indices, storage_order == 1);
+      return Status::ok();
+    });
+  });
+}
+
+// LpPool (opset 2-18): p is an int attribute from opset 2 (default 2).
+KernelResult make_lppool(const KernelContext& ctx) {
+  const ir::Node& node = ctx.node;
+  QT_ASSIGN_OR_RETURN(PoolAttrs attrs, parse_pool_attrs(node));
+  const int64_t p = node.attr_int("p", 2);
+  if (p < 1) return Status::bad_input("LpPool p must be >= 1");
+  return make_kernel([&node, attrs, p](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     QT_RETURN_IF_ERROR(require_dtype(node, *in[0], DType::Float32, "input"));
     QT_ASSIGN_OR_RETURN(auto g, pool_geometry(node, attrs, *in[0]));
     out[0] = Tensor(DType::Float32, pool_output_dims(g));
-    kernels::max_pool_f32(g, in[0]->data<float>(), out[0].data<float>());
+    kernels::lp_pool_f32(g, static_cast<float>(p), in[0]->data<float>(), out[0].data<float>());
+    return Status::ok();
+  });
+}
+
+// MaxUnpool (opset 9-11): scatters X into zeros at the flat Indices of a
+// MaxPool. The output is output_shape when given, else per spatial dim
+// (in - 1) * stride + kernel - pad_begin - pad_end. As ONNX Runtime does
+// (microsoft/onnxruntime#2193, after onnx/onnx#2398), indices address the
+// output_shape tensor directly; output_shape adds no padding.
+KernelResult make_maxunpool(const KernelContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const Dims kernel_shape = node.attr_ints("kernel_shape");
+  const size_t sp = kernel_shape.size();
+  if (sp == 0) return Status::bad_input("MaxUnpool needs kernel_shape");
+  const Dims pads = node.attr_ints("pads", Dims(2 * sp, 0)), strides = node.attr_ints("strides", Dims(sp, 1));
+  if (pads.size() != 2 * sp || strides.size() != sp) return Status::bad_input("MaxUnpool pads/strides do not match kernel_shape");
+  for (size_t i = 0; i < sp; ++i)
+    if (kernel_shape[i] < 1 || strides[i] < 1 || pads[i] < 0 || pads[i + sp] < 0)
+      return Status::bad_input("MaxUnpool kernel_shape and strides must be >= 1, pads >= 0");
+  return make_kernel([&node, kernel_shape, pads, strides, sp](std::span<const Tensor* const> in,
+                                                              std::vector<Tensor>& out) -> Status {
+    QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
+    const Tensor& x = *in[0];
+    const Tensor& idx = *in[1];
+    QT_RETURN_IF_ERROR(require_dtype(node, x, DType::Float32, "input"));
+    QT_RETURN_IF_ERROR(require_dtype(node, idx, DType::Int64, "indices"));
+    if (x.rank() != static_cast<int64_t>(sp) + 2) return Status::bad_input("MaxUnpool input rank does not match kernel_shape");
+    if (idx.shape() != x.shape()) return Status::bad_input("MaxUnpool indices must have the input's shape");
+    Dims shape{x.dim(0), x.dim(1)};
+    for (size_t i = 0; i < sp; ++i)
+      shape.push_back((x.shape()[i + 2] - 1) * strides[i] + kernel_shape[i] - pads[i] - pads[i + sp]);
+    if (in.size() > 2 && in[2]) {
+      QT_ASSIGN_OR_RETURN(Dims given, read_int_list(node, *in[2], "output_shape"));
+      if (given.size() != shape.size() || given[0] != shape[0] || given[1] != shape[1])
+        return Status::bad_input("MaxUnpool output_shape " + dims_to_string(given) + " does not fit input " +
+                                 dims_to_string(x.shape()));
+      shape = given;
+    }
+    QT_RETURN_IF_ERROR(check_computed_shape(node, shape));
+    const int64_t count = element_count(shape);
+    for (int64_t i = 0; i < idx.size(); ++i)
+      if (idx.data<int64_t>()[i] < 0 || idx.data<int64_t>()[i] >= count)
+        return Status::bad_input("MaxUnpool index " + std::to_string(idx.data<int64_t>()[i]) + " is outside the output " +
+                                 dims_to_string(shape));
+    out[0] = Tensor(DType::Float32, shape);
+    kernels::max_unpool_f32(x.data<float>(), idx.data<int64_t>(), x.size(), out[0].data<float>(), count);
     return Status::ok();
   });
 }
@@ -88,23 +169,44 @@ KernelResult make_averagepool(const KernelContext& ctx) {
   });
 }
 
-KernelResult make_global_averagepool(const KernelContext& ctx) {
+namespace {
+
+enum class GlobalPool { Average, Max, Lp };
+
+// GlobalAveragePool, GlobalMaxPool (opset 1), GlobalLpPool (opset 2): one
+// value per (n, c) over all spatial dims, which are kept as 1s.
+KernelResult make_global_pool(const KernelContext& ctx, GlobalPool kind) {
   const ir::Node& node = ctx.node;
-  return make_kernel([&node](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  const int64_t p = node.attr_int("p", 2);
+  if (kind == GlobalPool::Lp && p < 1) return Status::bad_input("GlobalLpPool p must be >= 1");
+  return make_kernel([&node, kind, p](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     const Tensor& x = *in[0];
     QT_RETURN_IF_ERROR(require_dtype(node, x, DType::Float32, "input"));
-    if (x.rank() < 3) return Status::bad_input("GlobalAveragePool input must have rank >= 3");
+    if (x.rank() < 3) return Status::bad_input(node.op_type + " input must have rank >= 3");
     Dims shape(static_cast<size_t>(x.rank()), 1);
     shape[0] = x.dim(0);
     shape[1] = x.dim(1);
     int64_t spatial = 1;
     for (int64_t d = 2; d < x.rank(); ++d) spatial *= x.dim(d);
-    if (spatial == 0) return Status::bad_input("GlobalAveragePool over an empty spatial extent");
+    if (spatial == 0) return Status::bad_input(node.op_type + " over an empty spatial extent");
     out[0] = Tensor(DType::Float32, shape);
-    kernels::global_average_pool_f32(x.data<float>(), x.dim(0), x.dim(1), spatial, out[0].data<float>());
+    float* y = out[0].data<float>();
+    switch (kind) {
+      case GlobalPool::Average: kernels::global_average_pool_f32(x.data<float>(), x.dim(0), x.dim(1), spatial, y); break;
+      case GlobalPool::Max: kernels::global_max_pool_f32(x.data<float>(), x.dim(0), x.dim(1), spatial, y); break;
+      case GlobalPool::Lp:
+        kernels::global_lp_pool_f32(x.data<float>(), x.dim(0), x.dim(1), spatial, static_cast<float>(p), y);
+        break;
+    }
     return Status::ok();
   });
 }
+
+}  // namespace
+
+KernelResult make_global_averagepool(const KernelContext& ctx) { return make_global_pool(ctx, GlobalPool::Average); }
+KernelResult make_global_maxpool(const KernelContext& ctx) { return make_global_pool(ctx, GlobalPool::Max); }
+KernelResult make_global_lppool(const KernelContext& ctx) { return make_global_pool(ctx, GlobalPool::Lp); }
 
 }  // namespace quant::interp

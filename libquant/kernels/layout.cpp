@@ -104,4 +104,90 @@ void concat(std::span<const void* const> inputs, std::span<const Dims> shapes, i
   }
 }
 
+namespace {
+
+struct RemapArgs {
+  std::span<const Dims> maps;
+  Dims x_strides;  // in bytes
+  Dims y_blocks;   // bytes of one output sub-tensor below each axis
+  size_t elem_size;
+  const unsigned char* fill;
+  bool last_is_run;  // the last map is one run of consecutive indices
+};
+
+void fill_block(unsigned char* y, int64_t bytes, const unsigned char* fill, size_t elem_size) {
+  for (int64_t b = 0; b < bytes; b += static_cast<int64_t>(elem_size)) std::memcpy(y + b, fill, elem_size);
+}
+
+void remap_rec(const RemapArgs& a, size_t d, const unsigned char* x, unsigned char* y) {
+  const Dims& map = a.maps[d];
+  const int64_t n = static_cast<int64_t>(map.size());
+  if (d + 1 == a.maps.size()) {
+    if (a.last_is_run) {
+      std::memcpy(y, x + map[0] * a.x_strides[d], static_cast<size_t>(n) * a.elem_size);
+      return;
+    }
+    for (int64_t o = 0; o < n; ++o) {
+      unsigned char* dst = y + o * static_cast<int64_t>(a.elem_size);
+      if (map[static_cast<size_t>(o)] < 0) std::memcpy(dst, a.fill, a.elem_size);
+      else std::memcpy(dst, x + map[static_cast<size_t>(o)] * a.x_strides[d], a.elem_size);
+    }
+    return;
+  }
+  for (int64_t o = 0; o < n; ++o) {
+    unsigned char* dst = y + o * a.y_blocks[d];
+    const int64_t i = map[static_cast<size_t>(o)];
+    if (i < 0) fill_block(dst, a.y_blocks[d], a.fill, a.elem_size);
+    else remap_rec(a, d + 1, x + i * a.x_strides[d], dst);
+  }
+}
+
+}  // namespace
+
+void remap_axes(const void* x, size_t elem_size, std::span<const int64_t> x_shape, std::span<const Dims> maps,
+                const void* fill, void* y) {
+  assert(maps.size() == x_shape.size());
+  const size_t rank = maps.size();
+  int64_t count = 1;
+  for (const Dims& m : maps) count *= static_cast<int64_t>(m.size());
+  if (count == 0) return;
+  if (rank == 0) {
+    std::memcpy(y, x, elem_size);
+    return;
+  }
+  RemapArgs a{maps, Dims(rank), Dims(rank), elem_size, static_cast<const unsigned char*>(fill), true};
+  int64_t xs = static_cast<int64_t>(elem_size), ys = static_cast<int64_t>(elem_size);
+  for (size_t d = rank; d-- > 0;) {
+    a.x_strides[d] = xs;
+    a.y_blocks[d] = ys;
+    xs *= x_shape[d];
+    ys *= static_cast<int64_t>(maps[d].size());
+  }
+  const Dims& last = maps[rank - 1];
+  for (size_t o = 0; o < last.size(); ++o) {
+    assert(last[o] < x_shape[rank - 1]);
+    if (last[o] < 0 || last[o] != last[0] + static_cast<int64_t>(o)) a.last_is_run = false;
+  }
+  remap_rec(a, 0, static_cast<const unsigned char*>(x), static_cast<unsigned char*>(y));
+}
+
+void reverse_sequence(const void* x, size_t elem_size, int64_t time, int64_t batch, int64_t inner, bool time_major,
+                      const int64_t* seq_lens, void* y) {
+  const size_t row = static_cast<size_t>(inner) * elem_size;
+  auto offset = [&](int64_t t, int64_t b) {
+    return static_cast<size_t>(time_major ? t * batch + b : b * time + t) * row;
+  };
+  const unsigned char* src = static_cast<const unsigned char*>(x);
+  unsigned char* dst = static_cast<unsigned char*>(y);
+  if (row == 0) return;
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t len = seq_lens[b];
+    assert(len >= 0 && len <= time);
+    for (int64_t t = 0; t < time; ++t) {
+      const int64_t from = t < len ? len - 1 - t : t;
+      std::memcpy(dst + offset(t, b), src + offset(from, b), row);
+    }
+  }
+}
+
 }  // namespace quant::kernels

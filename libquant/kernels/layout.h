@@ -1,5 +1,6 @@
 // Data movement kernels, byte-generic (any dtype of a fixed element size):
-// ONNX Transpose (opset 13) and Concat (opset 13).
+// ONNX Transpose (opset 13) and Concat (opset 13), and the per-axis index
+// remapping behind Slice, Pad, Tile and Expand, plus ReverseSequence.
 #pragma once
 
 #include <cstddef>
@@ -22,5 +23,24 @@ void transpose(const void* x, size_t elem_size, std::span<const int64_t> shape, 
 // the inputs. Inputs with 0 elements contribute nothing and may be null.
 // y must not alias an input. Allocates nothing.
 void concat(std::span<const void* const> inputs, std::span<const Dims> shapes, int64_t axis, size_t elem_size, void* y);
+
+// Per-axis remapping: y has shape [maps[0].size(), maps[1].size(), ...] and
+//   y[o_0, ..., o_{r-1}] = x[maps[0][o_0], ..., maps[r-1][o_{r-1}]]
+// or the elem_size bytes at `fill` when any map entry on the way is -1. Every
+// other entry must lie in [0, x_shape[d]); maps.size() == x_shape.size().
+// This one loop serves Slice (start + j*step), Pad (offset, clamp, reflect or
+// -1 for the constant), Tile (o % dim) and Expand (0 on broadcast dims). A run
+// of consecutive indices on the last axis is copied with one memcpy. y must
+// not alias x. Allocates nothing.
+void remap_axes(const void* x, size_t elem_size, std::span<const int64_t> x_shape, std::span<const Dims> maps,
+                const void* fill, void* y);
+
+// ReverseSequence (opset 10): x is [time, batch, rest...] (batch_axis 1,
+// time_axis 0) or [batch, time, rest...] (batch_axis 0, time_axis 1), `inner`
+// being the product of the rest. For batch b the first seq_lens[b] steps
+// (0 <= seq_lens[b] <= time) are reversed, the others copied. y must not
+// alias x. Allocates nothing.
+void reverse_sequence(const void* x, size_t elem_size, int64_t time, int64_t batch, int64_t inner, bool time_major,
+                      const int64_t* seq_lens, void* y);
 
 }  // namespace quant::kernels

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <limits>
 
 #include "libquant/kernels/conv.h"
@@ -73,26 +74,75 @@ int64_t taps_below(int64_t start, int64_t dilation, int64_t k, int64_t limit) {
 
 }  // namespace
 
-void max_pool_f32(const PoolGeometry& g, const float* x, float* y) {
+template <class T>
+void max_pool(const PoolGeometry& g, const T* x, T* y, int64_t* indices, bool column_major) {
   const detail::Spatial3 s = spatial3(g);
   const int64_t in_plane = s.in[0] * s.in[1] * s.in[2], out_plane = s.out[0] * s.out[1] * s.out[2];
+  // Offsets of a step along each (3-D normalised) spatial dim for the Indices
+  // output; the unit leading dims of 1-D/2-D inputs never move.
+  const int64_t lead = 3 - static_cast<int64_t>(g.in_spatial.size());
+  int64_t step[3] = {s.in[1] * s.in[2], s.in[2], 1};
+  if (column_major) {
+    int64_t stride = 1;
+    for (int64_t i = lead; i < 3; ++i) {
+      step[i] = stride;
+      stride *= s.in[i];
+    }
+  }
   for (int64_t p = 0; p < g.batch * g.channels; ++p) {
-    const float* xp = x + p * in_plane;
-    float* yp = y + p * out_plane;
+    const T* xp = x + p * in_plane;
+    T* yp = y + p * out_plane;
+    int64_t* ip = indices ? indices + p * out_plane : nullptr;
     for_each_window(s, [&](int64_t o, const int64_t* start, const detail::IndexRange* taps) {
-      float m = std::numeric_limits<float>::lowest();
+      T m = std::numeric_limits<T>::lowest();
+      int64_t at = -1;
+      for (int64_t td = taps[0].lo; td < taps[0].hi; ++td) {
+        const int64_t id = start[0] + td * s.dilations[0];
+        for (int64_t th = taps[1].lo; th < taps[1].hi; ++th) {
+          const int64_t ih = start[1] + th * s.dilations[1];
+          const T* row = xp + (id * s.in[1] + ih) * s.in[2];
+          for (int64_t tw = taps[2].lo; tw < taps[2].hi; ++tw) {
+            const int64_t iw = start[2] + tw * s.dilations[2];
+            if (row[iw] > m || at < 0) {
+              // The first tap sets the index even when it does not beat
+              // lowest() (or is NaN), so every window reports a position.
+              if (row[iw] > m) m = row[iw];
+              at = id * step[0] + ih * step[1] + iw * step[2];
+            }
+          }
+        }
+      }
+      yp[o] = m;
+      if (ip) ip[o] = at < 0 ? -1 : p * in_plane + at;
+    });
+  }
+}
+
+template void max_pool<float>(const PoolGeometry&, const float*, float*, int64_t*, bool);
+template void max_pool<double>(const PoolGeometry&, const double*, double*, int64_t*, bool);
+template void max_pool<int8_t>(const PoolGeometry&, const int8_t*, int8_t*, int64_t*, bool);
+template void max_pool<uint8_t>(const PoolGeometry&, const uint8_t*, uint8_t*, int64_t*, bool);
+
+void max_pool_f32(const PoolGeometry& g, const float* x, float* y) { max_pool<float>(g, x, y, nullptr, false); }
+
+void lp_pool_f32(const PoolGeometry& g, float p, const float* x, float* y) {
+  const detail::Spatial3 s = spatial3(g);
+  const int64_t in_plane = s.in[0] * s.in[1] * s.in[2], out_plane = s.out[0] * s.out[1] * s.out[2];
+  for (int64_t c = 0; c < g.batch * g.channels; ++c) {
+    const float* xp = x + c * in_plane;
+    float* yp = y + c * out_plane;
+    for_each_window(s, [&](int64_t o, const int64_t* start, const detail::IndexRange* taps) {
+      double sum = 0.0;
       for (int64_t td = taps[0].lo; td < taps[0].hi; ++td) {
         const int64_t id = start[0] + td * s.dilations[0];
         for (int64_t th = taps[1].lo; th < taps[1].hi; ++th) {
           const int64_t ih = start[1] + th * s.dilations[1];
           const float* row = xp + (id * s.in[1] + ih) * s.in[2];
-          for (int64_t tw = taps[2].lo; tw < taps[2].hi; ++tw) {
-            const float v = row[start[2] + tw * s.dilations[2]];
-            if (v > m) m = v;
-          }
+          for (int64_t tw = taps[2].lo; tw < taps[2].hi; ++tw)
+            sum += std::pow(std::fabs(static_cast<double>(row[start[2] + tw * s.dilations[2]])), static_cast<double>(p));
         }
       }
-      yp[o] = m;
+      yp[o] = static_cast<float>(std::pow(sum, 1.0 / static_cast<double>(p)));
     });
   }
 }
@@ -149,6 +199,23 @@ void global_max_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, 
       if (xp[i] > m) m = xp[i];
     }
     y[p] = m;
+  }
+}
+
+void global_lp_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, float p, float* y) {
+  for (int64_t c = 0; c < N * C; ++c) {
+    const float* xp = x + c * spatial;
+    double sum = 0.0;
+    for (int64_t i = 0; i < spatial; ++i) sum += std::pow(std::fabs(static_cast<double>(xp[i])), static_cast<double>(p));
+    y[c] = static_cast<float>(std::pow(sum, 1.0 / static_cast<double>(p)));
+  }
+}
+
+void max_unpool_f32(const float* x, const int64_t* indices, int64_t x_count, float* y, int64_t y_count) {
+  std::fill(y, y + y_count, 0.0f);
+  for (int64_t i = 0; i < x_count; ++i) {
+    assert(indices[i] >= 0 && indices[i] < y_count);
+    y[indices[i]] = x[i];
   }
 }
 

@@ -1,6 +1,7 @@
-// N-d pooling (1 to 3 spatial dims), NCHW layout: ONNX MaxPool (opset 12),
-// AveragePool (opset 11, plus the dilations of opset 19), GlobalAveragePool
-// and GlobalMaxPool (opset 1).
+// N-d pooling (1 to 3 spatial dims), NCHW layout: ONNX MaxPool (opset 12,
+// with its Indices output), AveragePool (opset 11, plus the dilations of
+// opset 19), LpPool (opset 18), GlobalAveragePool, GlobalMaxPool,
+// GlobalLpPool (opset 2) and MaxUnpool (opset 11).
 #pragma once
 
 #include <cstdint>
@@ -41,9 +42,21 @@ void pool_output_shape(AutoPad auto_pad, bool ceil_mode, std::span<const int64_t
 // pad"). As in ONNX Runtime, the running max starts at the lowest finite float
 // and is updated with `v > max`, so NaN inputs are skipped, and a window with
 // no tap inside the input (only possible with pads >= kernel, which callers
-// should reject) yields numeric_limits<float>::lowest(). The optional Indices
-// output is not produced. Allocates nothing.
+// should reject) yields numeric_limits<float>::lowest(). Allocates nothing.
 void max_pool_f32(const PoolGeometry& g, const float* x, float* y);
+
+// MaxPool for every element type MaxPool-12 takes (float, double, int8,
+// uint8), with the optional Indices output of ONNX: when `indices` is not
+// null it receives, per output, the flat index of the (first) maximum in the
+// whole input, p * plane + spatial offset (p = n * C + c), the spatial offset
+// row-major or, with column_major (storage_order = 1), with the first spatial
+// dim varying fastest. Starts at numeric_limits<T>::lowest() like max_pool_f32.
+template <class T>
+void max_pool(const PoolGeometry& g, const T* x, T* y, int64_t* indices, bool column_major);
+
+// LpPool: y = (sum over the window's taps inside the input of |x|^p)^(1/p);
+// padding contributes zeros. Allocates nothing.
+void lp_pool_f32(const PoolGeometry& g, float p, const float* x, float* y);
 
 // AveragePool: the sum of the window's taps inside the input, divided by
 //  - count_include_pad = false: the number of those taps;
@@ -59,5 +72,11 @@ void average_pool_f32(const PoolGeometry& g, bool count_include_pad, const float
 // max_pool_f32.
 void global_average_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, float* y);
 void global_max_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, float* y);
+void global_lp_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, float p, float* y);
+
+// MaxUnpool: y (y_count elements) is zero but y[indices[i]] = x[i] for the
+// x_count inputs; every index in [0, y_count) (callers check). A repeated
+// index keeps the last value.
+void max_unpool_f32(const float* x, const int64_t* indices, int64_t x_count, float* y, int64_t y_count);
 
 }  // namespace quant::kernels

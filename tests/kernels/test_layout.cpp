@@ -98,3 +98,34 @@ TEST_CASE("concat", "[kernels][layout]") {
     CHECK(y == std::vector<int8_t>{1, 2, 5, 6, 7, 8, 3, 4, 9, 10, 11, 12});
   }
 }
+
+TEST_CASE("remap_axes: slice, reversed axis, fill and odd element size", "[kernels][layout]") {
+  using quant::kernels::remap_axes;
+  const std::vector<int32_t> x = {0, 1, 2, 10, 11, 12};  // [2, 3]
+  const int32_t fill = -7;
+  // Rows {1, -1(fill)}, columns {2, 1, 0} (reversed).
+  const std::vector<Dims> maps = {Dims{1, -1}, Dims{2, 1, 0}};
+  std::vector<int32_t> y(6);
+  remap_axes(x.data(), sizeof(int32_t), Dims{2, 3}, maps, &fill, y.data());
+  CHECK(y == std::vector<int32_t>{12, 11, 10, -7, -7, -7});
+  // A run of consecutive columns takes the memcpy path.
+  const std::vector<Dims> run = {Dims{0, 1, 0}, Dims{1, 2}};
+  std::vector<int32_t> z(6);
+  remap_axes(x.data(), sizeof(int32_t), Dims{2, 3}, run, nullptr, z.data());
+  CHECK(z == std::vector<int32_t>{1, 2, 11, 12, 1, 2});
+  std::vector<std::array<uint8_t, 3>> x3 = {{1, 2, 3}, {4, 5, 6}}, y3(3);
+  const std::array<uint8_t, 3> f3 = {9, 9, 9};
+  remap_axes(x3.data(), 3, Dims{2}, std::vector<Dims>{Dims{1, -1, 0}}, &f3, y3.data());
+  CHECK(y3[0] == std::array<uint8_t, 3>{4, 5, 6});
+  CHECK(y3[1] == f3);
+  CHECK(y3[2] == std::array<uint8_t, 3>{1, 2, 3});
+}
+
+TEST_CASE("reverse_sequence batch-major", "[kernels][layout]") {
+  // [batch 2, time 3, inner 1]; lengths 2 and 0.
+  const std::vector<int16_t> x = {1, 2, 3, 4, 5, 6};
+  std::vector<int16_t> y(6);
+  const int64_t lens[2] = {2, 0};
+  quant::kernels::reverse_sequence(x.data(), sizeof(int16_t), 3, 2, 1, false, lens, y.data());
+  CHECK(y == std::vector<int16_t>{2, 1, 3, 4, 5, 6});
+}

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -215,4 +216,43 @@ TEST_CASE("global pools", "[kernels][pool]") {
   CHECK(y == std::vector<float>{2.5f, -6.5f, 0.25f});
   quant::kernels::global_max_pool_f32(x.data(), 3, 1, 4, y.data());
   CHECK(y == std::vector<float>{4, -5, 1});
+}
+
+TEST_CASE("max_pool Indices row- and column-major, int8", "[kernels][pool]") {
+  // 3x3 input, 2x2 window, stride 1: maxima at the bottom-right of each window.
+  const PoolGeometry g = make_pool(1, 1, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {0, 0});
+  const std::vector<int8_t> x = {1, 2, 3, 4, 5, 6, 7, 8, -9};
+  std::vector<int8_t> y(4);
+  std::vector<int64_t> idx(4);
+  quant::kernels::max_pool<int8_t>(g, x.data(), y.data(), idx.data(), false);
+  CHECK(y == std::vector<int8_t>{5, 6, 8, 8});
+  CHECK(idx == std::vector<int64_t>{4, 5, 7, 7});
+  quant::kernels::max_pool<int8_t>(g, x.data(), y.data(), idx.data(), true);
+  // Column-major: (h, w) -> h + 3 * w.
+  CHECK(idx == std::vector<int64_t>{4, 7, 5, 5});
+  // A second plane offsets the indices by the plane size.
+  const PoolGeometry g2 = make_pool(2, 1, {2}, {2}, {1}, {0}, {0});
+  const std::vector<float> xf = {1, 0, 0, 1};
+  std::vector<float> yf(2);
+  std::vector<int64_t> i2(2);
+  quant::kernels::max_pool<float>(g2, xf.data(), yf.data(), i2.data(), false);
+  CHECK(i2 == std::vector<int64_t>{0, 3});
+}
+
+TEST_CASE("lp_pool_f32, global_lp_pool_f32, max_unpool_f32", "[kernels][pool]") {
+  const PoolGeometry g = make_pool(1, 1, {3}, {2}, {1}, {1}, {0});
+  const std::vector<float> x = {3, -4, 12};
+  std::vector<float> y(3);
+  quant::kernels::lp_pool_f32(g, 2.0f, x.data(), y.data());
+  CHECK(y[0] == Approx(3.0f));   // padding counts as 0
+  CHECK(y[1] == Approx(5.0f));
+  CHECK(y[2] == Approx(std::sqrt(160.0f)));
+  float gy = 0;
+  quant::kernels::global_lp_pool_f32(x.data(), 1, 1, 3, 1.0f, &gy);
+  CHECK(gy == Approx(19.0f));
+  const std::vector<float> v = {5, 7};
+  const std::vector<int64_t> at = {3, 0};
+  std::vector<float> out(4, -1.0f);
+  quant::kernels::max_unpool_f32(v.data(), at.data(), 2, out.data(), 4);
+  CHECK(out == std::vector<float>{7, 0, 0, 5});
 }
