@@ -38,6 +38,10 @@ constexpr std::array kKernels = {
     KernelEntry{"", "Constant", make_constant},
     KernelEntry{"", "QuantizeLinear", make_quantize_linear},
     KernelEntry{"", "DequantizeLinear", make_dequantize_linear},
+    // rnn-control (ops-ctrl)
+    KernelEntry{"", "If", make_if},
+    KernelEntry{"", "Loop", make_loop},
+    KernelEntry{"", "Scan", make_scan},
 };
 
 }  // namespace

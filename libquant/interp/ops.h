@@ -59,6 +59,10 @@ KernelResult make_constant(const KernelContext&);
 // ops_quant.cpp
 KernelResult make_quantize_linear(const KernelContext&);
 KernelResult make_dequantize_linear(const KernelContext&);
+// rnn-control (ops-ctrl): ops_rnn.cpp, ops_control.cpp
+KernelResult make_if(const KernelContext&);
+KernelResult make_loop(const KernelContext&);
+KernelResult make_scan(const KernelContext&);
 
 // auto_pad attribute of Conv and the pools.
 Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);
