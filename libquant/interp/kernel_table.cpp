@@ -39,6 +39,9 @@ constexpr std::array kKernels = {
     KernelEntry{"", "QuantizeLinear", make_quantize_linear},
     KernelEntry{"", "DequantizeLinear", make_dequantize_linear},
     // rnn-control (ops-ctrl)
+    KernelEntry{"", "RNN", make_rnn},
+    KernelEntry{"", "GRU", make_gru},
+    KernelEntry{"", "LSTM", make_lstm},
     KernelEntry{"", "If", make_if},
     KernelEntry{"", "Loop", make_loop},
     KernelEntry{"", "Scan", make_scan},

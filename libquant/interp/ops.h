@@ -60,6 +60,9 @@ KernelResult make_constant(const KernelContext&);
 KernelResult make_quantize_linear(const KernelContext&);
 KernelResult make_dequantize_linear(const KernelContext&);
 // rnn-control (ops-ctrl): ops_rnn.cpp, ops_control.cpp
+KernelResult make_rnn(const KernelContext&);
+KernelResult make_gru(const KernelContext&);
+KernelResult make_lstm(const KernelContext&);
 KernelResult make_if(const KernelContext&);
 KernelResult make_loop(const KernelContext&);
 KernelResult make_scan(const KernelContext&);
