@@ -37,7 +37,9 @@ class Session {
   // cost nothing per sample. Results are the same as without folding; an
   // error such a node raises is reported here instead of at the first run.
   // Nodes whose result may differ between runs (Random*, Bernoulli,
-  // Multinomial) are never folded.
+  // Multinomial) are never folded. DequantizeLinear of a constant weight
+  // folds too (a float weight computed once); a future integer lowering of
+  // DQ -> op -> Q patterns must match them before folding.
   static Expected<std::unique_ptr<Session>> create(const ir::Graph& graph);
 
   // Inputs in the order of graph.inputs; returns the graph outputs in order.
