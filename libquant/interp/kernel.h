@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "libquant/core/status.h"
@@ -19,12 +20,20 @@ class Kernel {
   // `inputs[i]` is nullptr for an omitted optional input. The kernel sizes and
   // fills `outputs` (one per node output). Shape errors name the node.
   virtual Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const = 0;
+  // Names of values of the enclosing graph the kernel reads besides the
+  // node's inputs: the outer-scope values of If/Loop/Scan bodies. The Session
+  // resolves them at prepare time and passes them, in this order, after the
+  // node's inputs in `inputs`.
+  virtual std::vector<std::string> implicit_inputs() const { return {}; }
 };
 
 // Everything a kernel factory may read: the node and the model's opset for its domain.
 struct KernelContext {
   const ir::Node& node;
   int64_t opset;
+  // The graph holding the node (opset imports for subgraph bodies); set by
+  // the Session, may be null elsewhere.
+  const ir::Graph* graph = nullptr;
 };
 
 using KernelFactory = Expected<std::unique_ptr<Kernel>> (*)(const KernelContext&);

@@ -158,6 +158,13 @@ constexpr std::array kKernels = {
     KernelEntry{"", "ConvTranspose", make_conv_transpose},
     KernelEntry{"", "Resize", make_resize},
     KernelEntry{"", "Upsample", make_upsample},
+    // rnn-control (ops-ctrl)
+    KernelEntry{"", "RNN", make_rnn},
+    KernelEntry{"", "GRU", make_gru},
+    KernelEntry{"", "LSTM", make_lstm},
+    KernelEntry{"", "If", make_if},
+    KernelEntry{"", "Loop", make_loop},
+    KernelEntry{"", "Scan", make_scan},
 };
 
 }  // namespace

@@ -185,6 +185,13 @@ KernelResult make_maxunpool(const KernelContext&);
 KernelResult make_conv_transpose(const KernelContext&);
 KernelResult make_resize(const KernelContext&);
 KernelResult make_upsample(const KernelContext&);
+// rnn-control (ops-ctrl): ops_rnn.cpp, ops_control.cpp
+KernelResult make_rnn(const KernelContext&);
+KernelResult make_gru(const KernelContext&);
+KernelResult make_lstm(const KernelContext&);
+KernelResult make_if(const KernelContext&);
+KernelResult make_loop(const KernelContext&);
+KernelResult make_scan(const KernelContext&);
 
 // auto_pad attribute of Conv and the pools.
 Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);

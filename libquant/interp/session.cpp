@@ -1,12 +1,27 @@
 #include "libquant/interp/session.h"
 
+#include <set>
 #include <unordered_map>
 
 namespace quant::interp {
 
+namespace {
+
+// Ops whose result may change from run to run: never folded (ONNX generator
+// ops; a seed attribute makes them repeatable, but each run must still draw
+// anew, as ONNX Runtime does).
+bool is_nondeterministic(const ir::Node& n) {
+  static const std::set<std::string> kOps{"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                                          "Bernoulli", "Multinomial"};
+  return n.domain.empty() && kOps.count(n.op_type) > 0;
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph) {
   std::unique_ptr<Session> s(new Session(graph));
   std::unordered_map<const ir::Value*, int> slot_of;
+  std::vector<char> ready;  // per slot: a graph input, a constant, or produced by an earlier node
   auto slot = [&](const ir::Value* v) {
     auto it = slot_of.find(v);
     if (it != slot_of.end()) return it->second;
@@ -14,10 +29,16 @@ Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph) {
     slot_of[v] = id;
     s->slot_values_.push_back(v);
     s->constant_slots_.push_back(v->constant.get());
+    ready.push_back(v->constant != nullptr);
     return id;
   };
-  for (const ir::Value* v : graph.inputs) s->input_slots_.push_back(slot(v));
+  for (const ir::Value* v : graph.inputs) {
+    s->input_slots_.push_back(slot(v));
+    ready[static_cast<size_t>(s->input_slots_.back())] = 1;
+  }
   QT_ASSIGN_OR_RETURN(auto order, graph.topological_order());
+  std::vector<const Tensor*> fold_inputs;
+  std::vector<Tensor> fold_outputs;
   for (const ir::Node* n : order) {
     KernelFactory factory = find_kernel_factory(n->domain, n->op_type);
     int64_t opset = graph.opset(n->domain);
@@ -25,12 +46,41 @@ Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph) {
       return Status::bad_input(n->describe() + ": operator " + (n->domain.empty() ? "" : n->domain + ".") + n->op_type +
                                " (opset " + std::to_string(opset) + ") is not supported by the interpreter");
     }
-    auto kernel = factory(KernelContext{*n, opset});
+    auto kernel = factory(KernelContext{*n, opset, &graph});
     if (!kernel) return kernel.status().with_context(n->describe());
     Step step{n, std::move(kernel).value(), {}, {}, {}};
     for (const ir::Value* v : n->inputs) step.inputs.push_back(v ? slot(v) : -1);
+    // Outer-scope values a subgraph reads come after the node's inputs.
+    for (const std::string& name : step.kernel->implicit_inputs()) {
+      const ir::Value* v = graph.find_value(name);
+      if (!v) return Status::bad_input(n->describe() + ": its subgraph reads '" + name + "', which the enclosing graph does not define");
+      int sl = slot(v);
+      if (!ready[static_cast<size_t>(sl)])
+        return Status::bad_input(n->describe() + ": its subgraph reads '" + name + "' before a node produces it");
+      step.inputs.push_back(sl);
+    }
     for (const ir::Value* v : n->outputs) step.outputs.push_back(v ? slot(v) : -1);
-    s->steps_.push_back(std::move(step));
+    for (int o : step.outputs)
+      if (o >= 0) ready[static_cast<size_t>(o)] = 1;
+
+    // Constant folding (see session.h): run now, keep the outputs as constants.
+    bool foldable = !is_nondeterministic(*n);
+    for (int in : step.inputs) foldable = foldable && (in < 0 || s->constant_slots_[static_cast<size_t>(in)] != nullptr);
+    if (!foldable) {
+      s->steps_.push_back(std::move(step));
+      continue;
+    }
+    fold_inputs.clear();
+    for (int in : step.inputs) fold_inputs.push_back(in >= 0 ? s->constant_slots_[static_cast<size_t>(in)] : nullptr);
+    fold_outputs.assign(step.outputs.size(), Tensor());
+    Status st = step.kernel->run(fold_inputs, fold_outputs);
+    if (!st.is_ok()) return st.with_context(n->describe());
+    for (size_t k = 0; k < step.outputs.size(); ++k) {
+      int o = step.outputs[k];
+      if (o < 0) continue;
+      s->folded_.push_back(std::move(fold_outputs[k]));
+      s->constant_slots_[static_cast<size_t>(o)] = &s->folded_.back();
+    }
   }
   for (const ir::Value* v : graph.outputs) s->output_slots_.push_back(slot(v));
 
@@ -66,6 +116,13 @@ Status check_input(const ir::Value& v, const Tensor& t) {
 }  // namespace
 
 Expected<std::vector<Tensor>> Session::run(const std::vector<Tensor>& inputs, const Observer& observer) const {
+  std::vector<const Tensor*> borrowed;
+  borrowed.reserve(inputs.size());
+  for (const Tensor& t : inputs) borrowed.push_back(&t);
+  return run(std::span<const Tensor* const>(borrowed), observer);
+}
+
+Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs, const Observer& observer) const {
   if (inputs.size() != input_slots_.size()) {
     return Status::bad_input("model takes " + std::to_string(input_slots_.size()) + " inputs, got " +
                              std::to_string(inputs.size()));
@@ -74,9 +131,10 @@ Expected<std::vector<Tensor>> Session::run(const std::vector<Tensor>& inputs, co
   std::vector<const Tensor*> ptr(constant_slots_);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::Value& v = *slot_values_[static_cast<size_t>(input_slots_[i])];
-    QT_RETURN_IF_ERROR(check_input(v, inputs[i]));
-    ptr[static_cast<size_t>(input_slots_[i])] = &inputs[i];
-    if (observer) observer(v, inputs[i]);
+    if (!inputs[i]) return Status::internal("input '" + v.name() + "' is null");
+    QT_RETURN_IF_ERROR(check_input(v, *inputs[i]));
+    ptr[static_cast<size_t>(input_slots_[i])] = inputs[i];
+    if (observer) observer(v, *inputs[i]);
   }
   std::vector<const Tensor*> in_ptrs;
   std::vector<Tensor> outs;

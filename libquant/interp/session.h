@@ -2,9 +2,11 @@
 // order and each value's last use, all settled before the first sample.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,15 +20,36 @@ namespace quant::interp {
 // Called with every value a run produces (graph inputs included), in
 // execution order. qprofile fills histograms from it; qrun --reference pairs
 // quantized tensors with their float twins.
+//
+// Values folded at prepare time (see Session::create) are constants, not
+// activations: the observer is NOT called for them, in any run. Neither is it
+// called for values computed inside If/Loop/Scan bodies (nested sessions).
 using Observer = std::function<void(const ir::Value& value, const Tensor& tensor)>;
 
 class Session {
  public:
   // The graph must outlive the session.
+  //
+  // Constant folding: a node whose inputs (and outer-scope reads) are all
+  // constant - initializers, Constant outputs, or outputs of nodes folded
+  // before it - runs once here and its outputs are kept as constants, so that
+  // exporter chains on static shapes (Shape -> Gather -> Concat -> Reshape)
+  // cost nothing per sample. Results are the same as without folding; an
+  // error such a node raises is reported here instead of at the first run.
+  // Nodes whose result may differ between runs (Random*, Bernoulli,
+  // Multinomial) are never folded. DequantizeLinear of a constant weight
+  // folds too (a float weight computed once); a future integer lowering of
+  // DQ -> op -> Q patterns must match them before folding.
   static Expected<std::unique_ptr<Session>> create(const ir::Graph& graph);
 
   // Inputs in the order of graph.inputs; returns the graph outputs in order.
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, const Observer& observer = nullptr) const;
+  // The same with borrowed inputs (If/Loop/Scan feed their bodies without
+  // copying outer-scope tensors).
+  Expected<std::vector<Tensor>> run(std::span<const Tensor* const> inputs, const Observer& observer = nullptr) const;
+
+  // Steps left to run per sample after folding (tests check folding with it).
+  size_t step_count() const { return steps_.size(); }
 
   const ir::Graph& graph() const { return graph_; }
 
@@ -44,7 +67,8 @@ class Session {
   const ir::Graph& graph_;
   std::vector<Step> steps_;
   std::vector<const ir::Value*> slot_values_;
-  std::vector<const Tensor*> constant_slots_;  // non-null for initializers
+  std::vector<const Tensor*> constant_slots_;  // non-null for initializers and folded values
+  std::deque<Tensor> folded_;                  // outputs of folded nodes (stable addresses)
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;
 };

@@ -131,24 +131,37 @@ ir::Value* value_for(ir::Graph& g, const std::string& name) {
   return g.add_value(name);
 }
 
-}  // namespace
+// Names a graph reads without defining them: ONNX subgraphs (If/Loop/Scan
+// bodies) may use values of enclosing graphs by name. Includes, recursively,
+// the free names of nested subgraphs; first-use order, no duplicates.
+void collect_free_names(const onnx::GraphProto& gp, std::vector<std::string>& out) {
+  std::set<std::string> defined;
+  for (const auto& v : gp.input()) defined.insert(v.name());
+  for (const auto& t : gp.initializer()) defined.insert(t.name());
+  for (const auto& n : gp.node())
+    for (const auto& o : n.output()) defined.insert(o);
+  std::set<std::string> seen;
+  auto use = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name) && seen.insert(name).second) out.push_back(name);
+  };
+  for (const auto& n : gp.node()) {
+    for (const auto& i : n.input()) use(i);
+    for (const auto& a : n.attribute()) {
+      std::vector<std::string> nested;
+      if (a.has_g()) collect_free_names(a.g(), nested);
+      for (const auto& g : a.graphs()) collect_free_names(g, nested);
+      for (const auto& name : nested) use(name);
+    }
+  }
+  // A body may also return an outer value unchanged.
+  for (const auto& o : gp.output()) use(o.name());
+}
 
-Expected<std::unique_ptr<ir::Graph>> import_model(const onnx::ModelProto& model, const std::string& model_dir) {
-  auto g = std::make_unique<ir::Graph>();
-  const auto& gp = model.graph();
+// Imports the contents of `gp` into `g` (model-level fields already set).
+// `outer_names` (subgraphs only) become graph inputs after the formal ones.
+Status import_graph(const onnx::GraphProto& gp, const std::string& model_dir, const std::vector<std::string>& outer_names,
+                    ir::Graph* g) {
   g->name = gp.name();
-  g->ir_version = model.ir_version();
-  g->producer_name = model.producer_name();
-  g->producer_version = model.producer_version();
-  g->doc = model.doc_string();
-  for (const auto& op : model.opset_import()) {
-    std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
-    g->opset_imports[domain] = op.version();
-  }
-  if (!g->opset_imports.count("")) {
-    if (model.opset_import_size() == 0) return Status::bad_input("model declares no opset_import");
-  }
-  for (const auto& kv : model.metadata_props()) g->metadata.emplace_back(kv.key(), kv.value());
   if (gp.sparse_initializer_size() > 0) return Status::bad_input("sparse initializers are not supported");
 
   for (const auto& init : gp.initializer()) {
@@ -170,7 +183,11 @@ Expected<std::unique_ptr<ir::Graph>> import_model(const onnx::ModelProto& model,
     QT_RETURN_IF_ERROR(read_value_info(in, v));
     g->inputs.push_back(v);
   }
-  std::set<std::string> node_names;
+  for (const auto& name : outer_names) {
+    ir::Value* v = g->add_value(name);
+    if (!v) return Status::internal("outer-scope name '" + name + "' is also defined by the subgraph");
+    g->inputs.push_back(v);
+  }
   for (int ni = 0; ni < gp.node_size(); ++ni) {
     const auto& np = gp.node(ni);
     std::vector<ir::Value*> ins, outs;
@@ -206,7 +223,41 @@ Expected<std::unique_ptr<ir::Graph>> import_model(const onnx::ModelProto& model,
   }
   QT_RETURN_IF_ERROR(ir::verify(*g));
   QT_RETURN_IF_ERROR(g->sort_topologically());
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<ir::Graph>> import_model(const onnx::ModelProto& model, const std::string& model_dir) {
+  auto g = std::make_unique<ir::Graph>();
+  g->ir_version = model.ir_version();
+  g->producer_name = model.producer_name();
+  g->producer_version = model.producer_version();
+  g->doc = model.doc_string();
+  for (const auto& op : model.opset_import()) {
+    std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
+    g->opset_imports[domain] = op.version();
+  }
+  if (!g->opset_imports.count("")) {
+    if (model.opset_import_size() == 0) return Status::bad_input("model declares no opset_import");
+  }
+  for (const auto& kv : model.metadata_props()) g->metadata.emplace_back(kv.key(), kv.value());
+  QT_RETURN_IF_ERROR(import_graph(model.graph(), model_dir, {}, g.get()));
   return g;
+}
+
+Expected<Subgraph> import_subgraph(const std::string& serialized_graph, const std::map<std::string, int64_t>& opset_imports) {
+  onnx::GraphProto gp;
+  if (!gp.ParseFromString(serialized_graph)) return Status::bad_input("subgraph is not a valid GraphProto");
+  Subgraph sub;
+  sub.graph = std::make_unique<ir::Graph>();
+  sub.graph->opset_imports = opset_imports;
+  collect_free_names(gp, sub.outer_names);
+  // Subgraph initializers with external data are not supported: no model
+  // directory is known here, and exporters inline subgraph constants.
+  QT_RETURN_IF_ERROR(import_graph(gp, "", sub.outer_names, sub.graph.get()));
+  sub.formal_inputs = sub.graph->inputs.size() - sub.outer_names.size();
+  return sub;
 }
 
 Expected<std::unique_ptr<ir::Graph>> load_model(const std::string& path) {
