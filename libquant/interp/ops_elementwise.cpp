@@ -31,7 +31,7 @@ KernelResult make_binary(const KernelContext& ctx, kernels::BinaryOp op) {
       return Status::bad_input("shapes " + dims_to_string(a.shape()) + " and " + dims_to_string(b.shape()) +
                                " do not broadcast");
     }
-    out[0] = Tensor(a.dtype(), *shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(a.dtype(), *shape));
     switch (a.dtype()) {
       case DType::Float32: run_binary<float>(op, a, b, out[0]); break;
       case DType::Float64: run_binary<double>(op, a, b, out[0]); break;
@@ -51,7 +51,7 @@ KernelResult make_unary_f32(const KernelContext& ctx, F fn) {
   return make_kernel([&node, fn](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     QT_RETURN_IF_ERROR(require_dtype(node, *in[0], DType::Float32, "input"));
-    out[0] = Tensor(DType::Float32, in[0]->shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, in[0]->shape()));
     fn(in[0]->data<float>(), out[0].data<float>(), in[0]->size());
     return Status::ok();
   });
@@ -88,7 +88,7 @@ KernelResult make_clip(const KernelContext& ctx) {
         (k == 1 ? lo : hi) = in[k]->data<float>()[0];
       }
     }
-    out[0] = Tensor(DType::Float32, in[0]->shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, in[0]->shape()));
     kernels::clip_f32(in[0]->data<float>(), out[0].data<float>(), in[0]->size(), lo, hi);
     return Status::ok();
   });

@@ -37,12 +37,15 @@ Expected<kernels::ConvGeometry> conv_geometry(const ConvAttrs& a, const Tensor& 
   g.in_channels = x.dim(1);
   g.out_channels = w.dim(0);
   g.group = a.group;
-  if (g.group < 1 || g.in_channels % g.group != 0 || g.out_channels % g.group != 0 || w.dim(1) * g.group != g.in_channels) {
+  // Division, not w.dim(1) * group: a hostile group attribute would overflow.
+  if (g.group < 1 || g.in_channels % g.group != 0 || g.out_channels % g.group != 0 || w.dim(1) != g.in_channels / g.group) {
     return Status::bad_input("Conv channels do not fit: input " + dims_to_string(x.shape()) + ", weight " +
                              dims_to_string(w.shape()) + ", group " + std::to_string(g.group));
   }
   g.in_spatial.assign(x.shape().begin() + 2, x.shape().end());
   g.kernel.assign(w.shape().begin() + 2, w.shape().end());
+  for (int64_t k : g.kernel)
+    if (k < 1) return Status::bad_input("Conv weight " + dims_to_string(w.shape()) + " has an empty kernel dimension");
   if (!a.kernel_shape.empty() && a.kernel_shape != g.kernel)
     return Status::bad_input("Conv kernel_shape attribute disagrees with the weight shape");
   g.strides = a.strides.empty() ? Dims(sp, 1) : a.strides;
@@ -69,6 +72,9 @@ KernelResult make_conv(const KernelContext& ctx) {
   QT_ASSIGN_OR_RETURN(auto auto_pad, parse_auto_pad(node));
   ConvAttrs attrs{auto_pad, node.attr_ints("dilations"), node.attr_ints("kernel_shape"), node.attr_ints("pads"),
                   node.attr_ints("strides"), node.attr_int("group", 1)};
+  QT_RETURN_IF_ERROR(check_spatial_attribute(node, "dilations", attrs.dilations));
+  QT_RETURN_IF_ERROR(check_spatial_attribute(node, "pads", attrs.pads));
+  QT_RETURN_IF_ERROR(check_spatial_attribute(node, "strides", attrs.strides));
   return make_kernel([&node, attrs](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     const Tensor& x = *in[0];
@@ -83,7 +89,7 @@ KernelResult make_conv(const KernelContext& ctx) {
     }
     Dims shape{g.batch, g.out_channels};
     shape.insert(shape.end(), g.out_spatial.begin(), g.out_spatial.end());
-    out[0] = Tensor(DType::Float32, shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, shape));
     kernels::conv_f32(g, x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, out[0].data<float>());
     return Status::ok();
   });
@@ -115,7 +121,7 @@ KernelResult make_gemm(const KernelContext& ctx) {
         return Status::bad_input("Gemm C " + dims_to_string(c->shape()) + " does not broadcast to [" + std::to_string(M) +
                                  "," + std::to_string(N) + "]");
     }
-    out[0] = Tensor(DType::Float32, {M, N});
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, Dims{M, N}));
     kernels::gemm_f32(ta, tb, M, N, K, alpha, a.data<float>(), b.data<float>(), beta, c ? c->data<float>() : nullptr,
                       c_rows, c_cols, out[0].data<float>());
     return Status::ok();
@@ -132,7 +138,7 @@ KernelResult make_matmul(const KernelContext& ctx) {
     QT_RETURN_IF_ERROR(require_dtype(node, b, DType::Float32, "B"));
     auto shape = kernels::matmul_output_shape(a.shape(), b.shape());
     if (!shape) return Status::bad_input("MatMul shapes " + dims_to_string(a.shape()) + " and " + dims_to_string(b.shape()) + " do not fit");
-    out[0] = Tensor(DType::Float32, *shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, *shape));
     kernels::matmul_f32(a.data<float>(), a.shape(), b.data<float>(), b.shape(), out[0].data<float>());
     return Status::ok();
   });
@@ -154,7 +160,7 @@ KernelResult make_batchnorm(const KernelContext& ctx) {
       if (in[k]->size() != C) return Status::bad_input("BatchNormalization parameter " + std::to_string(k) + " must have " + std::to_string(C) + " values");
     }
     const int64_t spatial = C == 0 || x.dim(0) == 0 ? 0 : x.size() / (x.dim(0) * C);
-    out[0] = Tensor(DType::Float32, x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, x.shape()));
     kernels::batchnorm_f32(x.data<float>(), x.dim(0), C, spatial, in[1]->data<float>(), in[2]->data<float>(),
                            in[3]->data<float>(), in[4]->data<float>(), eps, out[0].data<float>());
     return Status::ok();
@@ -178,7 +184,7 @@ KernelResult make_softmax(const KernelContext& ctx) {
       else if (d == axis || !single_axis) len *= x.dim(d);
       else inner *= x.dim(d);
     }
-    out[0] = Tensor(DType::Float32, x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, x.shape()));
     kernels::softmax_f32(x.data<float>(), outer, len, inner, out[0].data<float>());
     return Status::ok();
   });

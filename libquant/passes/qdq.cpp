@@ -236,7 +236,7 @@ Expected<QuantizeReport> QdqBuilder::run() {
     }
     quantized_nodes.push_back(n);
     report_.nodes.push_back({n->name, n->op_type, true,
-                             fused.count(n->outputs[0]) ? "quantizable op, fused with the following activation" : "quantizable op"});
+                             !n->outputs.empty() && fused.count(n->outputs[0]) ? "quantizable op, fused with the following activation" : "quantizable op"});
     for (ir::Value* v : n->inputs) choose(v);
     for (ir::Value* v : n->outputs) choose(v);
   }
