@@ -194,6 +194,8 @@ Expected<std::unique_ptr<ir::Graph>> import_model(const onnx::ModelProto& model,
     }
     const std::string domain = np.domain() == "ai.onnx" ? "" : np.domain();
     if (np.op_type().empty()) return Status::bad_input(node_label(np, ni) + " has no op_type");
+    // Every ONNX operator has at least one output; kernels rely on it.
+    if (np.output_size() == 0) return Status::bad_input(node_label(np, ni) + " (" + np.op_type() + ") has no outputs");
     if (!g->opset_imports.count(domain))
       return Status::bad_input(node_label(np, ni) + " (" + np.op_type() + ") uses domain '" + domain +
                                "', which the model's opset_import does not declare");
