@@ -6,7 +6,7 @@ void add_data_flags(CLI::App& app, DataFlags& flags) {
   app.add_option("--data", flags.dirs, "dataset directory: .npy files, sample folders or ONNX test-data layout")
       ->check(CLI::ExistingDirectory);
   app.add_option("--input", flags.inputs, "one sample given as NAME=FILE (.npy or .pb); repeat per model input");
-  app.add_option("--limit", flags.limit, "read only the first N samples");
+  app.add_option("--limit", flags.limit, "read only the first N samples")->check(CLI::NonNegativeNumber);
 }
 
 quant::Expected<std::vector<quant::io::SampleSource>> collect_samples(const DataFlags& flags) {

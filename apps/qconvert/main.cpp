@@ -54,6 +54,10 @@ std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r) 
 }
 
 Status convert(const Flags& f) {
+  // Flag values are checked before any file is read, so a typo fails fast
+  // even for a model whose activations would never reach the calibration.
+  if (auto r = quant::calib::range_by_name(quant::profile::Histogram(16), f.calibration); !r)
+    return Status::bad_input("--calibration: " + r.status().message());
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
   QT_ASSIGN_OR_RETURN(std::string profile_bytes, quant::read_file(f.profile));
   QT_ASSIGN_OR_RETURN(auto profile, quant::profile::load_profile(f.profile));

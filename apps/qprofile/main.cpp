@@ -31,7 +31,9 @@ Status profile_model(const Flags& f) {
   if (f.output.empty()) return Status::bad_input("no output given: -o PROFILE.json");
   QT_ASSIGN_OR_RETURN(std::string model_bytes, quant::read_file(f.model));
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
-  QT_ASSIGN_OR_RETURN(auto session, quant::interp::Session::create(*graph));
+  auto session_or = quant::interp::Session::create(*graph);
+  if (!session_or) return session_or.status().with_context(f.model);
+  auto session = std::move(session_or).value();
   QT_ASSIGN_OR_RETURN(auto samples, qtool::collect_samples(f.data));
   std::vector<std::string> input_names;
   for (const auto* v : graph->inputs) input_names.push_back(v->name());

@@ -59,8 +59,9 @@ Expected<std::vector<int64_t>> read_labels(const std::string& path) {
 }
 
 void score(const Tensor& out, const std::vector<int64_t>& labels, int64_t first_row, Accuracy& acc) {
+  const auto top1 = quant::interp::argmax_rows(out);  // empty for a scalar or empty output
+  if (top1.empty()) return;
   const int64_t classes = out.dim(out.rank() - 1);
-  const auto top1 = quant::interp::argmax_rows(out);
   for (size_t r = 0; r < top1.size(); ++r) {
     const int64_t label = labels[static_cast<size_t>(first_row) + r];
     acc.top1 += top1[r] == label;
@@ -69,7 +70,12 @@ void score(const Tensor& out, const std::vector<int64_t>& labels, int64_t first_
   }
 }
 
+// The output folder is created with the first output, so a run that fails
+// before producing anything leaves nothing behind.
 Status write_outputs(const std::string& dir, const std::string& stem, const std::vector<Tensor>& outs) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::bad_input(dir + ": cannot create output directory (" + ec.message() + ")");
   for (size_t k = 0; k < outs.size(); ++k) {
     std::string path = (std::filesystem::path(dir) / (stem + ".out" + std::to_string(k) + ".npy")).string();
     QT_RETURN_IF_ERROR(quant::io::write_npy(path, outs[k]));
@@ -151,12 +157,16 @@ Status run(const Flags& f) {
   if ((std::isfinite(f.min_snr) || f.min_cosine > -1 || std::isfinite(f.max_accuracy_drop)) && f.reference.empty())
     return Status::bad_input("accuracy gates need --reference FLOAT.onnx");
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
-  QT_ASSIGN_OR_RETURN(auto session, quant::interp::Session::create(*graph));
+  auto session_or = quant::interp::Session::create(*graph);
+  if (!session_or) return session_or.status().with_context(f.model);
+  auto session = std::move(session_or).value();
   std::unique_ptr<quant::ir::Graph> ref_graph;
   std::unique_ptr<quant::interp::Session> ref_session;
   if (!f.reference.empty()) {
     QT_ASSIGN_OR_RETURN(ref_graph, quant::onnx_io::load_model(f.reference));
-    QT_ASSIGN_OR_RETURN(ref_session, quant::interp::Session::create(*ref_graph));
+    auto ref_or = quant::interp::Session::create(*ref_graph);
+    if (!ref_or) return ref_or.status().with_context(f.reference);
+    ref_session = std::move(ref_or).value();
     if (ref_graph->inputs.size() != graph->inputs.size() || ref_graph->outputs.size() != graph->outputs.size())
       return Status::bad_input(f.reference + ": reference model has different inputs or outputs than " + f.model);
   }
@@ -170,9 +180,10 @@ Status run(const Flags& f) {
     s.has_labels = true;
   }
   if (!f.out_dir.empty()) {
+    // Refuse an unusable -o before the (possibly long) run rather than after it.
     std::error_code ec;
-    std::filesystem::create_directories(f.out_dir, ec);
-    if (ec) return Status::bad_input(f.out_dir + ": cannot create output directory (" + ec.message() + ")");
+    if (std::filesystem::exists(f.out_dir, ec) && !std::filesystem::is_directory(f.out_dir, ec))
+      return Status::bad_input(f.out_dir + ": -o expects a directory, this is a file");
   }
   qtool::Progress progress("qrun", samples.size(), f.quiet);
   int64_t row = 0;

@@ -1,6 +1,11 @@
 #include "libquant/core/tensor.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cassert>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -9,8 +14,62 @@ namespace quant {
 
 int64_t element_count(std::span<const int64_t> dims) {
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims) {
+    if (d == 0) return 0;  // before any product: the other dims may be large
+    n *= d;
+  }
   return n;
+}
+
+Expected<int64_t> checked_element_count(std::span<const int64_t> dims) {
+  // The product of the non-zero dims must fit too, even when a zero dim makes
+  // the tensor empty: kernels multiply dims in any grouping (outer * inner ...).
+  int64_t n = 1;
+  bool zero = false;
+  for (int64_t d : dims) {
+    if (d < 0) return Status::bad_input("shape " + dims_to_string(dims) + " has a negative dimension");
+    if (d == 0) {
+      zero = true;
+      continue;
+    }
+    if (n > INT64_MAX / d) return Status::bad_input("shape " + dims_to_string(dims) + " has more elements than fit in 64 bits");
+    n *= d;
+  }
+  return zero ? int64_t{0} : n;
+}
+
+namespace {
+
+constexpr int64_t kHardTensorLimit = int64_t{16} << 30;
+std::atomic<int64_t> g_tensor_limit{0};  // 0: the default
+
+int64_t default_tensor_limit() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return kHardTensorLimit;
+  const int64_t phys = static_cast<int64_t>(pages) * static_cast<int64_t>(page);
+  return std::min(kHardTensorLimit, phys);
+}
+
+}  // namespace
+
+int64_t max_tensor_bytes() {
+  const int64_t set = g_tensor_limit.load(std::memory_order_relaxed);
+  if (set > 0) return set;
+  static const int64_t kDefault = default_tensor_limit();
+  return kDefault;
+}
+
+void set_max_tensor_bytes(int64_t bytes) { g_tensor_limit.store(bytes > 0 ? bytes : 0, std::memory_order_relaxed); }
+
+Status check_tensor_size(DType dtype, std::span<const int64_t> dims) {
+  QT_ASSIGN_OR_RETURN(int64_t n, checked_element_count(dims));
+  const int64_t item = static_cast<int64_t>(std::max<size_t>(dtype_size(dtype), 1));
+  const int64_t limit = max_tensor_bytes();
+  if (n > limit / item) {
+    return Status::bad_input("shape " + dims_to_string(dims) + " " + std::string(dtype_name(dtype)) + " needs more than " +
+                             std::to_string(limit >> 20) + " MiB, the most qtool allocates for one tensor");
+  }
+  return Status::ok();
 }
 
 std::string dims_to_string(std::span<const int64_t> dims) {
@@ -34,6 +93,11 @@ Tensor::Tensor(DType dtype, Dims shape) : dtype_(dtype), shape_(std::move(shape)
   if (!p) throw std::bad_alloc();
   std::memset(p, 0, bytes);
   data_.reset(p);
+}
+
+Expected<Tensor> Tensor::create(DType dtype, Dims shape) {
+  QT_RETURN_IF_ERROR(check_tensor_size(dtype, shape));
+  return Tensor(dtype, std::move(shape));
 }
 
 Tensor::Tensor(const Tensor& other) : Tensor(other.dtype_, other.shape_) {

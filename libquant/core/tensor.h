@@ -9,20 +9,42 @@
 #include <vector>
 
 #include "libquant/core/dtype.h"
+#include "libquant/core/status.h"
 
 namespace quant {
 
 using Dims = std::vector<int64_t>;
 
-// Product of dims; 1 for a scalar (rank 0).
+// Product of dims; 1 for a scalar (rank 0). Dims must be known to be sane
+// (shapes of tensors that exist); untrusted shapes go through checked_element_count.
 int64_t element_count(std::span<const int64_t> dims);
 std::string dims_to_string(std::span<const int64_t> dims);
+
+// The central guard against hostile shapes (models, .npy/.pb headers, shape
+// arithmetic of kernels): the element count of `dims`, or bad_input when a dim
+// is negative or the product overflows int64. The message has no context; the
+// caller prefixes the file / node.
+Expected<int64_t> checked_element_count(std::span<const int64_t> dims);
+
+// The largest tensor qtool will allocate, in bytes: the smaller of 16 GiB and
+// the machine's physical memory, so that a declared size that could never fit
+// is refused before allocating instead of ending in the OOM killer.
+// set_max_tensor_bytes lowers it (fuzz targets, tests); 0 restores the default.
+int64_t max_tensor_bytes();
+void set_max_tensor_bytes(int64_t bytes);
+
+// Checks that a tensor of `dtype` and `dims` may be allocated: dims >= 0, no
+// overflow, at most max_tensor_bytes(). bad_input naming the shape otherwise.
+Status check_tensor_size(DType dtype, std::span<const int64_t> dims);
 
 class Tensor {
  public:
   Tensor() = default;
-  // Zero-filled tensor of the given type and shape.
+  // Zero-filled tensor of the given type and shape; the shape must be sane
+  // (asserted). Shapes that come from user input use create().
   Tensor(DType dtype, Dims shape);
+  // As the constructor, but a shape that check_tensor_size refuses is bad_input.
+  static Expected<Tensor> create(DType dtype, Dims shape);
   Tensor(const Tensor& other);
   Tensor& operator=(const Tensor& other);
   Tensor(Tensor&&) noexcept = default;

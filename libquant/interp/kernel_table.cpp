@@ -192,6 +192,13 @@ Status require_dtype(const ir::Node& node, const Tensor& t, DType want, const ch
   return Status::ok();
 }
 
+Status check_spatial_attribute(const ir::Node& node, const char* what, const Dims& values) {
+  for (int64_t v : values)
+    if (v > kMaxSpatialAttribute || v < -kMaxSpatialAttribute)
+      return Status::bad_input(node.op_type + " " + what + " value " + std::to_string(v) + " is absurdly large");
+  return Status::ok();
+}
+
 Expected<int64_t> normalize_axis(const ir::Node& node, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
     return Status::bad_input(node.op_type + " axis " + std::to_string(axis) + " is out of range for rank " +

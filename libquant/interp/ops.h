@@ -196,6 +196,13 @@ KernelResult make_scan(const KernelContext&);
 // auto_pad attribute of Conv and the pools.
 Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);
 
+// Spatial attributes (pads, strides, dilations, kernel_shape) beyond this are
+// refused, so that the output-size arithmetic of Conv and the pools cannot
+// overflow int64 (the output itself then meets the tensor size guard).
+inline constexpr int64_t kMaxSpatialAttribute = int64_t{1} << 31;
+// bad_input naming `what` when a value of `values` exceeds kMaxSpatialAttribute.
+Status check_spatial_attribute(const ir::Node& node, const char* what, const Dims& values);
+
 // Normalizes a possibly negative axis against `rank`; error names the node.
 Expected<int64_t> normalize_axis(const ir::Node& node, int64_t axis, int64_t rank);
 

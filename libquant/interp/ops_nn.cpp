@@ -35,12 +35,15 @@ Expected<kernels::ConvGeometry> conv_geometry(const ConvAttrs& a, const Tensor& 
   g.in_channels = x.dim(1);
   g.out_channels = w.dim(0);
   g.group = a.group;
-  if (g.group < 1 || g.in_channels % g.group != 0 || g.out_channels % g.group != 0 || w.dim(1) * g.group != g.in_channels) {
+  // Division, not w.dim(1) * group: a hostile group attribute would overflow.
+  if (g.group < 1 || g.in_channels % g.group != 0 || g.out_channels % g.group != 0 || w.dim(1) != g.in_channels / g.group) {
     return Status::bad_input("Conv channels do not fit: input " + dims_to_string(x.shape()) + ", weight " +
                              dims_to_string(w.shape()) + ", group " + std::to_string(g.group));
   }
   g.in_spatial.assign(x.shape().begin() + 2, x.shape().end());
   g.kernel.assign(w.shape().begin() + 2, w.shape().end());
+  for (int64_t k : g.kernel)
+    if (k < 1) return Status::bad_input("Conv weight " + dims_to_string(w.shape()) + " has an empty kernel dimension");
   if (!a.kernel_shape.empty() && a.kernel_shape != g.kernel)
     return Status::bad_input("Conv kernel_shape attribute disagrees with the weight shape");
   g.strides = a.strides.empty() ? Dims(sp, 1) : a.strides;
@@ -67,6 +70,9 @@ KernelResult make_conv(const KernelContext& ctx) {
   QT_ASSIGN_OR_RETURN(auto auto_pad, parse_auto_pad(node));
   ConvAttrs attrs{auto_pad, node.attr_ints("dilations"), node.attr_ints("kernel_shape"), node.attr_ints("pads"),
                   node.attr_ints("strides"), node.attr_int("group", 1)};
+  QT_RETURN_IF_ERROR(check_spatial_attribute(node, "dilations", attrs.dilations));
+  QT_RETURN_IF_ERROR(check_spatial_attribute(node, "pads", attrs.pads));
+  QT_RETURN_IF_ERROR(check_spatial_attribute(node, "strides", attrs.strides));
   return make_kernel([&node, attrs](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     const Tensor& x = *in[0];
@@ -81,7 +87,7 @@ KernelResult make_conv(const KernelContext& ctx) {
     }
     Dims shape{g.batch, g.out_channels};
     shape.insert(shape.end(), g.out_spatial.begin(), g.out_spatial.end());
-    out[0] = Tensor(DType::Float32, shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, shape));
     kernels::conv_f32(g, x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, out[0].data<float>());
     return Status::ok();
   });
@@ -130,7 +136,7 @@ KernelResult make_matmul(const KernelContext& ctx) {
     if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32) return run_matmul_any_type(node, a, b, out[0]);
     auto shape = kernels::matmul_output_shape(a.shape(), b.shape());
     if (!shape) return Status::bad_input("MatMul shapes " + dims_to_string(a.shape()) + " and " + dims_to_string(b.shape()) + " do not fit");
-    out[0] = Tensor(DType::Float32, *shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, *shape));
     kernels::matmul_f32(a.data<float>(), a.shape(), b.data<float>(), b.shape(), out[0].data<float>());
     return Status::ok();
   });

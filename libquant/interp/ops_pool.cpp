@@ -18,6 +18,10 @@ Expected<PoolAttrs> parse_pool_attrs(const ir::Node& node) {
   QT_ASSIGN_OR_RETURN(auto auto_pad, parse_auto_pad(node));
   PoolAttrs a{auto_pad, node.attr_int("ceil_mode", 0) != 0, node.attr_ints("kernel_shape"), node.attr_ints("pads"),
               node.attr_ints("strides"), node.attr_ints("dilations")};
+  QT_RETURN_IF_ERROR(check_spatial_attribute(node, "kernel_shape", a.kernel_shape));
+  QT_RETURN_IF_ERROR(check_spatial_attribute(node, "pads", a.pads));
+  QT_RETURN_IF_ERROR(check_spatial_attribute(node, "strides", a.strides));
+  QT_RETURN_IF_ERROR(check_spatial_attribute(node, "dilations", a.dilations));
   if (a.kernel_shape.empty() || a.kernel_shape.size() > 3)
     return Status::bad_input(node.op_type + " needs kernel_shape with 1 to 3 entries");
   const size_t sp = a.kernel_shape.size();
@@ -163,7 +167,7 @@ KernelResult make_averagepool(const KernelContext& ctx) {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     QT_RETURN_IF_ERROR(require_dtype(node, *in[0], DType::Float32, "input"));
     QT_ASSIGN_OR_RETURN(auto g, pool_geometry(node, attrs, *in[0]));
-    out[0] = Tensor(DType::Float32, pool_output_dims(g));
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, pool_output_dims(g)));
     kernels::average_pool_f32(g, count_include_pad, in[0]->data<float>(), out[0].data<float>());
     return Status::ok();
   });

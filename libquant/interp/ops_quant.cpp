@@ -28,6 +28,7 @@ Expected<QLayout> quant_layout(const ir::Node& node, const Tensor& x, const Tens
     l.axis_len = x.size();
     return l;
   }
+  if (x.rank() == 0) return Status::bad_input("per-axis or blocked scale " + dims_to_string(scale.shape()) + " for a scalar input");
   QT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, axis_attr, x.rank()));
   for (int64_t d = 0; d < x.rank(); ++d) (d < axis ? l.outer : d > axis ? l.inner : l.axis_len) *= x.dim(d);
   if (block_size == 0) {
@@ -72,7 +73,7 @@ KernelResult make_quantize_linear(const KernelContext& ctx) {
     QT_ASSIGN_OR_RETURN(QLayout l, quant_layout(node, x, *in[1], zp, axis, block));
     // Output type: the zero point's, else output_dtype (opset 21), else uint8.
     DType qtype = zp ? zp->dtype() : output_dtype ? static_cast<DType>(output_dtype) : DType::UInt8;
-    out[0] = Tensor(qtype, x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(qtype, x.shape()));
     switch (qtype) {
       case DType::UInt8: quantize_as<uint8_t>(x, *in[1], zp, l, block, out[0]); break;
       case DType::Int8: quantize_as<int8_t>(x, *in[1], zp, l, block, out[0]); break;
@@ -94,7 +95,7 @@ KernelResult make_dequantize_linear(const KernelContext& ctx) {
     const Tensor* zp = in.size() > 2 ? in[2] : nullptr;
     if (zp && zp->dtype() != x.dtype()) return Status::bad_input("zero point type differs from the input type");
     QT_ASSIGN_OR_RETURN(QLayout l, quant_layout(node, x, *in[1], zp, axis, block));
-    out[0] = Tensor(DType::Float32, x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, x.shape()));
     switch (x.dtype()) {
       case DType::UInt8: dequantize_as<uint8_t>(x, *in[1], zp, l, block, out[0]); break;
       case DType::Int8: dequantize_as<int8_t>(x, *in[1], zp, l, block, out[0]); break;

@@ -2,6 +2,7 @@
 // Squeeze, Unsqueeze, Shape, Size, Expand, Tile. All move bytes only, so they
 // serve every element type (bool included).
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 
@@ -47,6 +48,9 @@ KernelResult make_reshape(const KernelContext& ctx) {
         infer = static_cast<int>(i);
       } else if (shape[i] < 0) {
         return Status::bad_input("Reshape shape has a negative dim " + std::to_string(shape[i]));
+      } else if (shape[i] != 0 && known > INT64_MAX / shape[i]) {
+        // A product that overflows could wrap around to the input's size.
+        return Status::bad_input("Reshape shape " + dims_to_string(shape) + " has more elements than fit in 64 bits");
       } else {
         known *= shape[i];
       }
@@ -56,7 +60,7 @@ KernelResult make_reshape(const KernelContext& ctx) {
         return Status::bad_input("cannot reshape " + dims_to_string(x.shape()) + " to " + dims_to_string(shape));
       shape[static_cast<size_t>(infer)] = x.size() / known;
     }
-    if (element_count(shape) != x.size())
+    if (known * (infer >= 0 ? shape[static_cast<size_t>(infer)] : 1) != x.size())
       return Status::bad_input("cannot reshape " + dims_to_string(x.shape()) + " to " + dims_to_string(shape));
     out[0] = copy_with_shape(x, shape);
     return Status::ok();
@@ -99,7 +103,7 @@ KernelResult make_transpose(const KernelContext& ctx) {
       seen[static_cast<size_t>(p)] = true;
       shape.push_back(x.dim(p));
     }
-    out[0] = Tensor(x.dtype(), shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), shape));
     kernels::transpose(x.raw(), dtype_size(x.dtype()), x.shape(), perm, out[0].raw());
     return Status::ok();
   });
@@ -113,6 +117,7 @@ KernelResult make_concat(const KernelContext& ctx) {
     QT_RETURN_IF_ERROR(require_inputs(node, in, in.size()));
     if (in.empty()) return Status::bad_input("Concat needs at least one input");
     const Tensor& first = *in[0];
+    if (first.rank() == 0) return Status::bad_input("Concat inputs must have rank >= 1, got a scalar");
     QT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, axis_attr, first.rank()));
     Dims shape = first.shape();
     shape[static_cast<size_t>(axis)] = 0;
@@ -129,7 +134,7 @@ KernelResult make_concat(const KernelContext& ctx) {
       ptrs.push_back(t->raw());
       shapes.push_back(t->shape());
     }
-    out[0] = Tensor(first.dtype(), shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(first.dtype(), shape));
     kernels::concat(ptrs, shapes, axis, dtype_size(first.dtype()), out[0].raw());
     return Status::ok();
   });

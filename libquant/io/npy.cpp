@@ -212,6 +212,8 @@ Expected<Tensor> parse_npy(std::string_view bytes, const std::string& name) {
   bool has_zero = false;
   for (int64_t d : shape) has_zero = has_zero || d == 0;
   if (has_zero) {
+    // Empty, but the other dims still may not overflow (kernels multiply them).
+    if (auto n = checked_element_count(shape); !n) return bad(n.status().message());
     count = 0;
   } else {
     for (int64_t d : shape) {

@@ -2,18 +2,18 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
+#include <cassert>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 
 #include "libquant/core/file_util.h"
 
 namespace quant::io {
 namespace {
-
-// Upper bound on one tensor (16 GiB): refuse absurd declared sizes before allocating.
-constexpr int64_t kMaxTensorBytes = int64_t{16} << 30;
 
 template <class Dst, class Src>
 void copy_converted(const Src& src, Tensor& t) {
@@ -21,82 +21,68 @@ void copy_converted(const Src& src, Tensor& t) {
   for (int64_t i = 0; i < t.size(); ++i) d[i] = static_cast<Dst>(src.Get(static_cast<int>(i)));
 }
 
-Status fill_typed_fields(const onnx::TensorProto& p, Tensor& t) {
-  const int64_t n = t.size();
-  auto need = [&](int have) -> Status {
-    if (have != n)
-      return Status::bad_input("tensor '" + p.name() + "' declares " + std::to_string(n) + " elements but holds " +
-                               std::to_string(have));
-    return Status::ok();
-  };
-  switch (t.dtype()) {
-    case DType::Float32:
-      QT_RETURN_IF_ERROR(need(p.float_data_size()));
-      copy_converted<float>(p.float_data(), t);
-      break;
-    case DType::Float64:
-      QT_RETURN_IF_ERROR(need(p.double_data_size()));
-      copy_converted<double>(p.double_data(), t);
-      break;
-    case DType::Int64:
-      QT_RETURN_IF_ERROR(need(p.int64_data_size()));
-      copy_converted<int64_t>(p.int64_data(), t);
-      break;
-    case DType::UInt32:
-    case DType::UInt64:
-      QT_RETURN_IF_ERROR(need(p.uint64_data_size()));
-      if (t.dtype() == DType::UInt32) copy_converted<uint32_t>(p.uint64_data(), t);
-      else copy_converted<uint64_t>(p.uint64_data(), t);
-      break;
-    case DType::Int32: QT_RETURN_IF_ERROR(need(p.int32_data_size())); copy_converted<int32_t>(p.int32_data(), t); break;
-    case DType::Int16: QT_RETURN_IF_ERROR(need(p.int32_data_size())); copy_converted<int16_t>(p.int32_data(), t); break;
-    case DType::UInt16: case DType::Float16: case DType::BFloat16:
-      QT_RETURN_IF_ERROR(need(p.int32_data_size()));
-      copy_converted<uint16_t>(p.int32_data(), t);
-      break;
-    case DType::Int8: QT_RETURN_IF_ERROR(need(p.int32_data_size())); copy_converted<int8_t>(p.int32_data(), t); break;
-    case DType::UInt8: case DType::Bool:
-      QT_RETURN_IF_ERROR(need(p.int32_data_size()));
-      copy_converted<uint8_t>(p.int32_data(), t);
-      break;
-    case DType::Int4: case DType::UInt4: {
-      // int32_data holds the packed bytes, two values per entry's low byte.
-      if (p.int32_data_size() != (n + 1) / 2) return need(p.int32_data_size() * 2);
-      for (int64_t i = 0; i < n; ++i) {
-        int byte = p.int32_data(static_cast<int>(i / 2)) & 0xFF;
-        int nib = (i % 2 == 0) ? (byte & 0xF) : (byte >> 4);
-        if (t.dtype() == DType::Int4) t.data<int8_t>()[i] = static_cast<int8_t>(nib >= 8 ? nib - 16 : nib);
-        else t.data<uint8_t>()[i] = static_cast<uint8_t>(nib);
-      }
-      break;
-    }
-    case DType::Undefined:
-      return Status::bad_input("tensor '" + p.name() + "' has no data type");
-  }
-  return Status::ok();
+// Bytes of raw data a tensor of `dtype` with `n` elements holds (int4 packed two per byte).
+int64_t raw_bytes(DType dtype, int64_t n) {
+  if (dtype == DType::Int4 || dtype == DType::UInt4) return n / 2 + n % 2;
+  return n * static_cast<int64_t>(dtype_size(dtype));
 }
 
-Status fill_raw(const std::string& raw, const onnx::TensorProto& p, Tensor& t) {
-  if (t.dtype() == DType::Int4 || t.dtype() == DType::UInt4) {
-    size_t want = static_cast<size_t>((t.size() + 1) / 2);
-    if (raw.size() != want)
-      return Status::bad_input("tensor '" + p.name() + "' has " + std::to_string(raw.size()) + " bytes of data, expected " +
-                               std::to_string(want));
-    for (int64_t i = 0; i < t.size(); ++i) {
-      int byte = static_cast<unsigned char>(raw[static_cast<size_t>(i / 2)]);
-      int nib = (i % 2 == 0) ? (byte & 0xF) : (byte >> 4);
-      if (t.dtype() == DType::Int4) t.data<int8_t>()[i] = static_cast<int8_t>(nib >= 8 ? nib - 16 : nib);
-      else t.data<uint8_t>()[i] = static_cast<uint8_t>(nib);
-    }
-    return Status::ok();
+// Entries the typed field of `dtype` holds (int32_data for the narrow types).
+int64_t typed_field_size(const onnx::TensorProto& p, DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return p.float_data_size();
+    case DType::Float64: return p.double_data_size();
+    case DType::Int64: return p.int64_data_size();
+    case DType::UInt32: case DType::UInt64: return p.uint64_data_size();
+    default: return p.int32_data_size();
   }
-  if (raw.size() != t.byte_size())
-    return Status::bad_input("tensor '" + p.name() + "' has " + std::to_string(raw.size()) + " bytes of data, expected " +
-                             std::to_string(t.byte_size()) + " for shape " + dims_to_string(t.shape()) + " " +
-                             std::string(dtype_name(t.dtype())));
+}
+
+void unpack_int4(Tensor& t, const auto& byte_at) {
+  for (int64_t i = 0; i < t.size(); ++i) {
+    int byte = byte_at(i / 2) & 0xFF;
+    int nib = (i % 2 == 0) ? (byte & 0xF) : (byte >> 4);
+    if (t.dtype() == DType::Int4) t.data<int8_t>()[i] = static_cast<int8_t>(nib >= 8 ? nib - 16 : nib);
+    else t.data<uint8_t>()[i] = static_cast<uint8_t>(nib);
+  }
+}
+
+// Copies the typed field into t, whose entry count the caller has checked.
+void fill_typed_fields(const onnx::TensorProto& p, Tensor& t) {
+  switch (t.dtype()) {
+    case DType::Float32: copy_converted<float>(p.float_data(), t); break;
+    case DType::Float64: copy_converted<double>(p.double_data(), t); break;
+    case DType::Int64: copy_converted<int64_t>(p.int64_data(), t); break;
+    case DType::UInt32: copy_converted<uint32_t>(p.uint64_data(), t); break;
+    case DType::UInt64: copy_converted<uint64_t>(p.uint64_data(), t); break;
+    case DType::Int32: copy_converted<int32_t>(p.int32_data(), t); break;
+    case DType::Int16: copy_converted<int16_t>(p.int32_data(), t); break;
+    case DType::UInt16: case DType::Float16: case DType::BFloat16: copy_converted<uint16_t>(p.int32_data(), t); break;
+    case DType::Int8: copy_converted<int8_t>(p.int32_data(), t); break;
+    case DType::UInt8: copy_converted<uint8_t>(p.int32_data(), t); break;
+    case DType::Bool: {
+      uint8_t* d = t.data<uint8_t>();
+      for (int64_t i = 0; i < t.size(); ++i) d[i] = p.int32_data(static_cast<int>(i)) != 0;
+      break;
+    }
+    case DType::Int4: case DType::UInt4:
+      // int32_data holds the packed bytes, two values per entry's low byte.
+      unpack_int4(t, [&](int64_t k) { return p.int32_data(static_cast<int>(k)); });
+      break;
+    case DType::Undefined: assert(false); break;
+  }
+}
+
+// Copies raw little-endian bytes into t; the caller has checked their size.
+void fill_raw(std::string_view raw, Tensor& t) {
+  if (t.dtype() == DType::Int4 || t.dtype() == DType::UInt4) {
+    unpack_int4(t, [&](int64_t k) { return static_cast<unsigned char>(raw[static_cast<size_t>(k)]); });
+    return;
+  }
   // ONNX raw_data is little endian, as is every machine qtool targets.
   if (!raw.empty()) std::memcpy(t.raw(), raw.data(), raw.size());
-  return Status::ok();
+  if (t.dtype() == DType::Bool)
+    for (auto& b : t.values<uint8_t>()) b = b ? 1 : 0;
 }
 
 bool parse_int64(const std::string& s, int64_t& out) {
@@ -104,36 +90,50 @@ bool parse_int64(const std::string& s, int64_t& out) {
   return ec == std::errc() && ptr == s.data() + s.size();
 }
 
-Expected<std::string> read_external(const onnx::TensorProto& p, const std::string& base_dir) {
+// Reads the `want` bytes of an external tensor. The location must stay inside
+// base_dir (after resolving "..", and symlinks that exist), name a regular file,
+// and hold [offset, offset + want).
+Expected<std::string> read_external(const onnx::TensorProto& p, const std::string& base_dir, int64_t want) {
   namespace fs = std::filesystem;
+  const std::string who = "tensor '" + p.name() + "'";
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : p.external_data()) {
     if (kv.key() == "location") location = kv.value();
     else if ((kv.key() == "offset" && !parse_int64(kv.value(), offset)) ||
              (kv.key() == "length" && !parse_int64(kv.value(), length)))
-      return Status::bad_input("tensor '" + p.name() + "': external " + kv.key() + " '" + kv.value() + "' is not a number");
+      return Status::bad_input(who + ": external " + kv.key() + " '" + kv.value() + "' is not a number");
   }
-  if (location.empty()) return Status::bad_input("tensor '" + p.name() + "' is external but names no location");
+  if (location.empty()) return Status::bad_input(who + " is external but names no location");
+  if (location.find('\0') != std::string::npos) return Status::bad_input(who + ": external location holds a NUL byte");
   fs::path rel(location);
-  if (rel.is_absolute()) return Status::bad_input("tensor '" + p.name() + "': external location '" + location + "' is absolute");
+  if (rel.is_absolute()) return Status::bad_input(who + ": external location '" + location + "' is absolute");
   std::error_code ec;
   fs::path base = fs::weakly_canonical(fs::path(base_dir.empty() ? "." : base_dir), ec);
+  if (ec) return Status::bad_input(who + ": cannot resolve the model's folder '" + base_dir + "' (" + ec.message() + ")");
   fs::path full = fs::weakly_canonical(base / rel, ec);
+  if (ec) return Status::bad_input(who + ": cannot resolve external location '" + location + "' (" + ec.message() + ")");
   auto [b_end, f_it] = std::mismatch(base.begin(), base.end(), full.begin(), full.end());
-  if (b_end != base.end())
-    return Status::bad_input("tensor '" + p.name() + "': external location '" + location + "' escapes the model's folder");
+  if (b_end != base.end() || f_it == full.end())
+    return Status::bad_input(who + ": external location '" + location + "' escapes the model's folder");
+  if (!fs::exists(full, ec)) return Status::bad_input(who + ": external data file '" + full.string() + "' is missing");
+  if (!fs::is_regular_file(full, ec))
+    return Status::bad_input(who + ": external data file '" + full.string() + "' is not a regular file");
+  const auto file_size = static_cast<int64_t>(fs::file_size(full, ec));
+  if (ec) return Status::bad_input(who + ": cannot read external data file '" + full.string() + "' (" + ec.message() + ")");
+  if (length >= 0 && length != want)
+    return Status::bad_input(who + ": external length " + std::to_string(length) + " differs from the " +
+                             std::to_string(want) + " bytes its shape and type need");
+  if (offset < 0 || offset > file_size || want > file_size - offset)
+    return Status::bad_input(who + ": external data file '" + full.string() + "' (" + std::to_string(file_size) +
+                             " bytes) is too short for " + std::to_string(want) + " bytes at offset " + std::to_string(offset));
   std::ifstream in(full, std::ios::binary);
-  if (!in) return Status::bad_input("tensor '" + p.name() + "': external data file '" + full.string() + "' is missing");
-  in.seekg(0, std::ios::end);
-  int64_t file_size = in.tellg();
-  if (offset < 0 || offset > file_size) return Status::bad_input("tensor '" + p.name() + "': external offset past end of file");
-  if (length < 0) length = file_size - offset;
-  if (offset + length > file_size)
-    return Status::bad_input("tensor '" + p.name() + "': external data file '" + full.string() + "' is too short");
-  std::string bytes(static_cast<size_t>(length), '\0');
+  if (!in) return Status::bad_input(who + ": cannot open external data file '" + full.string() + "'");
+  std::string bytes(static_cast<size_t>(want), '\0');
   in.seekg(offset);
-  in.read(bytes.data(), length);
+  in.read(bytes.data(), want);
+  if (!in || in.gcount() != want)
+    return Status::bad_input(who + ": reading external data file '" + full.string() + "' failed");
   return bytes;
 }
 
@@ -147,23 +147,35 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string
   }
   if (p.has_segment()) return Status::bad_input("tensor '" + p.name() + "' is segmented, which qtool does not support");
   Dims shape(p.dims().begin(), p.dims().end());
-  int64_t count = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return Status::bad_input("tensor '" + p.name() + "' has a negative dimension");
-    if (d != 0 && count > kMaxTensorBytes / d) return Status::bad_input("tensor '" + p.name() + "' is absurdly large");
-    count *= d;
-  }
-  if (count * static_cast<int64_t>(dtype_size(*dtype)) > kMaxTensorBytes)
-    return Status::bad_input("tensor '" + p.name() + "' declares " + dims_to_string(shape) + ", more than 16 GiB");
-  Tensor t(*dtype, shape);
+  // Every size is checked against the data actually present before allocating.
+  if (Status st = check_tensor_size(*dtype, shape); !st) return st.with_context("tensor '" + p.name() + "'");
+  const int64_t n = element_count(shape);
+  const int64_t want = raw_bytes(*dtype, n);
+  const bool packed = *dtype == DType::Int4 || *dtype == DType::UInt4;
+  auto wrong_size = [&](int64_t have, int64_t expected, const char* unit) {
+    return Status::bad_input("tensor '" + p.name() + "' has " + std::to_string(have) + " " + unit + " of data, expected " +
+                             std::to_string(expected) + " for shape " + dims_to_string(shape) + " " +
+                             std::string(dtype_name(*dtype)));
+  };
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
-    QT_ASSIGN_OR_RETURN(std::string bytes, read_external(p, base_dir));
-    QT_RETURN_IF_ERROR(fill_raw(bytes, p, t));
-  } else if (p.has_raw_data()) {
-    QT_RETURN_IF_ERROR(fill_raw(p.raw_data(), p, t));
-  } else {
-    QT_RETURN_IF_ERROR(fill_typed_fields(p, t));
+    QT_ASSIGN_OR_RETURN(std::string bytes, read_external(p, base_dir, want));
+    Tensor t(*dtype, shape);
+    fill_raw(bytes, t);
+    return t;
   }
+  if (p.has_raw_data()) {
+    const auto have = static_cast<int64_t>(p.raw_data().size());
+    if (have != want) return wrong_size(have, want, "bytes");
+    Tensor t(*dtype, shape);
+    fill_raw(p.raw_data(), t);
+    return t;
+  }
+  // The typed field holds one entry per element, or per packed byte for int4.
+  const int64_t have = typed_field_size(p, *dtype);
+  const int64_t expected = packed ? want : n;
+  if (have != expected) return wrong_size(have, expected, "entries");
+  Tensor t(*dtype, shape);
+  fill_typed_fields(p, t);
   return t;
 }
 

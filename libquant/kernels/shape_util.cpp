@@ -7,7 +7,10 @@ namespace quant::kernels {
 
 int64_t element_count(std::span<const int64_t> shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    if (d == 0) return 0;  // before any product: the other dims may be large
+    n *= d;
+  }
   return n;
 }
 

@@ -32,6 +32,9 @@ Status read_value_info(const onnx::ValueInfoProto& info, ir::Value* v) {
     v->shape.clear();
     v->dim_names.clear();
     for (const auto& d : tt.shape().dim()) {
+      // -1 means "unknown" inside qtool, so a declared negative size must not pass as one.
+      if (d.has_dim_value() && d.dim_value() < 0)
+        return Status::bad_input("value '" + info.name() + "' declares a negative dimension " + std::to_string(d.dim_value()));
       v->shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
       v->dim_names.push_back(d.has_dim_param() ? d.dim_param() : "");
     }
@@ -125,6 +128,11 @@ void write_value_info(const ir::Value& v, onnx::ValueInfoProto* info) {
   }
 }
 
+// "node 3 'conv1'" (the index is what identifies an unnamed node).
+std::string node_label(const onnx::NodeProto& np, int index) {
+  return "node " + std::to_string(index) + (np.name().empty() ? "" : " '" + np.name() + "'");
+}
+
 // Finds or creates the Value for a name used by a node.
 ir::Value* value_for(ir::Graph& g, const std::string& name) {
   if (ir::Value* v = g.find_value(name)) return v;
@@ -198,12 +206,19 @@ Status import_graph(const onnx::GraphProto& gp, const std::string& model_dir, co
         continue;
       }
       ir::Value* v = value_for(*g, name);
-      if (v->producer || v->is_constant() ||
+      if (v->producer || v->is_constant() || std::find(outs.begin(), outs.end(), v) != outs.end() ||
           std::find(g->inputs.begin(), g->inputs.end(), v) != g->inputs.end())
-        return Status::bad_input("value '" + name + "' is produced twice (second by node " + std::to_string(ni) + ")");
+        return Status::bad_input("value '" + name + "' is produced twice (second by " + node_label(np, ni) + ")");
       outs.push_back(v);
     }
-    ir::Node* n = g->add_node(np.op_type(), ins, outs, np.name(), np.domain() == "ai.onnx" ? "" : np.domain());
+    const std::string domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    if (np.op_type().empty()) return Status::bad_input(node_label(np, ni) + " has no op_type");
+    // Every ONNX operator has at least one output; kernels rely on it.
+    if (np.output_size() == 0) return Status::bad_input(node_label(np, ni) + " (" + np.op_type() + ") has no outputs");
+    if (!g->opset_imports.count(domain))
+      return Status::bad_input(node_label(np, ni) + " (" + np.op_type() + ") uses domain '" + domain +
+                               "', which the model's opset_import does not declare");
+    ir::Node* n = g->add_node(np.op_type(), ins, outs, np.name(), domain);
     n->doc = np.doc_string();
     for (const auto& a : np.attribute()) {
       auto attr = read_attribute(a, model_dir);
@@ -221,6 +236,7 @@ Status import_graph(const onnx::GraphProto& gp, const std::string& model_dir, co
     QT_RETURN_IF_ERROR(read_value_info(out, v));
     g->outputs.push_back(v);
   }
+  if (g->outputs.empty()) return Status::bad_input("graph has no outputs");
   QT_RETURN_IF_ERROR(ir::verify(*g));
   QT_RETURN_IF_ERROR(g->sort_topologically());
   return Status::ok();

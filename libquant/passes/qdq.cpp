@@ -271,6 +271,7 @@ Status QdqBuilder::quantize_bias(ir::Node* node, size_t bias_input, const ir::Va
   for (int64_t c = 0; c < n; ++c) {
     const double s = p.scale[p.per_tensor() ? 0 : static_cast<size_t>(c)];
     double r = std::nearbyint(static_cast<double>(b->data<float>()[c]) / s);
+    if (std::isnan(r)) r = 0;  // as QuantizeLinear maps NaN: to the zero point (casting NaN is UB)
     r = std::clamp(r, static_cast<double>(std::numeric_limits<int32_t>::min()), static_cast<double>(std::numeric_limits<int32_t>::max()));
     q.data<int32_t>()[c] = static_cast<int32_t>(r);
   }
@@ -337,7 +338,7 @@ Expected<QuantizeReport> QdqBuilder::run() {
     }
     quantized_nodes.push_back(n);
     report_.nodes.push_back({n->name, n->op_type, true,
-                             fused.count(n->outputs[0]) ? "quantizable op, fused with the following activation" : "quantizable op"});
+                             !n->outputs.empty() && fused.count(n->outputs[0]) ? "quantizable op, fused with the following activation" : "quantizable op"});
     for (ir::Value* v : n->inputs) choose(v);
     for (ir::Value* v : n->outputs) choose(v);
   }

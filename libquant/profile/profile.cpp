@@ -93,7 +93,8 @@ Expected<TensorProfile> tensor_from_json(const Reader& r, const json& j, const s
   QT_ASSIGN_OR_RETURN(const json* shape, r.field(j, where, "shape"));
   if (!shape->is_array()) return r.bad(where + ".shape", "expected an array of integers");
   for (const json& d : *shape) {
-    if (!d.is_number_integer()) return r.bad(where + ".shape", "expected an array of integers");
+    if (!d.is_number_integer() || d.get<int64_t>() < 0)
+      return r.bad(where + ".shape", "expected an array of non-negative integers");
     t.shape.push_back(d.get<int64_t>());
   }
 
@@ -177,8 +178,12 @@ Expected<Profile> profile_from_json(std::string_view text, const std::string& pa
 
   Profile p;
   QT_ASSIGN_OR_RETURN(const json* version, r.field(root, "", "version"));
-  if (!version->is_number_integer() || version->get<int64_t>() != kVersion)
-    return r.bad("version", "unsupported profile version " + version->dump() + " (this qtool reads version 1)");
+  if (!version->is_number_integer() || version->get<int64_t>() != kVersion) {
+    // Print only scalars: dumping a hostile nested value would recurse without bound.
+    std::string shown = version->is_primitive() ? version->dump(-1, ' ', false, json::error_handler_t::replace) : "(not a number)";
+    if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
+    return r.bad("version", "unsupported profile version " + shown + " (this qtool reads version 1)");
+  }
   p.version = kVersion;
   QT_ASSIGN_OR_RETURN(const json* model, r.object(root, "", "model"));
   QT_ASSIGN_OR_RETURN(p.model_path, r.string(*model, "model", "path"));

@@ -23,3 +23,26 @@ expect_exit() {
     grep -qF -- "$pattern" "$tmp/stderr" || fail "'$*' stderr lacks '$pattern': $(cat "$tmp/stderr")"
   fi
 }
+
+# expect_no_output PATH...: PATH does not exist, and neither does a temp file of
+# the atomic write next to it (.NAME.tmpXXXXXX).
+expect_no_output() {
+  local p
+  for p in "$@"; do
+    [ ! -e "$p" ] || fail "$p exists after a failed run"
+    if compgen -G "$(dirname "$p")/.$(basename "$p").tmp*" >/dev/null; then
+      fail "a temp file of $p was left behind: $(ls -a "$(dirname "$p")")"
+    fi
+  done
+}
+
+# expect_refused PATTERN OUTPUT CMD...: CMD exits 2 with one `error:` line
+# holding PATTERN, and leaves OUTPUT (a file or a directory) unwritten.
+expect_refused() {
+  local pattern=$1 output=$2
+  shift 2
+  expect_exit 2 "$pattern" "$@"
+  expect_no_output "$output"
+}
+
+hostile() { /usr/bin/python3 "$src/tests/e2e/hostile.py" "$@"; }

@@ -169,3 +169,45 @@ TEST_CASE("malformed models are refused with the file named", "[onnx]") {
   REQUIRE_FALSE(bad.has_value());
   CHECK_THAT(bad.status().message(), Catch::Contains("'nowhere'"));
 }
+
+TEST_CASE("hostile graphs are refused at import naming the node or value", "[onnx]") {
+  auto refused = [](const onnx::ModelProto& m) {
+    auto g = quant::onnx_io::import_model(m, ".");
+    REQUIRE_FALSE(g.has_value());
+    CHECK(g.status().code() == quant::StatusCode::kBadInput);
+    return g.status().message();
+  };
+  {
+    onnx::ModelProto m = small_model();
+    m.mutable_graph()->mutable_node(3)->set_domain("com.evil");
+    CHECK_THAT(refused(m), Catch::Contains("node 3 'relu' (Relu) uses domain 'com.evil'"));
+  }
+  {
+    onnx::ModelProto m = small_model();
+    m.mutable_graph()->mutable_node(0)->add_output("y");  // the same name twice in one node
+    CHECK_THAT(refused(m), Catch::Contains("value 'y' is produced twice (second by node 0 'conv')"));
+  }
+  {
+    onnx::ModelProto m = small_model();
+    m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(-7);
+    CHECK_THAT(refused(m), Catch::Contains("value 'x' declares a negative dimension -7"));
+  }
+  {
+    onnx::ModelProto m = small_model();
+    m.mutable_graph()->mutable_node(3)->clear_output();  // kernels write output 0: there must be one
+    CHECK_THAT(refused(m), Catch::Contains("node 3 'relu' (Relu) has no outputs"));
+  }
+  {
+    onnx::ModelProto m = small_model();
+    m.mutable_graph()->clear_output();
+    CHECK_THAT(refused(m), Catch::Contains("graph has no outputs"));
+  }
+  {
+    // Declares 2^40 floats with 4 bytes of data: refused before allocating.
+    onnx::ModelProto m = small_model();
+    auto* w = m.mutable_graph()->mutable_initializer(0);
+    w->clear_dims();
+    w->add_dims(int64_t{1} << 40);
+    CHECK_THAT(refused(m), Catch::Contains("initializer 'w': tensor 'w': shape [1099511627776] float32 needs more than"));
+  }
+}

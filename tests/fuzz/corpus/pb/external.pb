@@ -1,0 +1,4 @@
+Bextj
+locationdata.binj
+offset16j
+length16p

@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""Regenerates the small seed corpora of the fuzz targets (tests/fuzz/corpus/).
+
+Run from anywhere with Debian's python3-onnx and python3-numpy:
+    /usr/bin/python3 tests/fuzz/make_corpus.py
+The profile seeds are hand-made minimal valid profiles (16 bins)."""
+import io
+import os
+import shutil
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+here = os.path.dirname(os.path.abspath(__file__))
+repo = os.path.dirname(os.path.dirname(here))
+out = os.path.join(here, "corpus")
+
+
+def fresh(name):
+    d = os.path.join(out, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def save_model(d, name, nodes, inputs, outputs, inits, opset=13):
+    g = helper.make_graph(nodes, name, inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="qtool-fuzz-seed")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    with open(os.path.join(d, name + ".onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+
+
+rng = np.random.default_rng(0)
+f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+
+# --- models: each a few hundred bytes, covering every op the interpreter runs.
+d = fresh("model")
+save_model(d, "conv_pool_gemm", [
+    helper.make_node("Conv", ["x", "w", "b"], ["c"], "conv", pads=[1, 1, 1, 1]),
+    helper.make_node("Relu", ["c"], ["r"], "relu"),
+    helper.make_node("MaxPool", ["r"], ["p"], "pool", kernel_shape=[2, 2], strides=[2, 2]),
+    helper.make_node("Flatten", ["p"], ["f"], "flat"),
+    helper.make_node("Gemm", ["f", "gw", "gb"], ["g"], "gemm", transB=1),
+    helper.make_node("Softmax", ["g"], ["y"], "softmax"),
+], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])],
+   [numpy_helper.from_array(f32(2, 1, 3, 3), "w"), numpy_helper.from_array(f32(2), "b"),
+    numpy_helper.from_array(f32(3, 8), "gw"), numpy_helper.from_array(f32(3), "gb")])
+save_model(d, "shape_ops", [
+    helper.make_node("Transpose", ["x"], ["t"], "tr", perm=[1, 0]),
+    helper.make_node("Reshape", ["t", "s"], ["r"], "reshape"),
+    helper.make_node("Concat", ["r", "r"], ["c"], "concat", axis=0),
+    helper.make_node("Add", ["c", "k"], ["a"], "add"),
+    helper.make_node("Mul", ["a", "k"], ["m"], "mul"),
+    helper.make_node("Clip", ["m", "lo", "hi"], ["cl"], "clip"),
+    helper.make_node("Sigmoid", ["cl"], ["y"], "sig"),
+], [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3])],
+   [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["d0", "d1"])],
+   [numpy_helper.from_array(np.array([-1], np.int64), "s"), numpy_helper.from_array(f32(1), "k"),
+    numpy_helper.from_array(np.array(-1, np.float32), "lo"), numpy_helper.from_array(np.array(1, np.float32), "hi")])
+save_model(d, "qdq_matmul", [
+    helper.make_node("QuantizeLinear", ["x", "sc", "zp"], ["q"], "q"),
+    helper.make_node("DequantizeLinear", ["q", "sc", "zp"], ["dq"], "dq"),
+    helper.make_node("MatMul", ["dq", "w"], ["mm"], "mm"),
+    helper.make_node("Reshape", ["mm", "s4"], ["mm4"], "to4d"),
+    helper.make_node("BatchNormalization", ["mm4", "bs", "bb", "bm", "bv"], ["bn"], "bn"),
+    helper.make_node("AveragePool", ["bn"], ["ap"], "ap", kernel_shape=[1, 1]),
+    helper.make_node("GlobalAveragePool", ["ap"], ["y"], "gap"),
+], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+   [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["d0", "d1"])],
+   [numpy_helper.from_array(np.array(0.05, np.float32), "sc"), numpy_helper.from_array(np.array(128, np.uint8), "zp"),
+    numpy_helper.from_array(f32(4, 2), "w"), numpy_helper.from_array(np.array([1, 2, 2, 1], np.int64), "s4"),
+    numpy_helper.from_array(f32(2), "bs"), numpy_helper.from_array(f32(2), "bb"),
+    numpy_helper.from_array(f32(2), "bm"), numpy_helper.from_array(np.abs(f32(2)) + 1, "bv")])
+
+# --- .npy: the digits model's first test sample and a few dtypes and ranks.
+d = fresh("npy")
+shutil.copy(os.path.join(repo, "samples/digits/test/0000.npy"), os.path.join(d, "digits_0000.npy"))
+np.save(os.path.join(d, "int64_2d.npy"), np.arange(6, dtype=np.int64).reshape(2, 3))
+np.save(os.path.join(d, "bool_scalar.npy"), np.array(True))
+np.save(os.path.join(d, "f16_empty.npy"), np.zeros((0, 3), np.float16))
+
+# --- .pb tensors: one from Debian's ONNX test data, raw, typed, int4, external.
+d = fresh("pb")
+shutil.copy("/usr/share/libonnx-testdata/data/node/test_tan_example/test_data_set_0/input_0.pb", os.path.join(d, "tan_input_0.pb"))
+t = helper.make_tensor("typed", TensorProto.INT64, [2, 2], [1, 2, 3, 4])
+open(os.path.join(d, "typed_int64.pb"), "wb").write(t.SerializeToString())
+# INT4 = 22 (ONNX 1.16; Debian's python3-onnx may predate it): 1, -2, 7 packed low nibble first.
+t = TensorProto(name="packed", data_type=22, dims=[3], raw_data=bytes([0xE1, 0x07]))
+open(os.path.join(d, "int4.pb"), "wb").write(t.SerializeToString())
+t = TensorProto(name="ext", data_type=TensorProto.FLOAT, dims=[4], data_location=TensorProto.EXTERNAL)
+for k, v in (("location", "data.bin"), ("offset", "16"), ("length", "16")):
+    e = t.external_data.add()
+    e.key, e.value = k, v
+open(os.path.join(d, "external.pb"), "wb").write(t.SerializeToString())
+
+# --- profiles: a minimal valid one (16 bins) and an empty one.
+d = fresh("profile")
+counts = [0] * 16
+counts[0], counts[7], counts[15] = 1, 2, 1
+open(os.path.join(d, "small.json"), "w").write(
+    '{\n  "format": "qtool-profile",\n  "version": 1,\n'
+    '  "model": {"path":"m.onnx","digest":"00","signature":"11"},\n  "samples": 2,\n  "bins": 16,\n'
+    '  "tensors": {\n    "x": {"dtype":"float32","shape":[1,4],"count":4,"min":-1.0,"max":3.0,"mean":0.75,'
+    '"sum":3.0,"nan":0,"inf":1,"histogram":{"lo":-1.0,"hi":3.0,"counts":' + str(counts).replace(" ", "") + '}},\n'
+    '    "y": {"dtype":"float32","shape":[],"count":0,"min":null,"max":null,"mean":null,"sum":0,"nan":2,"inf":0,'
+    '"histogram":{"lo":0,"hi":0,"counts":' + str([0] * 16).replace(" ", "") + '}}\n  }\n}\n')
+print("seed corpora written to", out)
