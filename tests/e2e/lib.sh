@@ -23,3 +23,10 @@ expect_exit() {
     grep -qF -- "$pattern" "$tmp/stderr" || fail "'$*' stderr lacks '$pattern': $(cat "$tmp/stderr")"
   fi
 }
+
+# validate_profile FILE...: every profile a test emits is checked against
+# profiles/qprofile.schema.json (needs python3-jsonschema, scripts/setup.sh).
+validate_profile() {
+  /usr/bin/python3 "$src/tests/e2e/validate_profile.py" "$src/profiles/qprofile.schema.json" "$@" ||
+    fail "profile does not match profiles/qprofile.schema.json: $*"
+}
