@@ -6,10 +6,11 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${QTOOL_BUILD_DIR:-$repo/build}
 
-# Build: compiler + libraries. Tests: python3-onnx (ONNX checker), numpy,
+# Build: compiler + libraries (libstb-dev: image decoding and PNG plots). Tests: python3-onnx (ONNX
+# checker), numpy, python3-jsonschema (profile schema), GNU parallel (sharded profiling), GNU time (bench),
 # Node.js (ONNX Runtime interop, scripts/setup_ort.sh), the ONNX test data.
 pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libspdlog-dev catch2 libprotobuf-dev protobuf-compiler
-      libonnx-dev libstb-dev python3-onnx python3-numpy)
+      libonnx-dev libstb-dev python3-onnx python3-numpy python3-jsonschema parallel time)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,4 +1,5 @@
-// --data / --input / --limit handling shared by qprofile and qrun.
+// --data / --input / --limit handling shared by qprofile and qrun, plus the
+// image, --batch and --shard flags that qprofile adds (DESIGN "Inputs").
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,7 +9,10 @@
 
 #include "libquant/core/status.h"
 #include "libquant/core/tensor.h"
+#include "libquant/io/batch.h"
 #include "libquant/io/dataset.h"
+#include "libquant/io/image.h"
+#include "libquant/ir/graph.h"
 
 namespace qtool {
 
@@ -16,11 +20,42 @@ struct DataFlags {
   std::vector<std::string> dirs;    // --data DIR (repeatable)
   std::vector<std::string> inputs;  // --input NAME=FILE (one sample)
   size_t limit = 0;                 // --limit N (0: all)
+  // Image preprocessing (add_image_flags).
+  std::string image_size, mean, std, layout = "nchw", channels = "rgb";
+  // add_batch_flags.
+  size_t batch = 1;
+  std::string shard;  // "I/N", empty: everything
 };
 
 void add_data_flags(CLI::App& app, DataFlags& flags);
+void add_image_flags(CLI::App& app, DataFlags& flags);
+void add_batch_flags(CLI::App& app, DataFlags& flags);
 
-// Every sample the flags name, in order; an error if there is none.
+// Every sample the flags name, in order (--limit first, then --shard); an error if there is none.
 quant::Expected<std::vector<quant::io::SampleSource>> collect_samples(const DataFlags& flags);
+
+// Samples grouped into model runs: one run per --batch samples, stacked along dim 0.
+// Loading is const and touches no shared state, so several threads may load runs at once.
+class DataReader {
+ public:
+  // Checks the flags against the model: --batch > 1 needs every input's dim 0 to be
+  // dynamic; images without --image-size take H and W from the model's input shape.
+  static quant::Expected<DataReader> create(const DataFlags& flags, const quant::ir::Graph& graph,
+                                            const std::string& model_path);
+
+  size_t samples() const { return samples_.size(); }
+  size_t runs() const { return (samples_.size() + batch_ - 1) / batch_; }
+  size_t samples_in_run(size_t run) const { return std::min(batch_, samples_.size() - run * batch_); }
+  // Inputs of run `run`, in the order of graph.inputs.
+  quant::Expected<std::vector<quant::Tensor>> load(size_t run) const;
+  // "sample 0003" or "samples 0004..0007", for error context.
+  std::string describe(size_t run) const;
+
+ private:
+  std::vector<quant::io::SampleSource> samples_;
+  std::vector<std::string> input_names_;
+  quant::io::ImageOptions image_;
+  size_t batch_ = 1;
+};
 
 }  // namespace qtool

@@ -1,16 +1,18 @@
 // qprofile: runs a float model over representative inputs and records, per
-// float activation, min/max and a histogram (DESIGN); `merge` combines shards.
+// float activation, min/max and a histogram (DESIGN); `merge` combines shards,
+// `show` explains a profile.
 #include <cstdio>
 
 #include "apps/common/cli.h"
 #include "apps/common/data.h"
-#include "apps/common/progress.h"
+#include "apps/qprofile/collect.h"
+#include "apps/qprofile/merge.h"
+#include "apps/qprofile/show.h"
 #include "libquant/core/file_util.h"
 #include "libquant/core/sha256.h"
 #include "libquant/interp/session.h"
 #include "libquant/ir/signature.h"
 #include "libquant/onnx/model_io.h"
-#include "libquant/profile/profile.h"
 
 namespace {
 
@@ -20,10 +22,10 @@ struct Flags {
   std::string model;
   qtool::DataFlags data;
   std::string output;
-  int bins = 2048;
-  bool quiet = false;
+  qtool::CollectOptions collect;
   bool verbose = false;
   std::vector<std::string> merge_inputs;
+  qtool::ShowOptions show;
 };
 
 Status profile_model(const Flags& f) {
@@ -34,57 +36,15 @@ Status profile_model(const Flags& f) {
   auto session_or = quant::interp::Session::create(*graph);
   if (!session_or) return session_or.status().with_context(f.model);
   auto session = std::move(session_or).value();
-  QT_ASSIGN_OR_RETURN(auto samples, qtool::collect_samples(f.data));
-  std::vector<std::string> input_names;
-  for (const auto* v : graph->inputs) input_names.push_back(v->name());
+  QT_ASSIGN_OR_RETURN(auto data, qtool::DataReader::create(f.data, *graph, f.model));
 
   quant::profile::Profile profile;
   profile.model_path = f.model;
   profile.model_digest = quant::sha256_hex(model_bytes);
   profile.graph_signature = quant::ir::graph_signature(*graph);
-  profile.bins = f.bins;
-  // Histograms are updated per sample and activations dropped right after:
-  // memory stays flat in the number of samples.
-  auto observe = [&](const quant::ir::Value& v, const quant::Tensor& t) {
-    if (t.dtype() != quant::DType::Float32 || quant::ir::constant_data(&v)) return;
-    auto it = profile.tensors.find(v.name());
-    if (it == profile.tensors.end()) {
-      quant::profile::TensorProfile tp{"float32", t.shape(), quant::profile::Histogram(f.bins)};
-      it = profile.tensors.emplace(v.name(), std::move(tp)).first;
-    }
-    it->second.hist.add(t.data<float>(), t.size());
-  };
-  qtool::Progress progress("qprofile", samples.size(), f.quiet);
-  for (const auto& sample : samples) {
-    QT_ASSIGN_OR_RETURN(auto inputs, quant::io::load_sample(sample, input_names));
-    auto outs = session->run(inputs, observe);
-    if (!outs) return outs.status().with_context(f.model + ", sample " + sample.stem);
-    ++profile.samples;
-    progress.tick();
-  }
+  profile.bins = f.collect.bins;
+  QT_RETURN_IF_ERROR(qtool::collect_profile(*session, data, f.collect, f.model, profile));
   return quant::profile::save_profile(profile, f.output);
-}
-
-Status merge_profiles(const Flags& f) {
-  if (f.merge_inputs.empty()) return Status::bad_input("merge needs at least one profile");
-  if (f.output.empty()) return Status::bad_input("no output given: -o OUT.json");
-  QT_ASSIGN_OR_RETURN(auto merged, quant::profile::load_profile(f.merge_inputs[0]));
-  for (size_t i = 1; i < f.merge_inputs.size(); ++i) {
-    QT_ASSIGN_OR_RETURN(auto next, quant::profile::load_profile(f.merge_inputs[i]));
-    if (next.graph_signature != merged.graph_signature)
-      return Status::bad_input(f.merge_inputs[i] + ": profile of another model than " + f.merge_inputs[0] +
-                               " (graph signatures differ)");
-    for (auto& [name, tp] : next.tensors) {
-      auto it = merged.tensors.find(name);
-      if (it == merged.tensors.end()) {
-        merged.tensors.emplace(name, tp);
-      } else {
-        it->second.hist = quant::profile::Histogram::merge(it->second.hist, tp.hist);
-      }
-    }
-    merged.samples += next.samples;
-  }
-  return quant::profile::save_profile(merged, f.output);
 }
 
 }  // namespace
@@ -96,16 +56,31 @@ int main(int argc, char** argv) {
     Flags f;
     app.add_option("model", f.model, "float model (.onnx)")->check(CLI::ExistingFile);
     qtool::add_data_flags(app, f.data);
+    qtool::add_image_flags(app, f.data);
+    qtool::add_batch_flags(app, f.data);
     app.add_option("-o,--output", f.output, "profile to write (.json)");
-    app.add_option("--bins", f.bins, "histogram bins per tensor")->check(CLI::Range(16, 1 << 20));
-    app.add_flag("-q,--quiet", f.quiet, "no progress bar");
+    app.add_option("--bins", f.collect.bins, "histogram bins per tensor")->check(CLI::Range(16, 1 << 20));
+    app.add_option("--threads", f.collect.threads, "profile samples on N threads (same result as 1)")
+        ->check(CLI::Range(1, 256));
+    app.add_flag("-q,--quiet", f.collect.quiet, "no progress bar");
     app.add_flag("-v,--verbose", f.verbose, "debug logging");
+
     auto* merge = app.add_subcommand("merge", "combine shard profiles of one model into one");
     merge->add_option("profiles", f.merge_inputs, "profiles to merge")->required()->check(CLI::ExistingFile);
     merge->add_option("-o,--output", f.output, "merged profile to write")->required();
+
+    auto* show = app.add_subcommand("show", "explain a profile: ranges per calibration method, hardest tensors first");
+    show->add_option("profile", f.show.profile, "profile (.json)")->required()->check(CLI::ExistingFile);
+    show->add_option("--tensor", f.show.tensor, "draw this tensor's histogram with the chosen clip range");
+    show->add_option("--calibration", f.show.calibration, "method whose range is chosen: minmax|percentile[:P]|kl|mse");
+    show->add_option("--plot", f.show.plot_dir, "write one PNG per tensor and an index.html into DIR");
+    show->add_flag("--json", f.show.json, "print the analysis as JSON");
+
     int code = 0;
     if (!qtool::parse_flags(app, argc, argv, code)) return code;
     qtool::init_logging(f.verbose);
-    return qtool::report(merge->parsed() ? merge_profiles(f) : profile_model(f));
+    if (merge->parsed()) return qtool::report(qtool::merge_profiles(f.merge_inputs, f.output));
+    if (show->parsed()) return qtool::report(qtool::show_profile(f.show));
+    return qtool::report(profile_model(f));
   });
 }

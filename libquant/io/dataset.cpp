@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "libquant/io/image.h"
 #include "libquant/io/npy.h"
 #include "libquant/io/tensor_proto.h"
 
@@ -69,7 +70,9 @@ Expected<std::vector<SampleSource>> list_samples(const std::string& dir, const D
   if (!fs::is_directory(dir, ec)) return Status::bad_input(dir + ": is not a directory (--data expects a directory)");
   QT_ASSIGN_OR_RETURN(auto entries, sorted_entries(dir));
 
-  std::vector<SampleSource> files, folders;
+  // The three forms, each with the first entry seen, for the "mixes" error.
+  std::vector<SampleSource> files, images, folders;
+  std::string first_file, first_image;
   for (const auto& e : entries) {
     std::string name = e.path().filename().string();
     if (e.is_directory(ec)) {
@@ -78,21 +81,30 @@ Expected<std::vector<SampleSource>> list_samples(const std::string& dir, const D
         return Status::bad_input(e.path().string() + ": sample folder holds no <input-name>.npy or input_<k>.pb files");
       folders.push_back(std::move(s));
     } else if (ends_with(name, ".npy") && e.is_regular_file(ec)) {
+      if (first_file.empty()) first_file = name;
       files.push_back({name.substr(0, name.size() - 4), {{"#0", e.path().string()}}});
+    } else if (is_image_file(name) && e.is_regular_file(ec)) {
+      if (first_image.empty()) first_image = name;
+      images.push_back({name.substr(0, name.rfind('.')), {{"#0", e.path().string()}}});
     }
   }
-  if (!files.empty() && !folders.empty()) {
-    return Status::bad_input(dir + ": mixes .npy files (" + files.front().stem + ".npy) with sample folders (" +
-                             folders.front().stem + "/); use one form per directory");
+  const int forms = !files.empty() + !images.empty() + !folders.empty();
+  if (forms > 1) {
+    std::vector<std::string> seen;
+    if (!files.empty()) seen.push_back(".npy files (" + first_file + ")");
+    if (!images.empty()) seen.push_back("images (" + first_image + ")");
+    if (!folders.empty()) seen.push_back("sample folders (" + folders.front().stem + "/)");
+    return Status::bad_input(dir + ": mixes " + seen[0] + " with " + seen[1] + "; use one form per directory");
   }
-  std::vector<SampleSource> samples = files.empty() ? std::move(folders) : std::move(files);
+  std::vector<SampleSource> samples = !files.empty() ? std::move(files) : !images.empty() ? std::move(images) : std::move(folders);
   if (samples.empty())
-    return Status::bad_input(dir + ": no samples (expected .npy files or sample folders holding <input-name>.npy or input_<k>.pb)");
+    return Status::bad_input(dir + ": no samples (expected .npy files, images, or sample folders holding <input-name>.npy or input_<k>.pb)");
   if (options.limit > 0 && samples.size() > options.limit) samples.resize(options.limit);
   return samples;
 }
 
-Expected<std::vector<Tensor>> load_sample(const SampleSource& sample, const std::vector<std::string>& input_names) {
+Expected<std::vector<Tensor>> load_sample(const SampleSource& sample, const std::vector<std::string>& input_names,
+                                          const ImageOptions& image) {
   auto list_inputs = [&] {
     std::string s;
     for (size_t i = 0; i < input_names.size(); ++i) s += (i ? ", " : "") + input_names[i];
@@ -117,7 +129,9 @@ Expected<std::vector<Tensor>> load_sample(const SampleSource& sample, const std:
     if (given_by[index])
       return Status::bad_input(path + ": input '" + input_names[index] + "' is already given by " + *given_by[index]);
     given_by[index] = &path;
-    Expected<Tensor> t = ends_with(path, ".pb") ? read_tensor_pb(path) : read_npy(path);
+    Expected<Tensor> t = ends_with(path, ".pb") ? read_tensor_pb(path)
+                         : is_image_file(path)  ? read_image(path, image)
+                                                : read_npy(path);
     if (!t) return t.status();
     slots[index] = std::move(t).value();
   }

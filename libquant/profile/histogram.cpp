@@ -15,16 +15,6 @@ std::string num(double v) {
   return buf;
 }
 
-// Number of doublings after which `edge` (moving away from `anchor`) passes `target`.
-int doublings_needed(double anchor, double& edge, double target, bool upward) {
-  int k = 0;
-  while (upward ? target > edge : target < edge) {
-    edge = edge + (edge - anchor);
-    ++k;
-  }
-  return k;
-}
-
 // Adds `src`'s counts to `mass`, a grid of equal bins over [lo, hi], each source
 // bin in proportion to its overlap with the target bins (values are assumed
 // uniform inside a bin); parts outside [lo, hi] go to the edge bins.
@@ -65,12 +55,48 @@ std::vector<uint64_t> cumulative_round(const std::vector<double>& mass, uint64_t
   return out;
 }
 
+// Adds `src`'s counts (on its lattice, exponent <= e) to `dst`, the bins of the
+// lattice (e, first): cell k moves to floor(k / 2^(e - src_e)). Cells outside
+// dst's bins (only possible for hand-written, non-canonical profiles) go to the edge bins.
+void add_cells(const std::vector<uint64_t>& src, int src_e, int64_t src_first, int e, int64_t first,
+               std::vector<uint64_t>& dst) {
+  assert(e >= src_e);
+  const int shift = std::min(e - src_e, 63);  // |cell| < 2^63: a shift of 63 floors to 0 or -1
+  const int64_t last = static_cast<int64_t>(dst.size()) - 1;
+  for (size_t j = 0; j < src.size(); ++j) {
+    if (src[j] == 0) continue;
+    int64_t cell = (src_first + static_cast<int64_t>(j)) >> shift;  // arithmetic shift: floor division
+    dst[static_cast<size_t>(std::clamp<int64_t>(cell - first, 0, last))] += src[j];
+  }
+}
+
+int64_t cell_of(double v, int e) { return static_cast<int64_t>(std::floor(std::ldexp(v, -e))); }
+
 }  // namespace
 
 Histogram::Histogram(int bins) : counts_(static_cast<size_t>(bins), 0) { assert(bins >= 1 && bins <= kMaxBins); }
 
+int Histogram::floor_exponent(double absmax) {
+  // Finer cells than half a float32 ulp of the largest value cannot separate
+  // anything, and without a floor a constant tensor would need e = -infinity.
+  constexpr double kSmallestNormal = 0x1p-126;
+  return std::ilogb(std::max(absmax, kSmallestNormal)) - 24;
+}
+
+int Histogram::fit_exponent(double lo, double hi, int bins) {
+  assert(lo <= hi && std::isfinite(lo) && std::isfinite(hi));
+  int e = floor_exponent(std::max(std::abs(lo), std::abs(hi)));
+  // The cell count exceeds (hi - lo) / 2^e, so no e below ilogb((hi - lo) / bins) fits.
+  const double per_bin = (hi - lo) / bins;
+  if (per_bin > 0) e = std::max(e, std::ilogb(per_bin));
+  // The cell count never increases with e, so the first e that fits is the smallest.
+  while (cell_of(hi, e) - cell_of(lo, e) + 1 > bins) ++e;
+  return e;
+}
+
 double Histogram::bin_lower_edge(int i) const {
   if (i >= bins()) return hi_;
+  if (lattice_ && !empty()) return std::ldexp(static_cast<double>(first_ + i), exp_);
   return lo_ + (hi_ - lo_) * i / bins();
 }
 
@@ -78,25 +104,37 @@ double Histogram::mean() const {
   return count_ ? sum_ / static_cast<double>(count_) : std::numeric_limits<double>::quiet_NaN();
 }
 
-void Histogram::grow_to(double batch_min, double batch_max) {
-  const uint64_t bins = counts_.size();
-  // Merging 2^k adjacent bins at once equals k successive pair merges.
-  auto merge_groups = [&](int k, bool upward) {
-    if (k == 0) return;
-    std::vector<uint64_t> merged(bins, 0);
-    for (uint64_t j = 0; j < bins; ++j) {
-      uint64_t from_anchor = upward ? j : bins - 1 - j;
-      uint64_t group = k >= 63 ? 0 : from_anchor >> k;
-      merged[upward ? group : bins - 1 - group] += counts_[j];
-    }
-    counts_.swap(merged);
-  };
-  double new_hi = hi_;
-  merge_groups(doublings_needed(lo_, new_hi, batch_max, true), true);
-  hi_ = new_hi;
-  double new_lo = lo_;
-  merge_groups(doublings_needed(hi_, new_lo, batch_min, false), false);
-  lo_ = new_lo;
+void Histogram::set_edges() {
+  lo_ = std::ldexp(static_cast<double>(first_), exp_);
+  hi_ = std::ldexp(static_cast<double>(first_ + bins()), exp_);
+}
+
+void Histogram::relayout(int e, int64_t first, int bins) {
+  std::vector<uint64_t> moved(static_cast<size_t>(bins), 0);
+  if (!empty()) add_cells(counts_, exp_, first_, e, first, moved);
+  counts_.swap(moved);
+  exp_ = e;
+  first_ = first;
+  set_edges();
+}
+
+// A hand-written histogram on another grid: its counts spread proportionally onto
+// the lattice its [min, max] would get, so that later growth and merges are exact.
+static Histogram onto_lattice(const Histogram& h) {
+  if (h.on_lattice()) return h;
+  HistogramFields f = h.fields();
+  if (!h.empty()) {
+    int e = Histogram::fit_exponent(h.min(), h.max(), h.bins());
+    int64_t first = cell_of(h.min(), e);
+    f.lo = std::ldexp(static_cast<double>(first), e);
+    f.hi = std::ldexp(static_cast<double>(first + h.bins()), e);
+    f.counts = rebin_counts(h, f.lo, f.hi, h.bins());
+  } else {
+    f.lo = f.hi = 0;
+  }
+  auto out = Histogram::from_fields(std::move(f));
+  assert(out.has_value() && out->on_lattice());
+  return std::move(out).value();
 }
 
 void Histogram::add(const float* x, int64_t n) {
@@ -118,30 +156,24 @@ void Histogram::add(const float* x, int64_t n) {
     }
   }
   if (finite == 0) return;
+  if (!lattice_) *this = onto_lattice(*this);
 
-  if (count_ == 0) {
-    lo_ = batch_min;
-    hi_ = batch_max;
-    if (lo_ == hi_) {
-      double d = std::max(std::abs(lo_), 1.0) * std::ldexp(1.0, -20);
-      lo_ -= d;
-      hi_ += d;
-    }
-    min_ = batch_min;
-    max_ = batch_max;
-  } else {
-    grow_to(batch_min, batch_max);
-    min_ = std::min(min_, batch_min);
-    max_ = std::max(max_, batch_max);
-  }
+  const double new_min = empty() ? batch_min : std::min(min_, batch_min);
+  const double new_max = empty() ? batch_max : std::max(max_, batch_max);
+  int e = fit_exponent(new_min, new_max, bins());
+  if (!empty()) e = std::max(e, exp_);  // only a hand-written lattice can be coarser than needed
+  const int64_t first = cell_of(new_min, e);
+  if (e != exp_ || first != first_ || empty()) relayout(e, first, bins());
+  min_ = new_min;
+  max_ = new_max;
 
-  const double scale = static_cast<double>(counts_.size()) / (hi_ - lo_);
+  const double scale = std::ldexp(1.0, -exp_);  // exact: multiplying by a power of two
   const int64_t last = static_cast<int64_t>(counts_.size()) - 1;
   uint64_t* counts = counts_.data();
   for (int64_t i = 0; i < n; ++i) {
     float v = x[i];
     if (!std::isfinite(v)) continue;
-    auto bin = static_cast<int64_t>((static_cast<double>(v) - lo_) * scale);
+    auto bin = static_cast<int64_t>(std::floor(static_cast<double>(v) * scale)) - first_;
     counts[std::clamp<int64_t>(bin, 0, last)]++;
   }
   count_ += finite;
@@ -178,6 +210,17 @@ Expected<Histogram> Histogram::from_fields(HistogramFields f) {
     return bad("min/max [" + num(f.min) + ", " + num(f.max) + "] lie outside histogram [lo, hi] = [" + num(f.lo) + ", " +
                num(f.hi) + "]");
   if (!std::isfinite(f.sum)) return bad("sum/mean: must be a finite number");
+  // On the lattice when the bin width is a power of two 2^e and lo a multiple of it
+  // (hi - lo is then exact, so the division recovers 2^e exactly).
+  const double width = (f.hi - f.lo) / static_cast<double>(f.counts.size());
+  const int e = std::ilogb(width);
+  const double first = std::ldexp(f.lo, -e);
+  h.lattice_ = std::ldexp(1.0, e) == width && first == std::floor(first) && std::abs(first) < 0x1p53 &&
+               std::ldexp(first + static_cast<double>(f.counts.size()), e) == f.hi;
+  if (h.lattice_) {
+    h.exp_ = e;
+    h.first_ = static_cast<int64_t>(first);
+  }
   h.counts_ = std::move(f.counts);
   h.min_ = f.min;
   h.max_ = f.max;
@@ -186,29 +229,24 @@ Expected<Histogram> Histogram::from_fields(HistogramFields f) {
   return h;
 }
 
-Histogram Histogram::merge(const Histogram& a, const Histogram& b) {
+Histogram Histogram::merge(const Histogram& a_in, const Histogram& b_in) {
+  const Histogram a = onto_lattice(a_in), b = onto_lattice(b_in);
   Histogram out(std::max(a.bins(), b.bins()));
   out.nan_count_ = a.nan_count_ + b.nan_count_;
   out.inf_count_ = a.inf_count_ + b.inf_count_;
   if (a.empty() && b.empty()) return out;
-  if (a.empty() || b.empty()) {
-    const Histogram& src = a.empty() ? b : a;
-    out.lo_ = src.lo_;
-    out.hi_ = src.hi_;
-  } else {
-    out.lo_ = std::min(a.lo_, b.lo_);
-    out.hi_ = std::max(a.hi_, b.hi_);
-  }
-
-  std::vector<double> mass(static_cast<size_t>(out.bins()), 0.0);
-  add_proportional(a, out.lo_, out.hi_, mass);
-  add_proportional(b, out.lo_, out.hi_, mass);
-  const uint64_t total = a.count_ + b.count_;
-  out.counts_ = cumulative_round(mass, total);
-  out.count_ = total;
-  out.sum_ = a.sum_ + b.sum_;
   out.min_ = a.empty() ? b.min_ : b.empty() ? a.min_ : std::min(a.min_, b.min_);
   out.max_ = a.empty() ? b.max_ : b.empty() ? a.max_ : std::max(a.max_, b.max_);
+  int e = fit_exponent(out.min_, out.max_, out.bins());
+  if (!a.empty()) e = std::max(e, a.exp_);
+  if (!b.empty()) e = std::max(e, b.exp_);
+  out.exp_ = e;
+  out.first_ = cell_of(out.min_, e);
+  if (!a.empty()) add_cells(a.counts_, a.exp_, a.first_, e, out.first_, out.counts_);
+  if (!b.empty()) add_cells(b.counts_, b.exp_, b.first_, e, out.first_, out.counts_);
+  out.set_edges();
+  out.count_ = a.count_ + b.count_;
+  out.sum_ = a.sum_ + b.sum_;
   return out;
 }
 

@@ -6,18 +6,17 @@
 // min/max, the sum or the bins. count() is the number of finite values and
 // always equals the sum of counts().
 //
-// Range and re-binning rule (deterministic, and exact: no count is ever split):
-//  - The first add() with finite values sets [lo, hi] to that batch's [min, max].
-//    A zero-width batch (all values v) gets [v - d, v + d], d = max(|v|, 1) * 2^-20.
-//  - When a later batch holds values above hi, the range doubles, anchored at lo
-//    (hi' = hi + (hi - lo)), as many times as needed; each doubling merges the bin
-//    pairs (0,1), (2,3), ... into bins 0, 1, ... and leaves the upper half empty.
-//    Values below lo do the same anchored at hi (lo' = lo - (hi - lo)), merging
-//    pairs counted from the top bin. Upward growth is applied before downward.
-//  - Bin i covers [lo + i*w, lo + (i+1)*w), w = (hi - lo) / bins; hi itself falls
-//    in the last bin.
-// So the histogram depends only on the sequence of add() calls, and its range
-// is at most about twice the data's range on each growth side.
+// Bins lie on a power-of-two lattice (profiles/README.md, "re-binning rule"):
+//  - bin i covers the cell [(first + i) * 2^e, (first + i + 1) * 2^e), so lo = first * 2^e
+//    and hi = lo + bins * 2^e; a value v belongs to cell floor(v / 2^e);
+//  - e is the smallest exponent, not below floor_exponent(max |v|), for which the cells
+//    from the one holding min to the one holding max number at most `bins`; first is
+//    the cell holding min.
+// When new values widen the range, e grows and each old cell k moves to cell
+// floor(k / 2^d): 2^d old bins merge into one, exactly (no count is split). As
+// floor(floor(v / 2^a) / 2^b) = floor(v / 2^(a+b)), the result is the histogram the
+// whole data would have given at once: it depends on the multiset of values only,
+// not on their order, batching, threads or sharding, and merge() is exact.
 #pragma once
 
 #include <cstdint>
@@ -47,19 +46,18 @@ class Histogram {
   // bins in [1, kMaxBins]; callers validate user-given values first.
   explicit Histogram(int bins = 2048);
   // Checks the fields are consistent (lo < hi when non-empty, lo <= min <= max <= hi,
-  // finite values); the error names the offending field.
+  // finite values); the error names the offending field. A grid that is not a
+  // power-of-two lattice (a hand-written profile) is accepted as is.
   static Expected<Histogram> from_fields(HistogramFields fields);
   HistogramFields fields() const;
 
   void add(const float* x, int64_t n);
 
-  // Combines shards. The result's range is the union of the inputs' ranges and
-  // its bin count the larger of the two; every source bin's count is spread over
-  // the result bins it overlaps in proportion to the overlap (assuming values are
-  // uniform inside a bin), accumulated in double, then rounded by cumulative
-  // rounding (bin t gets round(C_t) - round(C_{t-1}) of the running sum C), so
-  // the total count is preserved exactly and each bin is within about 1 of its
-  // proportional share. Identical grids add exactly. min/max/sum/NaN/Inf combine exactly.
+  // Combines shards, with max(a.bins, b.bins) bins. On lattice grids (every histogram
+  // add() fills) the counts combine exactly: merging histograms of any split of the
+  // data with the same bin count gives the histogram of the whole. A non-lattice input
+  // is first re-gridded onto the lattice of its [min, max] with rebin_counts().
+  // min/max/count/NaN/Inf combine exactly; the sum is a double addition.
   static Histogram merge(const Histogram& a, const Histogram& b);
 
   double lo() const { return lo_; }
@@ -68,6 +66,8 @@ class Histogram {
   const std::vector<uint64_t>& counts() const { return counts_; }
   double bin_width() const { return (hi_ - lo_) / bins(); }
   double bin_lower_edge(int i) const;  // edge i in [0, bins]; edge bins == hi
+  bool on_lattice() const { return lattice_; }
+  int exponent() const { return exp_; }  // bin width 2^exponent() when on_lattice()
 
   bool empty() const { return count_ == 0; }  // no finite value seen
   double min() const { return min_; }         // NaN when empty()
@@ -78,12 +78,24 @@ class Histogram {
   uint64_t nan_count() const { return nan_count_; }
   uint64_t inf_count() const { return inf_count_; }
 
+  // The finest cell exponent worth keeping for data whose largest magnitude is
+  // `absmax`: half a float32 ulp there (2^(ilogb(absmax) - 24)), and 2^-150 for 0.
+  static int floor_exponent(double absmax);
+  // Smallest e >= floor_exponent(max(|lo|, |hi|)) whose cells from floor(lo / 2^e) to
+  // floor(hi / 2^e) number at most `bins`.
+  static int fit_exponent(double lo, double hi, int bins);
+
  private:
-  void grow_to(double batch_min, double batch_max);
+  // Moves the counts onto the lattice (exponent e, first cell `first`), e >= exp_.
+  void relayout(int e, int64_t first, int bins);
+  void set_edges();
 
   double lo_ = 0;
   double hi_ = 0;
   std::vector<uint64_t> counts_;
+  bool lattice_ = true;
+  int exp_ = 0;
+  int64_t first_ = 0;
   double min_ = std::numeric_limits<double>::quiet_NaN();
   double max_ = std::numeric_limits<double>::quiet_NaN();
   uint64_t count_ = 0;
@@ -93,9 +105,11 @@ class Histogram {
 };
 
 // `h`'s counts on a grid of `bins` equal bins over [lo, hi] (lo < hi), each source
-// bin spread in proportion to overlap, then cumulative rounding (as merge()):
-// the total is preserved exactly; mass of source bins reaching outside [lo, hi]
-// goes to the edge bins. Used by merge() and by calibration to re-grid around 0.
+// bin spread in proportion to its overlap (values are assumed uniform inside a bin),
+// then cumulative rounding (bin t gets round(C_t) - round(C_{t-1}) of the running
+// sum C): the total is preserved exactly; mass of source bins reaching outside
+// [lo, hi] goes to the edge bins. Used by calibration to re-grid around 0, by
+// `qprofile show` and to bring hand-written histograms onto the lattice.
 std::vector<uint64_t> rebin_counts(const Histogram& h, double lo, double hi, int bins);
 
 }  // namespace quant::profile

@@ -1,5 +1,6 @@
 #include "libquant/profile/profile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -203,6 +204,27 @@ Expected<Profile> profile_from_json(std::string_view text, const std::string& pa
     p.tensors.emplace(name, std::move(t));
   }
   return p;
+}
+
+void merge_tensors(std::map<std::string, TensorProfile>& into, std::map<std::string, TensorProfile>&& part) {
+  for (auto& [name, tp] : part) {
+    auto it = into.find(name);
+    if (it == into.end()) {
+      into.emplace(name, std::move(tp));
+    } else {
+      it->second.hist = Histogram::merge(it->second.hist, tp.hist);
+    }
+  }
+}
+
+void merge_into(Profile& into, Profile&& other) {
+  merge_tensors(into.tensors, std::move(other.tensors));
+  into.samples += other.samples;
+  if (other.bins != into.bins) {
+    into.bins = std::max(into.bins, other.bins);
+    for (auto& [name, tp] : into.tensors)
+      if (tp.hist.bins() != into.bins) tp.hist = Histogram::merge(tp.hist, Histogram(into.bins));
+  }
 }
 
 Status save_profile(const Profile& profile, const std::string& path) {

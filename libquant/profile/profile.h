@@ -39,6 +39,15 @@ std::string profile_to_json(const Profile& profile);
 // `path_for_errors` and the field.
 Expected<Profile> profile_from_json(std::string_view text, const std::string& path_for_errors);
 
+// Folds `part` into `into`: a tensor both hold gets Histogram::merge (exact on the
+// lattice), one only `part` holds is added. Used for shards and for per-thread chunks.
+void merge_tensors(std::map<std::string, TensorProfile>& into, std::map<std::string, TensorProfile>&& part);
+
+// Adds `other`'s samples and tensors to `into`; when the bin counts differ every
+// histogram moves to the larger (exactly: coarser lattice cells are unions of finer ones).
+// The caller checks that both come from the same model.
+void merge_into(Profile& into, Profile&& other);
+
 // Atomic; refuses (internal error) a tensor whose bin count differs from profile.bins.
 Status save_profile(const Profile& profile, const std::string& path);
 Expected<Profile> load_profile(const std::string& path);

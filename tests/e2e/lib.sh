@@ -46,3 +46,9 @@ expect_refused() {
 }
 
 hostile() { /usr/bin/python3 "$src/tests/e2e/hostile.py" "$@"; }
+# validate_profile FILE...: every profile a test emits is checked against
+# profiles/qprofile.schema.json (needs python3-jsonschema, scripts/setup.sh).
+validate_profile() {
+  /usr/bin/python3 "$src/tests/e2e/validate_profile.py" "$src/profiles/qprofile.schema.json" "$@" ||
+    fail "profile does not match profiles/qprofile.schema.json: $*"
+}

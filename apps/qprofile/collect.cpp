@@ -1,0 +1,91 @@
+#include "apps/qprofile/collect.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "apps/common/progress.h"
+
+namespace qtool {
+namespace {
+
+using quant::profile::Histogram;
+using quant::profile::TensorProfile;
+using Tensors = std::map<std::string, TensorProfile>;
+
+}  // namespace
+
+quant::Status collect_profile(const quant::interp::Session& session, const DataReader& data, const CollectOptions& options,
+                              const std::string& model_path, quant::profile::Profile& profile) {
+  const size_t runs = data.runs();
+  const size_t chunks = (runs + kRunsPerChunk - 1) / kRunsPerChunk;
+  const size_t threads = std::clamp<size_t>(static_cast<size_t>(std::max(options.threads, 1)), 1, std::max<size_t>(chunks, 1));
+  // At most this many chunks are in flight or waiting to be folded: memory stays
+  // bounded by the thread count, not by the data size.
+  const size_t window = 2 * threads;
+
+  Progress progress("qprofile", data.samples(), options.quiet);
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t next_chunk = 0, next_fold = 0;
+  std::map<size_t, quant::Expected<Tensors>> done;  // finished, not yet folded
+  std::optional<quant::Status> failure;
+
+  auto profile_chunk = [&](size_t chunk) -> quant::Expected<Tensors> {
+    Tensors tensors;
+    // Histograms are updated per run and activations dropped right after:
+    // memory stays flat in the number of samples.
+    auto observe = [&](const quant::ir::Value& v, const quant::Tensor& t) {
+      if (t.dtype() != quant::DType::Float32 || quant::ir::constant_data(&v)) return;
+      auto it = tensors.find(v.name());
+      if (it == tensors.end()) it = tensors.emplace(v.name(), TensorProfile{"float32", t.shape(), Histogram(options.bins)}).first;
+      it->second.hist.add(t.data<float>(), t.size());
+    };
+    for (size_t run = chunk * kRunsPerChunk; run < std::min(runs, (chunk + 1) * kRunsPerChunk); ++run) {
+      auto inputs = data.load(run);
+      if (!inputs) return inputs.status();
+      auto outs = session.run(*inputs, observe);
+      if (!outs) return outs.status().with_context(model_path + ", " + data.describe(run));
+      std::lock_guard lock(mu);
+      for (size_t s = 0; s < data.samples_in_run(run); ++s) progress.tick();
+    }
+    return tensors;
+  };
+
+  auto worker = [&] {
+    std::unique_lock lock(mu);
+    while (true) {
+      cv.wait(lock, [&] { return failure || next_chunk >= chunks || next_chunk < next_fold + window; });
+      if (failure || next_chunk >= chunks) return;
+      size_t chunk = next_chunk++;
+      lock.unlock();
+      auto result = profile_chunk(chunk);
+      lock.lock();
+      done.emplace(chunk, std::move(result));
+      // Fold every chunk that is next in order; stop at the first failed one.
+      for (auto it = done.find(next_fold); it != done.end() && !failure; it = done.find(next_fold)) {
+        if (!it->second) {
+          failure = it->second.status();
+        } else {
+          quant::profile::merge_tensors(profile.tensors, std::move(it->second).value());
+        }
+        done.erase(it);
+        ++next_fold;
+      }
+      cv.notify_all();
+    }
+  };
+
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (failure) return *failure;
+  profile.samples = static_cast<int64_t>(data.samples());
+  return quant::Status::ok();
+}
+
+}  // namespace qtool

@@ -1,0 +1,30 @@
+// Runs the model over the data and fills one histogram per float activation.
+#pragma once
+
+#include "apps/common/data.h"
+#include "libquant/interp/session.h"
+#include "libquant/profile/profile.h"
+
+namespace qtool {
+
+struct CollectOptions {
+  int bins = 2048;
+  int threads = 1;
+  bool quiet = false;
+};
+
+// Fills `profile.tensors` and `profile.samples`.
+//
+// Determinism (profiles/README.md, "Threads"): the runs are cut into chunks of
+// kRunsPerChunk consecutive runs, a partition that does not depend on the thread
+// count. Each chunk is profiled by one thread into its own histograms, and chunks are
+// folded into the result strictly in chunk order. Histograms would combine to the same
+// bits in any order (power-of-two lattice); the fixed order also makes the double
+// sums, the recorded first shape and the reported error (the first failing run)
+// identical for every --threads value.
+quant::Status collect_profile(const quant::interp::Session& session, const DataReader& data, const CollectOptions& options,
+                              const std::string& model_path, quant::profile::Profile& profile);
+
+constexpr size_t kRunsPerChunk = 8;
+
+}  // namespace qtool

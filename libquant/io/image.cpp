@@ -1,0 +1,158 @@
+#include "libquant/io/image.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <memory>
+
+#include "libquant/core/file_util.h"
+
+// The one translation unit holding stb's implementations (header-only libraries).
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_FAILURE_USERMSG
+#include <stb/stb_image.h>
+#define STB_IMAGE_RESIZE_IMPLEMENTATION
+#include <stb/stb_image_resize.h>
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb/stb_image_write.h>
+
+namespace quant::io {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool parse_float(std::string_view s, float& out) {
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return !s.empty() && ec == std::errc() && ptr == s.data() + s.size();
+}
+
+// "a,b,c" or "a" (the same for every channel).
+Status parse_triple(const std::string& flag, const std::string& text, std::array<float, 3>& out) {
+  std::vector<float> values;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    std::string_view item(text.data() + start, (comma == std::string::npos ? text.size() : comma) - start);
+    float v = 0;
+    if (!parse_float(item, v))
+      return Status::bad_input(flag + " '" + text + "': expected one number or three separated by commas, e.g. 0.485,0.456,0.406");
+    values.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (values.size() != 1 && values.size() != 3)
+    return Status::bad_input(flag + " '" + text + "': expected one number or three, got " + std::to_string(values.size()));
+  for (size_t c = 0; c < 3; ++c) out[c] = values[values.size() == 1 ? 0 : c];
+  return Status::ok();
+}
+
+struct StbFree {
+  void operator()(unsigned char* p) const { stbi_image_free(p); }
+};
+
+}  // namespace
+
+Expected<ImageOptions> parse_image_options(const std::string& size, const std::string& mean, const std::string& std,
+                                           const std::string& layout, const std::string& channels) {
+  ImageOptions opt;
+  if (!size.empty()) {
+    size_t x = lower(size).find('x');
+    int h = 0, w = 0;
+    bool ok = x != std::string::npos;
+    if (ok) {
+      auto r1 = std::from_chars(size.data(), size.data() + x, h);
+      auto r2 = std::from_chars(size.data() + x + 1, size.data() + size.size(), w);
+      ok = r1.ec == std::errc() && r1.ptr == size.data() + x && r2.ec == std::errc() &&
+           r2.ptr == size.data() + size.size() && h > 0 && w > 0 && h <= 16384 && w <= 16384;
+    }
+    if (!ok) return Status::bad_input("--image-size '" + size + "': expected HxW with 1 <= H, W <= 16384, e.g. 224x224");
+    opt.height = h;
+    opt.width = w;
+  }
+  if (!mean.empty()) QT_RETURN_IF_ERROR(parse_triple("--mean", mean, opt.mean));
+  if (!std.empty()) QT_RETURN_IF_ERROR(parse_triple("--std", std, opt.std));
+  for (float s : opt.std)
+    if (s == 0) return Status::bad_input("--std '" + std + "': a standard deviation of 0 would divide by zero");
+  std::string l = lower(layout), c = lower(channels);
+  if (l == "nchw") {
+    opt.layout = ImageLayout::NCHW;
+  } else if (l == "nhwc") {
+    opt.layout = ImageLayout::NHWC;
+  } else {
+    return Status::bad_input("--layout '" + layout + "': expected nchw or nhwc");
+  }
+  if (c == "rgb") {
+    opt.channels = ImageChannels::RGB;
+  } else if (c == "bgr") {
+    opt.channels = ImageChannels::BGR;
+  } else if (c == "gray") {
+    opt.channels = ImageChannels::Gray;
+  } else {
+    return Status::bad_input("--channels '" + channels + "': expected rgb, bgr or gray");
+  }
+  return opt;
+}
+
+bool is_image_file(std::string_view name) {
+  size_t dot = name.rfind('.');
+  if (dot == std::string_view::npos) return false;
+  std::string ext = lower(name.substr(dot + 1));
+  return ext == "png" || ext == "jpg" || ext == "jpeg" || ext == "bmp" || ext == "ppm" || ext == "pgm";
+}
+
+Expected<Tensor> read_image(const std::string& path, const ImageOptions& options) {
+  QT_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  if (bytes.size() > static_cast<size_t>(INT32_MAX)) return Status::bad_input(path + ": image file too large");
+  const int channels = options.channel_count();
+  int w = 0, h = 0, file_channels = 0;
+  // stb converts grey <-> RGB and drops alpha when asked for `channels`.
+  std::unique_ptr<unsigned char, StbFree> decoded(stbi_load_from_memory(reinterpret_cast<const unsigned char*>(bytes.data()),
+                                                                        static_cast<int>(bytes.size()), &w, &h,
+                                                                        &file_channels, channels));
+  if (!decoded) return Status::bad_input(path + ": cannot decode image (" + stbi_failure_reason() + ")");
+
+  const int out_h = options.height ? options.height : h, out_w = options.width ? options.width : w;
+  const unsigned char* pixels = decoded.get();
+  std::vector<unsigned char> resized;
+  if (out_h != h || out_w != w) {
+    resized.resize(static_cast<size_t>(out_h) * static_cast<size_t>(out_w) * static_cast<size_t>(channels));
+    if (!stbir_resize_uint8(pixels, w, h, 0, resized.data(), out_w, out_h, 0, channels))
+      return Status::internal(path + ": resizing the image failed");
+    pixels = resized.data();
+  }
+
+  const bool nchw = options.layout == ImageLayout::NCHW;
+  Dims shape = nchw ? Dims{1, channels, out_h, out_w} : Dims{1, out_h, out_w, channels};
+  Tensor t(DType::Float32, shape);
+  float* out = t.data<float>();
+  const size_t plane = static_cast<size_t>(out_h) * static_cast<size_t>(out_w);
+  for (size_t p = 0; p < plane; ++p) {
+    for (int c = 0; c < channels; ++c) {
+      // BGR: tensor channel c holds the file's channel 2 - c.
+      int src_c = options.channels == ImageChannels::BGR ? 2 - c : c;
+      float v = pixels[p * static_cast<size_t>(channels) + static_cast<size_t>(src_c)] / 255.0f;
+      v = (v - options.mean[static_cast<size_t>(c)]) / options.std[static_cast<size_t>(c)];
+      size_t index = nchw ? static_cast<size_t>(c) * plane + p : p * static_cast<size_t>(channels) + static_cast<size_t>(c);
+      out[index] = v;
+    }
+  }
+  return t;
+}
+
+Status write_png(const std::string& path, int width, int height, int channels, const std::vector<uint8_t>& pixels) {
+  assert(channels >= 1 && channels <= 4 &&
+         pixels.size() == static_cast<size_t>(width) * static_cast<size_t>(height) * static_cast<size_t>(channels));
+  std::string png;
+  auto append = [](void* context, void* data, int size) {
+    static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<size_t>(size));
+  };
+  if (!stbi_write_png_to_func(append, &png, width, height, channels, pixels.data(), width * channels))
+    return Status::internal(path + ": encoding the PNG failed");
+  return write_file_atomic(path, png);
+}
+
+}  // namespace quant::io

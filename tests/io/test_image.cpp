@@ -1,0 +1,142 @@
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+
+#include "libquant/core/file_util.h"
+#include "libquant/io/dataset.h"
+#include "libquant/io/image.h"
+#include "libquant/io/npy.h"
+
+using namespace quant;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path = fs::temp_directory_path() / ("qtool_image_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& rel) const { return (path / rel).string(); }
+};
+
+// A 2x3 RGB image whose pixel (y, x) is (10 * (3y + x), 100, 255 - 10 * (3y + x)).
+std::vector<uint8_t> test_pixels() {
+  std::vector<uint8_t> px;
+  for (int i = 0; i < 6; ++i) {
+    px.push_back(static_cast<uint8_t>(10 * i));
+    px.push_back(100);
+    px.push_back(static_cast<uint8_t>(255 - 10 * i));
+  }
+  return px;
+}
+
+io::ImageOptions options(const std::string& size = "", const std::string& mean = "", const std::string& std = "",
+                         const std::string& layout = "nchw", const std::string& channels = "rgb") {
+  auto o = io::parse_image_options(size, mean, std, layout, channels);
+  REQUIRE(o.has_value());
+  return *o;
+}
+
+}  // namespace
+
+TEST_CASE("image: PNG round trip, NCHW and NHWC, pixel / 255", "[io][image]") {
+  TempDir dir;
+  REQUIRE(io::write_png(dir / "a.png", 3, 2, 3, test_pixels()).is_ok());
+
+  auto nchw = io::read_image(dir / "a.png", options());
+  REQUIRE(nchw.has_value());
+  CHECK(nchw->shape() == Dims{1, 3, 2, 3});
+  const float* v = nchw->data<float>();
+  CHECK(v[0] == 0.0f);                          // R of pixel (0, 0)
+  CHECK(v[5] == Approx(50 / 255.0f));           // R of pixel (1, 2)
+  CHECK(v[6] == Approx(100 / 255.0f));          // G plane starts at 6
+  CHECK(v[12 + 1] == Approx(245 / 255.0f));     // B of pixel (0, 1)
+
+  auto nhwc = io::read_image(dir / "a.png", options("", "", "", "nhwc"));
+  REQUIRE(nhwc.has_value());
+  CHECK(nhwc->shape() == Dims{1, 2, 3, 3});
+  CHECK(nhwc->data<float>()[3 * 5] == Approx(50 / 255.0f));  // R of the last pixel
+}
+
+TEST_CASE("image: mean, std, BGR and grey", "[io][image]") {
+  TempDir dir;
+  REQUIRE(io::write_png(dir / "a.png", 3, 2, 3, test_pixels()).is_ok());
+  auto norm = io::read_image(dir / "a.png", options("", "0.5,0.25,0", "0.5,0.5,2"));
+  REQUIRE(norm.has_value());
+  CHECK(norm->data<float>()[0] == Approx((0 - 0.5f) / 0.5f));
+  CHECK(norm->data<float>()[6] == Approx((100 / 255.0f - 0.25f) / 0.5f));
+  CHECK(norm->data<float>()[12] == Approx(1.0f / 2));
+
+  auto bgr = io::read_image(dir / "a.png", options("", "", "", "nchw", "bgr"));
+  REQUIRE(bgr.has_value());
+  CHECK(bgr->data<float>()[0] == Approx(1.0f));  // channel 0 is the file's blue (255)
+  CHECK(bgr->data<float>()[12] == 0.0f);         // channel 2 is the file's red (0)
+
+  auto grey = io::read_image(dir / "a.png", options("", "0.1", "", "nchw", "gray"));
+  REQUIRE(grey.has_value());
+  CHECK(grey->shape() == Dims{1, 1, 2, 3});
+}
+
+TEST_CASE("image: resizing to --image-size", "[io][image]") {
+  TempDir dir;
+  std::vector<uint8_t> flat(16 * 10 * 3, 200);
+  REQUIRE(io::write_png(dir / "big.png", 16, 10, 3, flat).is_ok());
+  auto t = io::read_image(dir / "big.png", options("4x8"));
+  REQUIRE(t.has_value());
+  CHECK(t->shape() == Dims{1, 3, 4, 8});
+  for (float x : t->values<float>()) CHECK(x == Approx(200 / 255.0f).margin(1.5 / 255));
+}
+
+TEST_CASE("image: bad files and bad flags are refused by name", "[io][image]") {
+  TempDir dir;
+  REQUIRE(write_file_atomic(dir / "broken.png", "\x89PNG\r\n\x1a\nnope").is_ok());
+  auto r = io::read_image(dir / "broken.png", options());
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.status().message().find("broken.png: cannot decode image") != std::string::npos);
+
+  auto refuse = [](Expected<io::ImageOptions> o, const std::string& needle) {
+    REQUIRE_FALSE(o.has_value());
+    INFO(o.status().message());
+    CHECK(o.status().message().find(needle) != std::string::npos);
+  };
+  refuse(io::parse_image_options("224", "", "", "nchw", "rgb"), "--image-size '224'");
+  refuse(io::parse_image_options("0x4", "", "", "nchw", "rgb"), "--image-size");
+  refuse(io::parse_image_options("", "1,2", "", "nchw", "rgb"), "--mean '1,2'");
+  refuse(io::parse_image_options("", "", "1,0,1", "nchw", "rgb"), "--std");
+  refuse(io::parse_image_options("", "", "", "chw", "rgb"), "--layout 'chw'");
+  refuse(io::parse_image_options("", "", "", "nchw", "rgba"), "--channels 'rgba'");
+  CHECK(io::is_image_file("a.JPG"));
+  CHECK(io::is_image_file("b.ppm"));
+  CHECK_FALSE(io::is_image_file("c.npy"));
+}
+
+TEST_CASE("dataset: a directory of images is one sample per image; mixing forms is refused", "[io][dataset][image]") {
+  TempDir dir;
+  fs::create_directories(dir / "imgs");
+  REQUIRE(io::write_png(dir / "imgs/b.png", 3, 2, 3, test_pixels()).is_ok());
+  REQUIRE(io::write_png(dir / "imgs/a.png", 3, 2, 3, test_pixels()).is_ok());
+  auto samples = io::list_samples(dir / "imgs", {});
+  REQUIRE(samples.has_value());
+  REQUIRE(samples->size() == 2);
+  CHECK((*samples)[0].stem == "a");
+  auto loaded = io::load_sample((*samples)[0], {"x"}, options("2x2"));
+  REQUIRE(loaded.has_value());
+  CHECK((*loaded)[0].shape() == Dims{1, 3, 2, 2});
+
+  REQUIRE(io::write_npy(dir / "imgs/c.npy", Tensor::from_vector<float>({1}, {1})).is_ok());
+  auto mixed = io::list_samples(dir / "imgs", {});
+  REQUIRE_FALSE(mixed.has_value());
+  CHECK(mixed.status().message().find("mixes .npy files (c.npy) with images (a.png)") != std::string::npos);
+}
