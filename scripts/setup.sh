@@ -10,7 +10,7 @@ build=${QTOOL_BUILD_DIR:-$repo/build}
 # checker), numpy, python3-jsonschema (profile schema), GNU parallel (sharded profiling), GNU time (bench),
 # Node.js (ONNX Runtime interop, scripts/setup_ort.sh), the ONNX test data.
 pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libspdlog-dev catch2 libprotobuf-dev protobuf-compiler
-      libonnx-dev libstb-dev python3-onnx python3-numpy python3-jsonschema parallel time)
+      libonnx-dev libstb-dev python3-onnx python3-numpy python3-jsonschema parallel time libonnx-testdata)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
