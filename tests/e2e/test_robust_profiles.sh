@@ -55,6 +55,6 @@ mkdir -p "$tmp/data" && hostile npy_ok "$tmp/data/a.npy" 1,4
 "$bin/qprofile" "$tmp/relu.onnx" --data "$tmp/data" -o "$tmp/relu.json" --quiet
 expect_refused "relu.json was made from another model" "$tmp/out.onnx" \
   "$bin/qconvert" "$model" --profile "$tmp/relu.json" -o "$tmp/out.onnx"
-expect_refused "relu.json: profile of another model than" "$tmp/merged.json" \
+expect_refused "relu.json: profile of another model" "$tmp/merged.json" \
   "$bin/qprofile" merge "$tmp/good.json" "$tmp/relu.json" -o "$tmp/merged.json"
 echo "robust profiles ok"
