@@ -2,13 +2,13 @@
 # Accuracy of qconvert's output as ONNX Runtime runs it, per model, calibration
 # method and schema: SNR of the quantized model's first output vs the float
 # model's, and top-1 agreement. Models: samples/digits_cnn.onnx plus every zoo
-# model found in $QTOOL_ZOO (default build/zoo, made by scripts/make_zoo.sh) as
-# NAME.onnx with inputs in NAME_inputs/ (.npy files), used to profile and to evaluate.
+# model found in $QTOOL_ZOO (default .cache/zoo, made by scripts/make_zoo.sh) as
+# NAME/model.onnx with inputs in NAME/inputs/ (.npy files), used to profile and to evaluate.
 #   scripts/accuracy_table.sh [MODEL.onnx DATA_DIR]...
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${QTOOL_BUILD_DIR:-$repo/build}
-zoo=${QTOOL_ZOO:-$build/zoo}
+zoo=${QTOOL_ZOO:-$repo/.cache/zoo}
 [ -x "$build/qconvert" ] || "$repo/scripts/setup.sh"
 "$repo/scripts/setup_ort.sh"
 tmp=$(mktemp -d)
@@ -20,9 +20,9 @@ if (($#)); then
 else
   # Profiled on the calibration set, evaluated on the held-out test set.
   models+=("$repo/samples/digits_cnn.onnx|$repo/samples/digits/calib|$repo/samples/digits/test")
-  for m in "$zoo"/*.onnx; do
+  for m in "$zoo"/*/model.onnx; do
     [ -e "$m" ] || continue
-    d="${m%.onnx}_inputs"
+    d="$(dirname "$m")/inputs"
     [ -d "$d" ] && models+=("$m|$d|$d")
   done
 fi
@@ -31,6 +31,7 @@ printf '%-28s %-11s %-16s %9s %9s\n' model calibration schema "SNR dB" "top-1"
 for entry in "${models[@]}"; do
   IFS='|' read -r model profile_data data <<<"$entry"
   name=$(basename "$model" .onnx)
+  [ "$name" = model ] && name=$(basename "$(dirname "$model")")
   "$build/qprofile" "$model" --data "$profile_data" -o "$tmp/$name.json" --quiet
   node "$repo/tests/interop/ort_run.js" "$model" "$data" "$tmp/$name.float" >/dev/null
   for calib in minmax percentile kl mse; do
