@@ -5,6 +5,7 @@
 #include "apps/common/cli.h"
 #include "libquant/core/file_util.h"
 #include "libquant/core/sha256.h"
+#include "libquant/interp/fold.h"
 #include "libquant/ir/signature.h"
 #include "libquant/onnx/model_io.h"
 #include "libquant/passes/prepare.h"
@@ -83,6 +84,11 @@ Status convert(const Flags& f) {
   std::vector<std::string> notes;
   const int constants = quant::passes::constants_to_initializers(*graph);
   if (constants) notes.push_back("turned " + std::to_string(constants) + " Constant nodes into initializers");
+  // Values computed from constants are constants for qprofile's Session too
+  // (it folds them at prepare time), so the profile has no entry for them.
+  auto folded = quant::interp::fold_constants(*graph);
+  if (!folded) return folded.status().with_context(f.model);
+  if (*folded) notes.push_back("folded " + std::to_string(*folded) + " nodes on constants into initializers");
   QT_RETURN_IF_ERROR(quant::passes::fold_batchnorm(*graph, notes));
   QT_ASSIGN_OR_RETURN(auto report, quant::passes::insert_qdq(*graph, profile, opt));
   report.notes.insert(report.notes.begin(), notes.begin(), notes.end());

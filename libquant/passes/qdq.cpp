@@ -152,6 +152,9 @@ class QdqBuilder {
 Status QdqBuilder::quantize_activation(ir::Value* v) {
   if (act_params_.count(v)) return Status::ok();
   auto it = profile_.tensors.find(v->name());
+  // qprofile records every float tensor a run produces; a tensor of unknown
+  // type that it did not record is not float (e.g. int64 shape arithmetic).
+  if (it == profile_.tensors.end() && v->dtype == DType::Undefined) return Status::ok();
   if (it == profile_.tensors.end())
     return Status::bad_input("profile has no entry for activation '" + v->name() + "' (made from another model?)");
   QT_ASSIGN_OR_RETURN(calib::Range range, calib::range_by_name(it->second.hist, o_.calibration));
