@@ -107,6 +107,8 @@ class Emitter {
 
   ir::Graph& g_;
   std::vector<std::string> notes_;
+  // Nodes replace() deleted: the precomputed order still points at them.
+  std::set<const ir::Node*> removed_;
 };
 
 void Emitter::replace(ir::Node* n, ir::Node* dropped, ir::Node* q, std::string op_type, std::string domain,
@@ -117,6 +119,7 @@ void Emitter::replace(ir::Node* n, ir::Node* dropped, ir::Node* q, std::string o
                    (dropped ? " (" + dropped->op_type + " implied by saturation)" : ""));
   ir::Node* lowered = g_.insert_node(n, std::move(op_type), std::move(inputs), {out}, name, std::move(domain));
   lowered->attributes = std::move(attributes);
+  removed_.insert({q, dropped, n});
   g_.remove_node(q);
   if (dropped) g_.remove_node(dropped);
   g_.remove_node(n);
@@ -128,7 +131,7 @@ Expected<std::vector<std::string>> Emitter::run() {
   bool uses_microsoft = false;
   QT_ASSIGN_OR_RETURN(auto order, g_.topological_order());
   for (ir::Node* n : order) {
-    if (!n->domain.empty()) continue;
+    if (removed_.count(n) || !n->domain.empty()) continue;
     ir::Node* dropped = nullptr;
     ir::Node* q = output_q(g_, *n, dropped);
     if (!q) continue;
