@@ -27,6 +27,21 @@ class Kernel {
   virtual std::vector<std::string> implicit_inputs() const { return {}; }
 };
 
+// How integer kernels turn an int32 accumulator into the output's integer
+// type (DESIGN "Numerics"):
+//  - Float: y = saturate(round_half_to_even(acc * M) + zp) with M = s_in*s_w/s_out
+//    in float32, as ONNX Runtime's CPU kernels (MLAS) do. The default.
+//  - FixedPoint: M as an int32 multiplier and a right shift, with gemmlowp /
+//    TFLite rounding (SaturatingRoundingDoublingHighMul + RoundingDivideByPOT),
+//    for integer-only targets (qrun --requant fixed-point).
+enum class Requant { Float, FixedPoint };
+
+// Choices fixed for a whole session; kernels read them at prepare time.
+struct SessionOptions {
+  Requant requant = Requant::Float;
+  int threads = 1;  // threads a kernel may use (qrun --threads)
+};
+
 // Everything a kernel factory may read: the node and the model's opset for its domain.
 struct KernelContext {
   const ir::Node& node;
@@ -34,6 +49,7 @@ struct KernelContext {
   // The graph holding the node (opset imports for subgraph bodies); set by
   // the Session, may be null elsewhere.
   const ir::Graph* graph = nullptr;
+  SessionOptions options{};
 };
 
 using KernelFactory = Expected<std::unique_ptr<Kernel>> (*)(const KernelContext&);

@@ -34,7 +34,7 @@ Expected<Body> load_body(const KernelContext& ctx, const std::string& attr, std:
   Body body;
   body.graph = std::move(sub->graph);
   body.formal_inputs = sub->formal_inputs;
-  auto session = Session::create(*body.graph);
+  auto session = Session::create(*body.graph, ctx.options);
   if (!session) return session.status().with_context("attribute '" + attr + "'");
   body.session = std::move(session).value();
   for (const std::string& name : sub->outer_names) {

@@ -18,8 +18,8 @@ bool is_nondeterministic(const ir::Node& n) {
 
 }  // namespace
 
-Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph) {
-  std::unique_ptr<Session> s(new Session(graph));
+Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph, const SessionOptions& options) {
+  std::unique_ptr<Session> s(new Session(graph, options));
   std::unordered_map<const ir::Value*, int> slot_of;
   std::vector<char> ready;  // per slot: a graph input, a constant, or produced by an earlier node
   auto slot = [&](const ir::Value* v) {
@@ -46,7 +46,7 @@ Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph) {
       return Status::bad_input(n->describe() + ": operator " + (n->domain.empty() ? "" : n->domain + ".") + n->op_type +
                                " (opset " + std::to_string(opset) + ") is not supported by the interpreter");
     }
-    auto kernel = factory(KernelContext{*n, opset, &graph});
+    auto kernel = factory(KernelContext{*n, opset, &graph, options});
     if (!kernel) return kernel.status().with_context(n->describe());
     Step step{n, std::move(kernel).value(), {}, {}, {}};
     for (const ir::Value* v : n->inputs) step.inputs.push_back(v ? slot(v) : -1);

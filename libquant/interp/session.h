@@ -40,7 +40,9 @@ class Session {
   // Multinomial) are never folded. DequantizeLinear of a constant weight
   // folds too (a float weight computed once); a future integer lowering of
   // DQ -> op -> Q patterns must match them before folding.
-  static Expected<std::unique_ptr<Session>> create(const ir::Graph& graph);
+  static Expected<std::unique_ptr<Session>> create(const ir::Graph& graph, const SessionOptions& options = {});
+
+  const SessionOptions& options() const { return options_; }
 
   // Inputs in the order of graph.inputs; returns the graph outputs in order.
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, const Observer& observer = nullptr) const;
@@ -54,7 +56,7 @@ class Session {
   const ir::Graph& graph() const { return graph_; }
 
  private:
-  explicit Session(const ir::Graph& graph) : graph_(graph) {}
+  Session(const ir::Graph& graph, const SessionOptions& options) : graph_(graph), options_(options) {}
 
   struct Step {
     const ir::Node* node;
@@ -65,6 +67,7 @@ class Session {
   };
 
   const ir::Graph& graph_;
+  SessionOptions options_;
   std::vector<Step> steps_;
   std::vector<const ir::Value*> slot_values_;
   std::vector<const Tensor*> constant_slots_;  // non-null for initializers and folded values
