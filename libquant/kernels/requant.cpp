@@ -77,23 +77,23 @@ Q requantize_one(int32_t acc, const Requantizer& r, int64_t channel) {
 
 template <class Q>
 void requantize(const int32_t* acc, int64_t rows, int64_t cols, int64_t acc_row_stride, const int32_t* bias,
-                const Requantizer& r, Q* y, int64_t y_row_stride, int64_t y_col_stride) {
-  assert(r.count() == 1 || static_cast<int64_t>(r.count()) == cols);
+                const Requantizer& r, int64_t first_channel, Q* y, int64_t y_row_stride, int64_t y_col_stride) {
+  assert(r.count() == 1 || static_cast<int64_t>(r.count()) >= first_channel + cols);
   for (int64_t i = 0; i < rows; ++i) {
     const int32_t* a = acc + i * acc_row_stride;
     Q* out = y + i * y_row_stride;
     for (int64_t j = 0; j < cols; ++j) {
       const uint32_t b = bias ? static_cast<uint32_t>(bias[j]) : 0u;
       const int32_t v = static_cast<int32_t>(static_cast<uint32_t>(a[j]) + b);
-      out[j * y_col_stride] = requantize_one<Q>(v, r, j);
+      out[j * y_col_stride] = requantize_one<Q>(v, r, first_channel + j);
     }
   }
 }
 
 #define QT_INSTANTIATE_REQUANT(Q)                                                                                \
   template Q requantize_one<Q>(int32_t, const Requantizer&, int64_t);                                           \
-  template void requantize<Q>(const int32_t*, int64_t, int64_t, int64_t, const int32_t*, const Requantizer&, Q*, \
-                              int64_t, int64_t);
+  template void requantize<Q>(const int32_t*, int64_t, int64_t, int64_t, const int32_t*, const Requantizer&, \
+                              int64_t, Q*, int64_t, int64_t);
 QT_INSTANTIATE_REQUANT(uint8_t)
 QT_INSTANTIATE_REQUANT(int8_t)
 QT_INSTANTIATE_REQUANT(uint16_t)

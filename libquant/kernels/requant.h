@@ -89,12 +89,13 @@ Q requantize_one(int32_t acc, const Requantizer& r, int64_t channel);
 
 // A rows x cols block of accumulators (element (i, j) at acc[i * acc_row_stride
 // + j]) into y (element (i, j) at y[i * y_row_stride + j * y_col_stride]).
-// The channel is the column j: bias[j] (bias may be null) and multiplier j
-// (or 0 when the Requantizer is per-tensor). The strides let a convolution
-// computed as [spatial x channels] write NCHW directly. Allocates nothing.
+// Column j is output channel first_channel + j: it adds bias[j] (bias may be
+// null; the caller offsets it) and uses that channel's multiplier (or the one
+// multiplier of a per-tensor Requantizer). The strides let a convolution
+// computed as [pixels x channels] write NCHW directly. Allocates nothing.
 // Instantiated for Q = uint8_t, int8_t, uint16_t, int16_t.
 template <class Q>
 void requantize(const int32_t* acc, int64_t rows, int64_t cols, int64_t acc_row_stride, const int32_t* bias,
-                const Requantizer& r, Q* y, int64_t y_row_stride, int64_t y_col_stride);
+                const Requantizer& r, int64_t first_channel, Q* y, int64_t y_row_stride, int64_t y_col_stride);
 
 }  // namespace quant::kernels

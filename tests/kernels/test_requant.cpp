@@ -204,13 +204,17 @@ TEST_CASE("requantize applies bias and per-column multipliers with strides", "[k
     const std::vector<float> m = {0.5f, 0.25f, 1.0f / 1024};
     const Requantizer r = make_requantizer(mode, m, 3);
     std::vector<uint8_t> y(6, 0);
-    requantize<uint8_t>(acc.data(), 2, 3, 4, bias.data(), r, y.data(), 1, 2);
+    requantize<uint8_t>(acc.data(), 2, 3, 4, bias.data(), r, 0, y.data(), 1, 2);
     // (1,1): 46 * 0.25 = 11.5 rounds to 12 in both modes (even, and away from
     // zero). Column 2: 30 + INT32_MAX wraps to a large negative number -> 0.
     CHECK(y == std::vector<uint8_t>{9, 24, 7, 15, 0, 0});
     std::vector<int8_t> y2(3);
     const Requantizer one = make_requantizer(mode, std::vector<float>{0.5f}, -1);
-    requantize<int8_t>(acc.data(), 1, 3, 4, nullptr, one, y2.data(), 3, 1);
+    requantize<int8_t>(acc.data(), 1, 3, 4, nullptr, one, 0, y2.data(), 3, 1);
     CHECK(y2 == std::vector<int8_t>{4, 9, 14});
+    // Columns 0..1 as channels 1..2 of a per-channel Requantizer.
+    std::vector<uint8_t> y3(2);
+    requantize<uint8_t>(acc.data() + 4, 1, 2, 4, nullptr, r, 1, y3.data(), 2, 1);
+    CHECK(y3 == std::vector<uint8_t>{3 + 10, 3 + 0});
   }
 }
