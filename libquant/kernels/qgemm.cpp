@@ -1,3 +1,10 @@
+// The inner loops are plain widening multiply-adds meant to be vectorised.
+// GCC's -O2 cost model ("very cheap") refuses loops whose trip count is not
+// known, so this file asks for the dynamic model (Clang vectorises at -O2).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=dynamic")
+#endif
+
 #include "libquant/kernels/qgemm.h"
 
 #include <cassert>
