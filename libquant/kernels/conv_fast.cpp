@@ -20,24 +20,58 @@ class Im2colSource final : public PanelSource {
   }
 
   void pack(int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, float* dst) const override {
-    thread_local std::vector<float> row;
-    row.resize(static_cast<size_t>(nc));
     const int64_t n_panels = (nc + nr - 1) / nr;
     for (int64_t kk = 0; kk < kc; ++kk) {
-      gather_row(k0 + kk, j0, nc, row.data());
-      // Scatter the row into the panels (nr floats each), zero padding the last.
-      for (int64_t q = 0; q < n_panels; ++q) {
-        const int64_t count = std::min<int64_t>(nr, nc - q * nr);
-        float* d = dst + q * kc * nr + kk * nr;
-        std::memcpy(d, row.data() + q * nr, static_cast<size_t>(count) * sizeof(float));
-        std::fill(d + count, d + nr, 0.0f);
-      }
+      PanelCursor out{dst + kk * nr, kc * nr, nr, 0};
+      gather_row(k0 + kk, j0, nc, out);
+      // Zero the columns of the last panel past nc.
+      const int64_t tail = n_panels * nr - nc;
+      std::fill(dst + (n_panels - 1) * kc * nr + kk * nr + (nr - tail), dst + (n_panels - 1) * kc * nr + (kk + 1) * nr, 0.0f);
     }
   }
 
  private:
-  // Columns [j0, j0+nc) of im2col row k into out.
-  void gather_row(int64_t k, int64_t j0, int64_t nc, float* out) const {
+  // Writes consecutive columns of one im2col row into the panels: nr floats
+  // per panel, then a jump of kc*nr to the same row of the next panel.
+  struct PanelCursor {
+    float* p;
+    int64_t panel_step;
+    int nr;
+    int lane;
+
+    void zeros(int64_t n) {
+      while (n > 0) {
+        const int64_t seg = std::min<int64_t>(n, nr - lane);
+        std::fill(p + lane, p + lane + seg, 0.0f);
+        advance(seg);
+        n -= seg;
+      }
+    }
+    void copy(const float* src, int64_t stride, int64_t n) {
+      while (n > 0) {
+        const int64_t seg = std::min<int64_t>(n, nr - lane);
+        float* d = p + lane;
+        if (stride == 1) {
+          std::memcpy(d, src, static_cast<size_t>(seg) * sizeof(float));
+        } else {
+          for (int64_t t = 0; t < seg; ++t) d[t] = src[t * stride];
+        }
+        src += seg * stride;
+        advance(seg);
+        n -= seg;
+      }
+    }
+    void advance(int64_t seg) {
+      lane += static_cast<int>(seg);
+      if (lane == nr) {
+        lane = 0;
+        p += panel_step;
+      }
+    }
+  };
+
+  // Columns [j0, j0+nc) of im2col row k, written through the cursor.
+  void gather_row(int64_t k, int64_t j0, int64_t nc, PanelCursor& out) const {
     const int64_t c = k / k_volume_, r = k % k_volume_;
     const int64_t kd = r / (s_.kernel[1] * s_.kernel[2]);
     const int64_t kh = (r / s_.kernel[2]) % s_.kernel[1];
@@ -53,20 +87,15 @@ class Im2colSource final : public PanelSource {
     int64_t ow = j % s_.out[2], oh = (j / s_.out[2]) % s_.out[1], od = j / (s_.out[2] * s_.out[1]);
     while (j < j0 + nc) {
       const int64_t run = std::min(s_.out[2] - ow, j0 + nc - j);
-      float* o = out + (j - j0);
       const int64_t id = od * s_.strides[0] + off_d, ih = oh * s_.strides[1] + off_h;
       if (id < 0 || id >= s_.in[0] || ih < 0 || ih >= s_.in[1]) {
-        std::fill(o, o + run, 0.0f);
+        out.zeros(run);
       } else {
         const float* xrow = xc + (id * s_.in[1] + ih) * s_.in[2];
         const int64_t lo = std::clamp(rw.lo - ow, int64_t{0}, run), hi = std::clamp(rw.hi - ow, lo, run);
-        std::fill(o, o + lo, 0.0f);
-        if (sw == 1) {
-          std::memcpy(o + lo, xrow + ow + lo + off_w, static_cast<size_t>(hi - lo) * sizeof(float));
-        } else {
-          for (int64_t t = lo; t < hi; ++t) o[t] = xrow[(ow + t) * sw + off_w];
-        }
-        std::fill(o + hi, o + run, 0.0f);
+        out.zeros(lo);
+        out.copy(xrow + (ow + lo) * sw + off_w, sw, hi - lo);
+        out.zeros(run - hi);
       }
       j += run;
       ow = 0;
