@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Benchmarks of qtool. Each section is independent; run all, or name sections:
-#   scripts/bench.sh [qprofile-memory ...]
+#   scripts/bench.sh [qprofile-memory] [speed]
 # Builds are not triggered here: run scripts/setup.sh first.
+# speed needs the zoo (scripts/make_zoo.sh) and ONNX Runtime (scripts/setup_ort.sh);
+# BENCH_MODELS (default "resnet18 mobilenet_v2"), BENCH_THREADS ("1 2"),
+# BENCH_RUNS (timed runs per sample, 3) and BENCH_SAMPLES (4) tune it.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${QTOOL_BIN:-$repo/build}
@@ -47,11 +50,97 @@ PY
   awk -v r="$ratio" 'BEGIN { exit !(r <= 1.10) }' || { echo "FAIL: peak RSS grew more than 10% with 100x the samples" >&2; return 1; }
 }
 
+# ---------------------------------------------------------------------------
+# speed: qrun vs ONNX Runtime (CPU provider, intraOpNumThreads 1, then 2) on
+# the zoo models, per-sample time of the float model and of the same model
+# quantized by qconvert (default settings), qprofile's per-sample time vs ORT
+# float inference, and the peak RSS of each process. The runs of one model
+# and thread count are interleaved (qrun, ORT, qrun, ORT) so that load from
+# other jobs on the machine hits both alike; compare the ratios, not the
+# absolute times. Times are medians of BENCH_RUNS runs per sample after one
+# warm-up run (qrun --bench, scripts/ort_bench.js); "cpu" ratios compare the
+# process CPU time per sample (all threads), which other jobs on a shared
+# machine disturb much less than wall-clock time. ORT's peak RSS includes the
+# Node.js runtime (~50 MiB).
+# ---------------------------------------------------------------------------
+
+# Runs a command under GNU time; prints "MEDIAN_MS CPU_MS RSS_KIB" from its
+# "... ms per sample (median M ms, min m ms, cpu C ms per sample ..." line.
+timed_median() {
+  local out rss
+  out=$(/usr/bin/time -f %M -o "$work/rss" "$@") || { echo "error: failed: $*" >&2; return 1; }
+  rss=$(tail -n 1 "$work/rss")
+  echo "$out" | sed -n 's/.*ms per sample (median \([0-9.]*\) ms, .*cpu \([0-9.]*\) ms per sample.*/\1 \2/p' | head -n 1 |
+    tr '\n' ' '
+  echo "$rss"
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+mib() { awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
+
+bench_speed() {
+  local zoo=${ZOO_DIR:-$repo/.cache/zoo}
+  local models=${BENCH_MODELS:-resnet18 mobilenet_v2} threads_list=${BENCH_THREADS:-1 2}
+  local runs=${BENCH_RUNS:-3} samples=${BENCH_SAMPLES:-4}
+  [ -f "$repo/.cache/ort/node_modules/onnxruntime-node/package.json" ] ||
+    { echo "error: ONNX Runtime for Node is missing: run scripts/setup_ort.sh" >&2; return 2; }
+  echo "== speed: qrun vs ONNX Runtime (median wall ms per sample; ratio = qrun / ORT, lower is better; cpu = ratio of CPU time)"
+  printf '%-14s %3s | %9s %9s %6s %6s | %9s %9s %6s %6s | %s\n' model thr "qrun f32" "ORT f32" ratio cpu "qrun int8" "ORT int8" \
+    ratio cpu "peak RSS MiB (qrun f32 / ORT f32 / qrun int8 / ORT int8)"
+  local model t
+  local summary=()
+  for model in $models; do
+    local dir="$zoo/$model" w="$work/$model"
+    [ -f "$dir/model.onnx" ] || { echo "error: $dir/model.onnx not found (run scripts/make_zoo.sh)" >&2; return 2; }
+    mkdir -p "$w/data" "$w/data_rep"
+    local n=0 f r
+    for f in "$dir"/inputs/*.npy; do
+      [ $n -lt "$samples" ] || break
+      ln -s "$f" "$w/data/$(basename "$f")"
+      for ((r = 0; r < runs + 1; r++)); do ln -s "$f" "$w/data_rep/r${r}_$(basename "$f")"; done
+      n=$((n + 1))
+    done
+    "$bin/qprofile" "$dir/model.onnx" --data "$w/data" -o "$w/profile.json" --quiet
+    "$bin/qconvert" "$dir/model.onnx" --profile "$w/profile.json" -o "$w/int8.onnx" >/dev/null
+    local ort1=""
+    for t in $threads_list; do
+      local qf of qi oi
+      qf=$(timed_median "$bin/qrun" "$dir/model.onnx" --data "$w/data" --bench "$runs" --threads "$t" --quiet)
+      of=$(timed_median node "$repo/scripts/ort_bench.js" "$dir/model.onnx" "$w/data" --threads "$t" --runs "$runs")
+      qi=$(timed_median "$bin/qrun" "$w/int8.onnx" --data "$w/data" --bench "$runs" --threads "$t" --quiet)
+      oi=$(timed_median node "$repo/scripts/ort_bench.js" "$w/int8.onnx" "$w/data" --threads "$t" --runs "$runs")
+      # Fields: qrun f32 (1 median, 2 cpu, 3 rss), ORT f32 (4-6), qrun int8 (7-9), ORT int8 (10-12).
+      set -- $qf $of $qi $oi
+      printf '%-14s %3s | %9.2f %9.2f %6s %6s | %9.2f %9.2f %6s %6s | %s / %s / %s / %s\n' "$model" "$t" "$1" "$4" \
+        "$(ratio "$1" "$4")" "$(ratio "$2" "$5")" "$7" "${10}" "$(ratio "$7" "${10}")" "$(ratio "$8" "${11}")" \
+        "$(mib "$3")" "$(mib "$6")" "$(mib "$9")" "$(mib "${12}")"
+      eval "qf_$t=$1; of_$t=$4; qi_$t=$7; oi_$t=${10}"
+      [ -n "$ort1" ] || ort1=$4
+    done
+    if [[ " $threads_list " == *" 1 "* && " $threads_list " == *" 2 "* ]]; then
+      summary+=("$(printf '%-14s speed-up 2 vs 1 threads: qrun f32 %sx, ORT f32 %sx, qrun int8 %sx, ORT int8 %sx' "$model" \
+        "$(ratio "$qf_1" "$qf_2")" "$(ratio "$of_1" "$of_2")" "$(ratio "$qi_1" "$qi_2")" "$(ratio "$oi_1" "$oi_2")")")
+    fi
+    # qprofile: one process over samples x (runs+1) inputs, 1 thread; its
+    # wall time (model loading and profile writing included) per sample.
+    local count wall rss per
+    count=$(find "$w/data_rep" -name '*.npy' | wc -l)
+    /usr/bin/time -f '%e %M' -o "$work/qp_time" "$bin/qprofile" "$dir/model.onnx" --data "$w/data_rep" --threads 1 \
+      -o "$w/profile_rep.json" --quiet
+    read -r wall rss <"$work/qp_time"
+    per=$(awk -v w="$wall" -v c="$count" 'BEGIN { printf "%.2f", 1000 * w / c }')
+    summary+=("$(printf '%-14s qprofile %s ms per sample (%s samples, 1 thread) vs ORT f32 %s ms: ratio %s; peak RSS %s MiB' \
+      "$model" "$per" "$count" "$ort1" "$(ratio "$per" "$ort1")" "$(mib "$rss")")")
+  done
+  printf '%s\n' "${summary[@]}"
+}
+
 sections=("$@")
-[ ${#sections[@]} -gt 0 ] || sections=(qprofile-memory)
+[ ${#sections[@]} -gt 0 ] || sections=(qprofile-memory speed)
 for s in "${sections[@]}"; do
   case $s in
     qprofile-memory) bench_qprofile_memory ;;
-    *) echo "error: unknown bench section '$s' (known: qprofile-memory)" >&2; exit 2 ;;
+    speed) bench_speed ;;
+    *) echo "error: unknown bench section '$s' (known: qprofile-memory, speed)" >&2; exit 2 ;;
   esac
 done

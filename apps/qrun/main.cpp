@@ -1,6 +1,9 @@
 // qrun: runs a float or quantized model on the reference interpreter, writes
 // outputs, and compares against a float reference with accuracy gates.
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -32,7 +35,43 @@ struct Flags {
   bool json = false;
   bool quiet = false;
   bool verbose = false;
+  int threads = 1;
+  int bench = 0;
 };
+
+// --bench N: every sample is run N more times after its first (warm-up) run.
+// Wall-clock time per run, and the process CPU time (all threads) they took:
+// on a shared machine CPU time is the steadier measure of single-thread work.
+struct BenchTimes {
+  std::vector<double> wall_ms;
+  double cpu_ms = 0;
+};
+
+Status bench_sample(const quant::interp::Session& session, const std::vector<Tensor>& inputs, int runs, BenchTimes& t) {
+  const std::clock_t cpu_start = std::clock();
+  for (int r = 0; r < runs; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    auto outs = session.run(inputs);
+    if (!outs) return outs.status();
+    t.wall_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  t.cpu_ms += 1000.0 * static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+  return Status::ok();
+}
+
+// For scripts/bench.sh. With --json the line goes to stderr, so that stdout
+// stays one JSON document.
+void print_bench(BenchTimes t, int threads, bool json) {
+  std::vector<double>& ms = t.wall_ms;
+  if (ms.empty()) return;
+  std::sort(ms.begin(), ms.end());
+  double sum = 0;
+  for (double v : ms) sum += v;
+  const double n = static_cast<double>(ms.size());
+  std::fprintf(json ? stderr : stdout,
+               "bench: %.3f ms per sample (median %.3f ms, min %.3f ms, cpu %.3f ms per sample, %zu runs, %d threads)\n",
+               sum / n, ms[ms.size() / 2], ms.front(), t.cpu_ms / n, ms.size(), threads);
+}
 
 // Counts of correct predictions for one model.
 struct Accuracy {
@@ -157,7 +196,9 @@ Status run(const Flags& f) {
   if ((std::isfinite(f.min_snr) || f.min_cosine > -1 || std::isfinite(f.max_accuracy_drop)) && f.reference.empty())
     return Status::bad_input("accuracy gates need --reference FLOAT.onnx");
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
-  auto session_or = quant::interp::Session::create(*graph);
+  quant::interp::SessionOptions options;
+  options.threads = f.threads;
+  auto session_or = quant::interp::Session::create(*graph, options);
   if (!session_or) return session_or.status().with_context(f.model);
   auto session = std::move(session_or).value();
   std::unique_ptr<quant::ir::Graph> ref_graph;
@@ -187,10 +228,15 @@ Status run(const Flags& f) {
   }
   qtool::Progress progress("qrun", samples.size(), f.quiet);
   int64_t row = 0;
+  BenchTimes bench_times;
   for (const auto& sample : samples) {
     QT_ASSIGN_OR_RETURN(auto inputs, quant::io::load_sample(sample, input_names));
     auto outs = session->run(inputs);
     if (!outs) return outs.status().with_context(f.model + ", sample " + sample.stem);
+    if (f.bench > 0) {
+      Status st = bench_sample(*session, inputs, f.bench, bench_times);
+      if (!st.is_ok()) return st.with_context(f.model + ", sample " + sample.stem);
+    }
     if (!f.out_dir.empty()) QT_RETURN_IF_ERROR(write_outputs(f.out_dir, sample.stem, *outs));
     const Tensor& scores = (*outs)[0];
     const int64_t rows = scores.rank() > 0 && scores.dim(scores.rank() - 1) > 0 ? scores.size() / scores.dim(scores.rank() - 1) : 0;
@@ -220,6 +266,7 @@ Status run(const Flags& f) {
     return Status::bad_input(f.labels + ": has " + std::to_string(labels.size()) + " labels for " + std::to_string(row) +
                              " predictions");
   print_summary(f, s);
+  print_bench(std::move(bench_times), f.threads, f.json);
   return check_gates(f, s);
 }
 
@@ -239,6 +286,8 @@ int main(int argc, char** argv) {
     app.add_option("--min-cosine", f.min_cosine, "gate: fail (exit 3) when cosine vs the reference is below C");
     app.add_option("--max-accuracy-drop", f.max_accuracy_drop, "gate: fail (exit 3) when top-1 drops by more than PP points");
     app.add_flag("--json", f.json, "print the summary as JSON");
+    app.add_option("--threads", f.threads, "threads inside kernels (1: single-threaded)")->check(CLI::Range(1, 256));
+    app.add_option("--bench", f.bench, "run each sample N more times and print the time per run")->check(CLI::Range(1, 1000000));
     app.add_flag("-q,--quiet", f.quiet, "no progress bar");
     app.add_flag("-v,--verbose", f.verbose, "debug logging");
     int code = 0;

@@ -1,7 +1,11 @@
 // Conv, Gemm, MatMul (BatchNormalization is in ops_norm.cpp, Softmax in ops_softmax.cpp).
 #include "libquant/interp/ops.h"
+#include <memory>
+
 #include "libquant/kernels/conv.h"
+#include "libquant/kernels/conv_fast.h"
 #include "libquant/kernels/gemm.h"
+#include "libquant/kernels/gemm_packed.h"
 #include "libquant/kernels/matmul.h"
 
 namespace quant::interp {
@@ -65,10 +69,33 @@ Expected<kernels::ConvGeometry> conv_geometry(const ConvAttrs& a, const Tensor& 
   return g;
 }
 
+namespace {
+
+// The constant float32 tensor feeding input `index` of the node (an
+// initializer), or null: weights known at prepare time are packed there.
+const Tensor* constant_float_input(const ir::Node& node, size_t index) {
+  if (node.inputs.size() <= index || !node.inputs[index]) return nullptr;
+  const Tensor* t = node.inputs[index]->constant.get();
+  return t && t->dtype() == DType::Float32 ? t : nullptr;
+}
+
+}  // namespace
+
 KernelResult make_conv(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   QT_ASSIGN_OR_RETURN(ConvAttrs attrs, parse_conv_attrs(node));
-  return make_kernel([&node, attrs](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  // Constant weights are packed for the GEMM once, here; the run checks that
+  // it is handed that same tensor before using the packed copy.
+  const Tensor* w_const = constant_float_input(node, 1);
+  auto packed = std::make_shared<kernels::PackedConvWeights>();
+  // Depthwise weights (one channel in and out per group) are read directly.
+  const bool depthwise = w_const && w_const->rank() >= 3 && w_const->dim(1) == 1 && w_const->dim(0) == attrs.group;
+  if (w_const && w_const->rank() >= 3 && attrs.group >= 1 && w_const->dim(0) % attrs.group == 0 && w_const->dim(0) > 0 &&
+      !depthwise)
+    *packed = kernels::PackedConvWeights(w_const->data<float>(), w_const->dim(0), attrs.group, w_const->size() / w_const->dim(0));
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, attrs, w_const, packed, threads](std::span<const Tensor* const> in,
+                                                              std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     const Tensor& x = *in[0];
     const Tensor& w = *in[1];
@@ -83,7 +110,8 @@ KernelResult make_conv(const KernelContext& ctx) {
     Dims shape{g.batch, g.out_channels};
     shape.insert(shape.end(), g.out_spatial.begin(), g.out_spatial.end());
     QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, shape));
-    kernels::conv_f32(g, x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, out[0].data<float>());
+    kernels::conv_f32_fast(g, x.data<float>(), w.data<float>(), &w == w_const ? packed.get() : nullptr,
+                           b ? b->data<float>() : nullptr, out[0].data<float>(), threads);
     return Status::ok();
   });
 }
@@ -93,7 +121,18 @@ KernelResult make_gemm(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   const bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
   const float alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
-  return make_kernel([&node, ta, tb, alpha, beta](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  // A constant B (the weights of a fully connected layer) is packed once.
+  const Tensor* b_const = constant_float_input(node, 1);
+  auto packed = std::make_shared<kernels::PackedMatrix>();
+  if (b_const && b_const->rank() == 2) {
+    const int64_t K = tb ? b_const->dim(1) : b_const->dim(0), N = tb ? b_const->dim(0) : b_const->dim(1);
+    *packed = kernels::PackedMatrix::pack_b(tb ? kernels::MatrixView{b_const->data<float>(), 1, K}
+                                               : kernels::MatrixView{b_const->data<float>(), N, 1},
+                                            K, N, kernels::detail::best_gemm_isa());
+  }
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, ta, tb, alpha, beta, b_const, packed, threads](std::span<const Tensor* const> in,
+                                                                            std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
@@ -115,15 +154,45 @@ KernelResult make_gemm(const KernelContext& ctx) {
     if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 || (c && c->dtype() != DType::Float32))
       return run_gemm_any_type(node, ta, tb, M, N, K, alpha, a, b, beta, c, c_rows, c_cols, out[0]);
     out[0] = Tensor(DType::Float32, {M, N});
-    kernels::gemm_f32(ta, tb, M, N, K, alpha, a.data<float>(), b.data<float>(), beta, c ? c->data<float>() : nullptr,
-                      c_rows, c_cols, out[0].data<float>());
+    float* y = out[0].data<float>();
+    kernels::GemmEpilogue ep;
+    ep.alpha = alpha;
+    if (c && beta != 0.0f) {
+      // A bias row or column is added in the micro-kernel's store; any other
+      // C is written first and the product accumulated onto it.
+      if (beta == 1.0f && c_rows == 1 && c_cols == N && N > 1) {
+        ep.col_bias = c->data<float>();
+      } else if (beta == 1.0f && c_cols == 1 && c_rows == M && M > 1) {
+        ep.row_bias = c->data<float>();
+      } else {
+        const float* cd = c->data<float>();
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j) y[i * N + j] = beta * cd[(c_rows == 1 ? 0 : i * c_cols) + (c_cols == 1 ? 0 : j)];
+        ep.accumulate = true;
+      }
+    }
+    const kernels::GemmA ga{nullptr, ta ? kernels::MatrixView{a.data<float>(), 1, M} : kernels::MatrixView{a.data<float>(), K, 1}};
+    kernels::GemmB gb;
+    if (&b == b_const && !packed->empty())
+      gb.packed = packed.get();
+    else
+      gb.view = tb ? kernels::MatrixView{b.data<float>(), 1, K} : kernels::MatrixView{b.data<float>(), N, 1};
+    kernels::gemm_f32_packed(M, N, K, ga, gb, y, N, ep, threads);
     return Status::ok();
   });
 }
 
 KernelResult make_matmul(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
-  return make_kernel([&node](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  // A constant 2-D B (weights of a linear layer) is packed once; A's batch
+  // dimensions then fold into the GEMM's rows.
+  const Tensor* b_const = constant_float_input(node, 1);
+  auto packed = std::make_shared<kernels::PackedMatrix>();
+  if (b_const && b_const->rank() == 2)
+    *packed = kernels::PackedMatrix::pack_b(kernels::MatrixView{b_const->data<float>(), b_const->dim(1), 1}, b_const->dim(0),
+                                            b_const->dim(1), kernels::detail::best_gemm_isa());
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, b_const, packed, threads](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
@@ -132,7 +201,15 @@ KernelResult make_matmul(const KernelContext& ctx) {
     auto shape = kernels::matmul_output_shape(a.shape(), b.shape());
     if (!shape) return Status::bad_input("MatMul shapes " + dims_to_string(a.shape()) + " and " + dims_to_string(b.shape()) + " do not fit");
     QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, *shape));
-    kernels::matmul_f32(a.data<float>(), a.shape(), b.data<float>(), b.shape(), out[0].data<float>());
+    if (&b == b_const && !packed->empty()) {
+      const int64_t K = b.dim(0), N = b.dim(1);
+      const kernels::GemmA ga{nullptr, kernels::MatrixView{a.data<float>(), K, 1}};
+      const kernels::GemmB gb{packed.get(), {}, nullptr};
+      kernels::gemm_f32_packed(K == 0 ? out[0].size() / std::max<int64_t>(N, 1) : a.size() / K, N, K, ga, gb,
+                               out[0].data<float>(), N, {}, threads);
+      return Status::ok();
+    }
+    kernels::matmul_f32(a.data<float>(), a.shape(), b.data<float>(), b.shape(), out[0].data<float>(), threads);
     return Status::ok();
   });
 }

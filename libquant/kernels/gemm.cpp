@@ -2,9 +2,11 @@
 
 #include <cassert>
 
+#include "libquant/kernels/gemm_packed.h"
+
 namespace quant::kernels {
 
-void gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, const float* B,
+void gemm_f32_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, const float* B,
               float beta, const float* C, int64_t c_rows, int64_t c_cols, float* Y) {
   assert(M >= 0 && N >= 0 && K >= 0);
   const bool use_c = C != nullptr && beta != 0.0f;
@@ -42,6 +44,24 @@ void gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
       for (int64_t j = 0; j < N; ++j) y[j] *= alpha;
     }
   }
+}
+
+void gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, const float* B,
+              float beta, const float* C, int64_t c_rows, int64_t c_cols, float* Y) {
+  assert(M >= 0 && N >= 0 && K >= 0);
+  GemmEpilogue ep;
+  ep.alpha = alpha;
+  if (C != nullptr && beta != 0.0f) {
+    // Y starts as beta * C broadcast; the product is accumulated onto it.
+    for (int64_t i = 0; i < M; ++i) {
+      const float* c = C + (c_rows == 1 ? 0 : i * c_cols);
+      for (int64_t j = 0; j < N; ++j) Y[i * N + j] = beta * c[c_cols == 1 ? 0 : j];
+    }
+    ep.accumulate = true;
+  }
+  const GemmA a{nullptr, trans_a ? MatrixView{A, 1, M} : MatrixView{A, K, 1}};
+  const GemmB b{nullptr, trans_b ? MatrixView{B, 1, K} : MatrixView{B, N, 1}, nullptr};
+  gemm_f32_packed(M, N, K, a, b, Y, N, ep, 1);
 }
 
 }  // namespace quant::kernels

@@ -3,23 +3,23 @@
 #include <algorithm>
 #include <cassert>
 
-#include "libquant/kernels/gemm.h"
+#include "libquant/kernels/gemm_packed.h"
 
 namespace quant::kernels {
 namespace {
 
 // Matrix view of one operand after 1-D promotion: batch dims + [rows, cols].
-struct MatrixView {
+struct OperandShape {
   std::span<const int64_t> batch;
   int64_t rows, cols;
 };
 
-MatrixView view_a(std::span<const int64_t> a) {
+OperandShape view_a(std::span<const int64_t> a) {
   if (a.size() == 1) return {{}, 1, a[0]};
   return {a.first(a.size() - 2), a[a.size() - 2], a[a.size() - 1]};
 }
 
-MatrixView view_b(std::span<const int64_t> b) {
+OperandShape view_b(std::span<const int64_t> b) {
   if (b.size() == 1) return {{}, b[0], 1};
   return {b.first(b.size() - 2), b[b.size() - 2], b[b.size() - 1]};
 }
@@ -28,7 +28,7 @@ MatrixView view_b(std::span<const int64_t> b) {
 
 std::optional<Dims> matmul_output_shape(std::span<const int64_t> a, std::span<const int64_t> b) {
   if (a.empty() || b.empty()) return std::nullopt;
-  const MatrixView va = view_a(a), vb = view_b(b);
+  const OperandShape va = view_a(a), vb = view_b(b);
   if (va.cols != vb.rows) return std::nullopt;
   std::optional<Dims> out = broadcast_shapes(va.batch, vb.batch);
   if (!out) return std::nullopt;
@@ -39,9 +39,9 @@ std::optional<Dims> matmul_output_shape(std::span<const int64_t> a, std::span<co
 }
 
 void matmul_f32(const float* A, std::span<const int64_t> a_shape, const float* B, std::span<const int64_t> b_shape,
-                float* Y) {
+                float* Y, int threads) {
   assert(!a_shape.empty() && !b_shape.empty());
-  const MatrixView va = view_a(a_shape), vb = view_b(b_shape);
+  const OperandShape va = view_a(a_shape), vb = view_b(b_shape);
   assert(va.cols == vb.rows);
   const int64_t M = va.rows, K = va.cols, N = vb.cols;
   const size_t batch_rank = std::max(va.batch.size(), vb.batch.size());
@@ -67,7 +67,8 @@ void matmul_f32(const float* A, std::span<const int64_t> a_shape, const float* B
       a_stride *= da;
       b_stride *= db;
     }
-    gemm_f32(false, false, M, N, K, 1.0f, A + a_off, B + b_off, 0.0f, nullptr, 0, 0, Y + n * M * N);
+    gemm_f32_packed(M, N, K, GemmA{nullptr, MatrixView{A + a_off, K, 1}}, GemmB{nullptr, MatrixView{B + b_off, N, 1}, nullptr},
+                    Y + n * M * N, N, {}, threads);
   }
 }
 

@@ -148,6 +148,20 @@ function loadOrt() {
   return require(ORT_PATH);
 }
 
+// CPU provider, `threads` intra-op threads, one inter-op thread, all graph optimizations.
+async function createSession(ort, model, threads) {
+  try {
+    return await ort.InferenceSession.create(model, {
+      executionProviders: ['cpu'],
+      intraOpNumThreads: threads,
+      interOpNumThreads: 1,
+      graphOptimizationLevel: 'all',
+    });
+  } catch (e) {
+    throw new BadInput(`${model}: ONNX Runtime cannot load the model: ${e.message}`);
+  }
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   if (os.endianness() !== 'LE') throw new Error('big-endian hosts are not supported');
@@ -162,17 +176,7 @@ async function main() {
   if (files.length === 0) throw new BadInput(`${args.dataDir}: no .npy files`);
 
   const ort = loadOrt();
-  let session;
-  try {
-    session = await ort.InferenceSession.create(args.model, {
-      executionProviders: ['cpu'],
-      intraOpNumThreads: args.threads,
-      interOpNumThreads: 1,
-      graphOptimizationLevel: 'all',
-    });
-  } catch (e) {
-    throw new BadInput(`${args.model}: ONNX Runtime cannot load the model: ${e.message}`);
-  }
+  const session = await createSession(ort, args.model, args.threads);
   if (session.inputNames.length !== 1) {
     throw new BadInput(`${args.model}: model has ${session.inputNames.length} inputs; ` +
       'only single-input models are supported (one .npy file = one sample)');
@@ -201,8 +205,13 @@ async function main() {
   console.log(`ran ${files.length} samples through ${path.basename(args.model)} -> ${args.outDir}`);
 }
 
-main().catch((e) => {
-  const msg = String(e && e.message ? e.message : e);
-  console.error(`error: ${msg}`);
-  process.exit(e instanceof BadInput ? 2 : 1);
-});
+// scripts/ort_bench.js reuses the .npy reader, the loader and the session options.
+module.exports = { BadInput, readNpy, loadOrt, createSession };
+
+if (require.main === module) {
+  main().catch((e) => {
+    const msg = String(e && e.message ? e.message : e);
+    console.error(`error: ${msg}`);
+    process.exit(e instanceof BadInput ? 2 : 1);
+  });
+}

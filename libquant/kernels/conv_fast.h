@@ -1,0 +1,50 @@
+// Fast float convolution, ONNX Conv (opset 11), NCHW: the same contract as the
+// reference conv_f32 (conv.h), which the tests compare it against.
+//
+// Paths, chosen per call from the geometry:
+//  - depthwise (one input and one output channel per group): direct loops per
+//    channel plane, vectorized along the output row (conv_depthwise.cpp);
+//  - 1x1, stride 1, no padding: the input planes already are the GEMM's B
+//    matrix [C/group, H*W], no im2col at all;
+//  - otherwise: GEMM whose B panels are packed straight from the input with
+//    the im2col index map (PanelSource), never materializing the im2col matrix.
+// The GEMM paths fuse the bias (and an optional clamp: Relu/Clip) into the
+// micro-kernel's store. Work is split over `threads` threads.
+#pragma once
+
+#include <vector>
+
+#include "libquant/kernels/conv.h"
+#include "libquant/kernels/gemm_packed.h"
+
+namespace quant::kernels {
+
+// Conv weights [M, C/group, k...] packed once (at prepare time) as one GEMM A
+// operand [M/group, C/group * kernel volume] per group.
+class PackedConvWeights {
+ public:
+  PackedConvWeights() = default;
+  PackedConvWeights(const float* w, int64_t out_channels, int64_t group, int64_t depth_per_group);
+  bool empty() const { return groups_.empty(); }
+  const PackedMatrix& group(int64_t g) const { return groups_[static_cast<size_t>(g)]; }
+
+ private:
+  std::vector<PackedMatrix> groups_;
+};
+
+// y = clamp(conv(x, w) + bias) with clamp off unless `clamp` is set.
+struct ConvActivation {
+  bool clamp = false;
+  float lo = 0.0f, hi = 0.0f;
+};
+
+// As conv_f32, with `packed` (may be null: packed on the fly) holding w when
+// given, the activation fused, and the work split over `threads` threads.
+void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const PackedConvWeights* packed,
+                   const float* bias, float* y, int threads, const ConvActivation& act = {});
+
+// The depthwise path alone (g.group == C == M), for conv_f32_fast and tests.
+void conv_f32_depthwise(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y, int threads,
+                        const ConvActivation& act = {});
+
+}  // namespace quant::kernels

@@ -1,0 +1,193 @@
+#include "libquant/kernels/gemm_packed.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "libquant/kernels/threadpool.h"
+
+namespace quant::kernels {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Writes `count` (<= width) lines of the operand starting at line x0, depth
+// [k0, k0+kc), as one panel: dst[kk*width + xx] = element(x0+xx, k0+kk), zero
+// for xx >= count. `line_stride` steps to the next line (a row of A, a column
+// of B), `depth_stride` along K.
+void pack_panel(const float* data, int64_t line_stride, int64_t depth_stride, int64_t x0, int64_t count, int64_t k0,
+                int64_t kc, int width, float* dst) {
+  const float* base = data + x0 * line_stride + k0 * depth_stride;
+  if (line_stride == 1) {
+    // Lines contiguous (row-major B): one short copy per k.
+    for (int64_t kk = 0; kk < kc; ++kk) {
+      std::memcpy(dst + kk * width, base + kk * depth_stride, static_cast<size_t>(count) * sizeof(float));
+      std::fill(dst + kk * width + count, dst + (kk + 1) * width, 0.0f);
+    }
+    return;
+  }
+  for (int64_t xx = 0; xx < count; ++xx) {
+    const float* line = base + xx * line_stride;
+    for (int64_t kk = 0; kk < kc; ++kk) dst[kk * width + xx] = line[kk * depth_stride];
+  }
+  if (count < width)
+    for (int64_t kk = 0; kk < kc; ++kk) std::fill(dst + kk * width + count, dst + (kk + 1) * width, 0.0f);
+}
+
+// Per-thread scratch for panels packed during a call; grows, never shrinks,
+// so steady-state runs allocate nothing.
+float* scratch(AlignedFloats& buf, int64_t count) {
+  if (buf.size() < count) buf = AlignedFloats(count);
+  return buf.data();
+}
+
+struct Problem {
+  int64_t M, N, K;
+  const GemmA& a;
+  const GemmB& b;
+  float* c;
+  int64_t ldc;
+  const GemmEpilogue& ep;
+  const detail::GemmIsa& isa;
+};
+
+// Columns [j0, j0+nc) and A panels [p0, p1) of the product.
+void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1) {
+  thread_local AlignedFloats a_buf, b_buf;
+  const int mr = pr.isa.mr, nr = pr.isa.nr;
+  const int64_t n_panels = ceil_div(nc, nr);
+  for (int64_t k0 = 0; k0 < pr.K; k0 += kGemmKc) {
+    const int64_t kc = std::min(kGemmKc, pr.K - k0);
+    // A row-major B is read in place, full panels straight from its rows
+    // (b_stride = its row stride); only a last, partial panel is copied, so
+    // that nothing past a row is read.
+    const bool in_place = !pr.b.packed && !pr.b.source && pr.b.view.col_stride == 1;
+    const float* bp;
+    if (pr.b.packed) {
+      bp = pr.b.packed->panel(k0, j0 / nr);
+    } else {
+      float* dst = scratch(b_buf, n_panels * kc * nr);
+      if (pr.b.source) {
+        pr.b.source->pack(k0, kc, j0, nc, nr, dst);
+      } else {
+        for (int64_t q = in_place ? nc / nr : 0; q < n_panels; ++q)
+          pack_panel(pr.b.view.data, pr.b.view.col_stride, pr.b.view.row_stride, j0 + q * nr,
+                     std::min<int64_t>(nr, nc - q * nr), k0, kc, nr, dst + q * kc * nr);
+      }
+      bp = dst;
+    }
+    detail::MicroEpilogue mep;
+    mep.alpha = pr.ep.alpha;
+    mep.accumulate = k0 > 0 || pr.ep.accumulate;
+    mep.last = k0 + kc == pr.K;
+    mep.clamp = pr.ep.clamp;
+    mep.lo = pr.ep.lo;
+    mep.hi = pr.ep.hi;
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t i0 = p * mr;
+      const int m_valid = static_cast<int>(std::min<int64_t>(mr, pr.M - i0));
+      const float* ap;
+      if (pr.a.packed) {
+        ap = pr.a.packed->panel(k0, p);
+      } else {
+        float* dst = scratch(a_buf, kc * mr);
+        pack_panel(pr.a.view.data, pr.a.view.row_stride, pr.a.view.col_stride, i0, m_valid, k0, kc, mr, dst);
+        ap = dst;
+      }
+      mep.row_bias = pr.ep.row_bias ? pr.ep.row_bias + i0 : nullptr;
+      for (int64_t q = 0; q < n_panels; ++q) {
+        const int64_t j = j0 + q * nr;
+        mep.col_bias = pr.ep.col_bias ? pr.ep.col_bias + j : nullptr;
+        const bool direct = in_place && (q + 1) * nr <= nc;
+        const float* b = direct ? pr.b.view.data + k0 * pr.b.view.row_stride + j : bp + q * kc * nr;
+        pr.isa.kernel(kc, ap, b, direct ? pr.b.view.row_stride : nr, pr.c + i0 * pr.ldc + j, pr.ldc, m_valid,
+                      static_cast<int>(std::min<int64_t>(nr, pr.N - j)), mep);
+      }
+    }
+  }
+}
+
+// K == 0: the product is zero and only the epilogue remains.
+void epilogue_only(int64_t M, int64_t N, float* c, int64_t ldc, const GemmEpilogue& ep) {
+  for (int64_t i = 0; i < M; ++i) {
+    float* row = c + i * ldc;
+    for (int64_t j = 0; j < N; ++j) {
+      float v = ep.accumulate ? row[j] : 0.0f;
+      if (ep.row_bias) v += ep.row_bias[i];
+      if (ep.col_bias) v += ep.col_bias[j];
+      if (ep.clamp) v = std::min(std::max(v, ep.lo), ep.hi);
+      row[j] = v;
+    }
+  }
+}
+
+}  // namespace
+
+AlignedFloats::AlignedFloats(int64_t count) : size_(count) {
+  const size_t bytes = (static_cast<size_t>(count) * sizeof(float) + 63) / 64 * 64;
+  data_.reset(static_cast<float*>(std::aligned_alloc(64, std::max<size_t>(bytes, 64))));
+  if (!data_) throw std::bad_alloc();
+}
+
+void AlignedFloats::Free::operator()(float* p) const { std::free(p); }
+
+// A and B share the layout; only which stride walks the panel's lines
+// (rows of A, columns of B) and which walks the depth differs.
+PackedMatrix PackedMatrix::pack(const float* data, int64_t line_stride, int64_t depth_stride, int64_t outer,
+                                int64_t depth, int width, const detail::GemmIsa& isa) {
+  PackedMatrix pm;
+  pm.outer_ = outer;
+  pm.depth_ = depth;
+  pm.width_ = width;
+  pm.isa_ = &isa;
+  pm.padded_ = ceil_div(outer, width) * width;
+  pm.data_ = AlignedFloats(std::max<int64_t>(pm.padded_ * depth, 1));
+  for (int64_t k0 = 0; k0 < depth; k0 += kGemmKc) {
+    const int64_t kc = std::min(kGemmKc, depth - k0);
+    for (int64_t p = 0; p * width < outer; ++p)
+      pack_panel(data, line_stride, depth_stride, p * width, std::min<int64_t>(width, outer - p * width), k0, kc, width,
+                 pm.data_.data() + k0 * pm.padded_ + p * kc * width);
+  }
+  return pm;
+}
+
+PackedMatrix PackedMatrix::pack_a(MatrixView a, int64_t M, int64_t K, const detail::GemmIsa& isa) {
+  return pack(a.data, a.row_stride, a.col_stride, M, K, isa.mr, isa);
+}
+
+PackedMatrix PackedMatrix::pack_b(MatrixView b, int64_t K, int64_t N, const detail::GemmIsa& isa) {
+  return pack(b.data, b.col_stride, b.row_stride, N, K, isa.nr, isa);
+}
+
+const float* PackedMatrix::panel(int64_t k0, int64_t p) const {
+  const int64_t kc = std::min(kGemmKc, depth_ - k0);
+  return data_.data() + k0 * padded_ + p * kc * width_;
+}
+
+void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const GemmB& b, float* c, int64_t ldc,
+                     const GemmEpilogue& ep, int threads, const detail::GemmIsa& isa) {
+  assert(M >= 0 && N >= 0 && K >= 0);
+  assert(!a.packed || (a.packed->isa() == &isa && a.packed->outer() == M && a.packed->depth() == K));
+  assert(!b.packed || (b.packed->isa() == &isa && b.packed->outer() == N && b.packed->depth() == K));
+  if (M == 0 || N == 0) return;
+  if (K == 0) return epilogue_only(M, N, c, ldc, ep);
+  const Problem pr{M, N, K, a, b, c, ldc, ep, isa};
+  const int64_t m_panels = ceil_div(M, isa.mr);
+  // Column blocks no wider than kGemmNc; with threads, narrow enough that
+  // there are a few blocks per thread, each a whole number of NR panels.
+  int64_t nc = kGemmNc;
+  if (threads > 1) nc = std::min(nc, std::max<int64_t>(isa.nr, ceil_div(ceil_div(N, 2 * threads), isa.nr) * isa.nr));
+  const int64_t n_blocks = ceil_div(N, nc);
+  // Too few column blocks to feed every thread (small N, e.g. 7x7 feature
+  // maps): split the rows as well.
+  const int64_t m_parts = threads > 1 ? std::clamp<int64_t>(ceil_div(2 * threads, n_blocks), 1, m_panels) : 1;
+  parallel_for(threads, n_blocks * m_parts, [&](int64_t t) {
+    const int64_t nb = t / m_parts, mp = t % m_parts;
+    const int64_t j0 = nb * nc;
+    run_block(pr, j0, std::min(nc, N - j0), mp * m_panels / m_parts, (mp + 1) * m_panels / m_parts);
+  });
+}
+
+}  // namespace quant::kernels

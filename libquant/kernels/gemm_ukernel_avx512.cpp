@@ -1,0 +1,93 @@
+// AVX-512F float GEMM micro-kernel, 8 x 32 tile: 16 zmm accumulators, two B
+// loads and eight broadcasts per k. MR = 8 divides the channel counts of
+// common CNNs (16, 24, 32, 64, 96, ...), so few rows are wasted on padding.
+// Compiled with a target attribute; only called when the CPU reports avx512f.
+#include "libquant/kernels/gemm_ukernel.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+namespace quant::kernels::detail {
+namespace {
+
+constexpr int kMr = 8, kNr = 32;
+
+__attribute__((target("avx512f"))) void f32_gemm_avx512_8x32(int64_t kc, const float* a, const float* b,
+                                                              int64_t b_stride, float* c, int64_t ldc, int m_valid,
+                                                              int n_valid, const MicroEpilogue& ep) {
+  __m512 acc[kMr][2];
+#pragma GCC unroll 8
+  for (int i = 0; i < kMr; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 8
+    for (int i = 0; i < kMr; ++i) {
+      const __m512 ai = _mm512_set1_ps(a[i]);
+      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+    }
+    a += kMr;
+    b += b_stride;
+  }
+  if (m_valid == kMr && n_valid == kNr) {
+    const __m512 alpha = _mm512_set1_ps(ep.alpha);
+    const __m512 lo = _mm512_set1_ps(ep.lo), hi = _mm512_set1_ps(ep.hi);
+    const bool add_col = ep.last && ep.col_bias, add_row = ep.last && ep.row_bias, clamp = ep.last && ep.clamp;
+    const __m512 cb0 = add_col ? _mm512_loadu_ps(ep.col_bias) : _mm512_setzero_ps();
+    const __m512 cb1 = add_col ? _mm512_loadu_ps(ep.col_bias + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int i = 0; i < kMr; ++i) {
+      float* row = c + i * ldc;
+      __m512 v0 = acc[i][0], v1 = acc[i][1];
+      if (ep.alpha != 1.0f) {
+        v0 = _mm512_mul_ps(v0, alpha);
+        v1 = _mm512_mul_ps(v1, alpha);
+      }
+      if (ep.accumulate) {
+        v0 = _mm512_add_ps(v0, _mm512_loadu_ps(row));
+        v1 = _mm512_add_ps(v1, _mm512_loadu_ps(row + 16));
+      }
+      if (add_row) {
+        const __m512 rb = _mm512_set1_ps(ep.row_bias[i]);
+        v0 = _mm512_add_ps(v0, rb);
+        v1 = _mm512_add_ps(v1, rb);
+      }
+      if (add_col) {
+        v0 = _mm512_add_ps(v0, cb0);
+        v1 = _mm512_add_ps(v1, cb1);
+      }
+      if (clamp) {
+        // maskz forms: the plain ones trip GCC 12's -Wmaybe-uninitialized
+        // inside avx512fintrin.h (_mm512_undefined_ps).
+        v0 = _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, v0, lo), hi);
+        v1 = _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, v1, lo), hi);
+      }
+      _mm512_storeu_ps(row, v0);
+      _mm512_storeu_ps(row + 16, v1);
+    }
+    return;
+  }
+  alignas(64) float tile[kMr * kNr];
+#pragma GCC unroll 8
+  for (int i = 0; i < kMr; ++i) {
+    _mm512_store_ps(tile + i * kNr, acc[i][0]);
+    _mm512_store_ps(tile + i * kNr + 16, acc[i][1]);
+  }
+  store_tile_scalar(tile, kNr, c, ldc, m_valid, n_valid, ep);
+}
+
+const GemmIsa kAvx512{"avx512", kMr, kNr, f32_gemm_avx512_8x32};
+
+}  // namespace
+
+const GemmIsa* const kGemmIsaAvx512 = &kAvx512;
+
+}  // namespace quant::kernels::detail
+
+#else
+
+namespace quant::kernels::detail {
+const GemmIsa* const kGemmIsaAvx512 = nullptr;
+}
+
+#endif

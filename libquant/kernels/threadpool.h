@@ -1,0 +1,22 @@
+// A process-wide pool of worker threads for splitting one kernel's work
+// (GEMM tiles, conv channels) over SessionOptions::threads threads.
+//
+// Workers are started on first use and kept (never one thread per call). The
+// calling thread always takes part, so a call makes progress even when every
+// worker is busy with another caller's job: several sessions (qprofile's
+// sample threads) and nested calls may use the pool at once without deadlock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace quant::kernels {
+
+// Runs fn(t) once for every t in [0, tasks) on up to `threads` threads (the
+// caller plus threads-1 workers); returns when all calls have returned. Tasks
+// are handed out in increasing order from a shared counter. With threads <= 1
+// or tasks <= 1 everything runs on the calling thread, in order. fn must not
+// throw.
+void parallel_for(int threads, int64_t tasks, const std::function<void(int64_t)>& fn);
+
+}  // namespace quant::kernels

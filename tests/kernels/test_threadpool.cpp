@@ -1,0 +1,57 @@
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "libquant/kernels/threadpool.h"
+
+using quant::kernels::parallel_for;
+
+TEST_CASE("parallel_for runs every task exactly once", "[kernels][threads]") {
+  for (int threads : {1, 2, 4, 16}) {
+    for (int64_t tasks : {0, 1, 2, 7, 1000}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(tasks));
+      parallel_for(threads, tasks, [&](int64_t t) { hits[static_cast<size_t>(t)].fetch_add(1); });
+      for (auto& h : hits) CHECK(h.load() == 1);
+    }
+  }
+}
+
+TEST_CASE("parallel_for with one thread runs in order on the caller", "[kernels][threads]") {
+  std::vector<int64_t> order;
+  const auto caller = std::this_thread::get_id();
+  bool same_thread = true;
+  parallel_for(1, 5, [&](int64_t t) {
+    order.push_back(t);
+    same_thread = same_thread && std::this_thread::get_id() == caller;
+  });
+  CHECK(order == std::vector<int64_t>{0, 1, 2, 3, 4});
+  CHECK(same_thread);
+}
+
+TEST_CASE("parallel_for uses more than one thread when asked", "[kernels][threads]") {
+  // Each task waits (bounded) until another thread has started one: only
+  // possible when a worker runs tasks beside the caller.
+  std::atomic<int> started{0};
+  std::atomic<bool> overlapped{false};
+  parallel_for(2, 2, [&](int64_t) {
+    started.fetch_add(1);
+    for (int spin = 0; spin < 20000000 && started.load() < 2; ++spin) std::this_thread::yield();
+    if (started.load() == 2) overlapped = true;
+  });
+  CHECK(overlapped.load());
+}
+
+TEST_CASE("parallel_for from several callers and nested calls completes", "[kernels][threads]") {
+  std::atomic<int64_t> sum{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 4; ++c) {
+    callers.emplace_back([&] {
+      for (int rep = 0; rep < 20; ++rep)
+        parallel_for(3, 8, [&](int64_t t) { parallel_for(2, 4, [&](int64_t u) { sum.fetch_add(t * 4 + u); }); });
+    });
+  }
+  for (auto& t : callers) t.join();
+  // Each inner sweep adds sum_{t<8,u<4} (4t+u) = 496.
+  CHECK(sum.load() == 4 * 20 * 496);
+}
