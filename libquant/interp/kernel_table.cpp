@@ -165,6 +165,11 @@ constexpr std::array kKernels = {
     KernelEntry{"", "If", make_if},
     KernelEntry{"", "Loop", make_loop},
     KernelEntry{"", "Scan", make_scan},
+    // dynamic quantization (ops_dynamic.cpp)
+    KernelEntry{"", "DynamicQuantizeLinear", make_dynamic_quantize_linear},
+    KernelEntry{"", "MatMulInteger", make_matmul_integer},
+    KernelEntry{"", "ConvInteger", make_conv_integer},
+    KernelEntry{"com.microsoft", "MatMulNBits", make_matmul_nbits},
 };
 
 }  // namespace

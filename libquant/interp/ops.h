@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "libquant/interp/kernel.h"
+#include "libquant/kernels/conv.h"
 #include "libquant/kernels/shape_util.h"
 
 namespace quant::interp {
@@ -192,9 +193,23 @@ KernelResult make_lstm(const KernelContext&);
 KernelResult make_if(const KernelContext&);
 KernelResult make_loop(const KernelContext&);
 KernelResult make_scan(const KernelContext&);
+// dynamic quantization: ops_dynamic.cpp
+KernelResult make_dynamic_quantize_linear(const KernelContext&);
+KernelResult make_matmul_integer(const KernelContext&);
+KernelResult make_conv_integer(const KernelContext&);
+KernelResult make_matmul_nbits(const KernelContext&);
 
 // auto_pad attribute of Conv and the pools.
 Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);
+
+// Conv's attributes and the geometry they give for x [N,C,spatial...] and
+// w [M,C/group,k...] (ops_nn.cpp; ConvInteger shares them).
+struct ConvAttrs {
+  kernels::AutoPad auto_pad;
+  Dims dilations, kernel_shape, pads, strides;
+  int64_t group;
+};
+Expected<kernels::ConvGeometry> conv_geometry(const ConvAttrs& a, const Tensor& x, const Tensor& w);
 
 // Spatial attributes (pads, strides, dilations, kernel_shape) beyond this are
 // refused, so that the output-size arithmetic of Conv and the pools cannot

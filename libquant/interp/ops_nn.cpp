@@ -15,14 +15,6 @@ Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node) {
   return Status::bad_input("unknown auto_pad '" + s + "'");
 }
 
-namespace {
-
-struct ConvAttrs {
-  kernels::AutoPad auto_pad;
-  Dims dilations, kernel_shape, pads, strides;
-  int64_t group;
-};
-
 // Geometry of ONNX Conv (opset 11) for x [N,C,spatial...] and w [M,C/group,k...].
 Expected<kernels::ConvGeometry> conv_geometry(const ConvAttrs& a, const Tensor& x, const Tensor& w) {
   const int64_t rank = x.rank();
@@ -62,8 +54,6 @@ Expected<kernels::ConvGeometry> conv_geometry(const ConvAttrs& a, const Tensor& 
     if (o < 1) return Status::bad_input("Conv kernel does not fit the padded input " + dims_to_string(x.shape()));
   return g;
 }
-
-}  // namespace
 
 KernelResult make_conv(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
