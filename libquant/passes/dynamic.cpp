@@ -58,6 +58,10 @@ Linear as_linear(const ir::Node& n) {
     return l;
   }
   if (n.op_type == "MatMul") {
+    if (l.x->has_shape && l.x->shape.size() < 2) {
+      l.why_not = "1-D input (MatMulInteger wants rank >= 2)";
+      return l;
+    }
     l.w = *w;
     return l;
   }
@@ -228,6 +232,7 @@ std::string DynamicBuilder::rewrite_conv(ir::Node* n) {
   if (n->inputs.size() > 2 && n->inputs[2]) {
     const Tensor* b = ir::constant_data(n->inputs[2]);
     if (!b || b->dtype() != DType::Float32) return "bias is not a constant float tensor";
+    if (b->size() != w->dim(0)) return "bias does not have one value per output channel";
     bias = *b;
   }
   const int64_t M = w->dim(0), inner = w->size() / std::max<int64_t>(M, 1);
