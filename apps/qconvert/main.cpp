@@ -8,6 +8,7 @@
 #include "libquant/interp/fold.h"
 #include "libquant/ir/signature.h"
 #include "libquant/onnx/model_io.h"
+#include "libquant/passes/dynamic.h"
 #include "libquant/passes/prepare.h"
 #include "libquant/passes/qdq.h"
 #include "libquant/passes/qoperator.h"
@@ -28,6 +29,8 @@ struct Flags {
   bool per_channel = false;
   std::vector<std::string> exclude_nodes, exclude_ops, include_ops;
   bool force = false;
+  bool dynamic = false;
+  int64_t group_size = 0;  // 0: not given (int4 default 32)
   bool verbose = false;
 };
 
@@ -36,13 +39,25 @@ nlohmann::json params_json(const quant::QuantParams& p) {
           {"axis", p.per_tensor() ? nlohmann::json(nullptr) : nlohmann::json(p.axis)}};
 }
 
-std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r) {
+// Initializer bytes of the float model and of the output (qconvert --report).
+struct WeightBytes {
+  int64_t before = 0, after = 0;
+};
+
+std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r, const WeightBytes& bytes) {
   nlohmann::json j;
   j["model"] = f.model;
   j["profile"] = f.profile;
-  j["options"] = {{"schema", f.schema}, {"activations", f.activations}, {"weights", f.weights},
-                  {"granularity", f.per_tensor ? "per-tensor" : "per-channel"}, {"calibration", f.calibration},
-                  {"format", f.format}};
+  if (f.dynamic) {
+    j["options"] = {{"mode", "dynamic"}, {"weights", f.weights}};
+  } else {
+    j["options"] = {{"schema", f.schema}, {"activations", f.activations}, {"weights", f.weights},
+                    {"granularity", f.per_tensor ? "per-tensor" : "per-channel"}, {"calibration", f.calibration},
+                    {"format", f.format}};
+  }
+  if (f.weights == "int4") j["options"]["group_size"] = f.group_size;
+  j["weight_bytes"] = {{"before", bytes.before}, {"after", bytes.after},
+                       {"ratio", bytes.before ? static_cast<double>(bytes.after) / static_cast<double>(bytes.before) : 0.0}};
   for (const auto& t : r.tensors) {
     nlohmann::json e = {{"tensor", t.tensor}, {"kind", t.kind}, {"method", t.method}, {"params", params_json(t.params)}};
     if (t.kind == "activation") e["range"] = {t.range.min, t.range.max};
@@ -54,12 +69,69 @@ std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r) 
   return j.dump(2) + "\n";
 }
 
-Status convert(const Flags& f) {
+// Flag combinations CLI11 cannot express; checked before any file is read.
+Status check_mode_flags(Flags& f) {
+  if (f.group_size != 0 && f.weights != "int4") return Status::bad_input("--group-size applies to --weights int4 only");
+  if (f.weights == "int4") {
+    if (f.group_size == 0) f.group_size = 32;
+    if (Status st = quant::passes::check_group_size(f.group_size); !st) return Status::bad_input("--group-size: " + st.message());
+  }
+  if (f.dynamic) {
+    if (!f.profile.empty()) return Status::bad_input("--dynamic quantizes activations at run time and takes no --profile");
+    if (f.format != "qdq") return Status::bad_input("--dynamic has its own output form; --format does not apply");
+  } else if (f.profile.empty()) {
+    return Status::bad_input("--profile is required (or --dynamic, which needs none)");
+  }
+  return Status::ok();
+}
+
+// Graph preparation shared by both modes; it keeps value names, so a
+// profile's entries still apply.
+Status prepare_graph(const Flags& f, quant::ir::Graph& graph, std::vector<std::string>& notes) {
+  const int constants = quant::passes::constants_to_initializers(graph);
+  if (constants) notes.push_back("turned " + std::to_string(constants) + " Constant nodes into initializers");
+  // Values computed from constants are constants for qprofile's Session too
+  // (it folds them at prepare time), so the profile has no entry for them.
+  auto folded = quant::interp::fold_constants(graph);
+  if (!folded) return folded.status().with_context(f.model);
+  if (*folded) notes.push_back("folded " + std::to_string(*folded) + " nodes on constants into initializers");
+  return quant::passes::fold_batchnorm(graph, notes);
+}
+
+// qconvert --dynamic: no profile; weights quantized now, activations at run time.
+Status convert_dynamic(const Flags& f) {
+  QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
+  WeightBytes bytes{quant::passes::initializer_bytes(*graph), 0};
+  std::vector<std::string> notes;
+  QT_RETURN_IF_ERROR(prepare_graph(f, *graph, notes));
+  quant::passes::DynamicOptions opt;
+  opt.weights = f.weights == "int4" ? quant::DType::Int4 : quant::DType::Int8;
+  if (f.weights == "int4") opt.group_size = f.group_size;
+  opt.exclude_nodes.insert(f.exclude_nodes.begin(), f.exclude_nodes.end());
+  opt.exclude_ops.insert(f.exclude_ops.begin(), f.exclude_ops.end());
+  auto report = quant::passes::quantize_dynamic(*graph, opt);
+  if (!report) return report.status().with_context(f.model);
+  report->notes.insert(report->notes.begin(), notes.begin(), notes.end());
+  bytes.after = quant::passes::initializer_bytes(*graph);
+  graph->metadata.emplace_back("qtool.version", QTOOL_VERSION);
+  graph->metadata.emplace_back("qtool.mode", "dynamic");
+  graph->metadata.emplace_back("qtool.weights", f.weights);
+  if (f.weights == "int4") graph->metadata.emplace_back("qtool.group_size", std::to_string(f.group_size));
+  graph->producer_name = "qtool";
+  graph->producer_version = QTOOL_VERSION;
+  if (!f.report.empty()) QT_RETURN_IF_ERROR(quant::write_file_atomic(f.report, report_json(f, *report, bytes)));
+  return quant::onnx_io::save_model(*graph, f.output);
+}
+
+Status convert(Flags& f) {
   // Flag values are checked before any file is read, so a typo fails fast
   // even for a model whose activations would never reach the calibration.
+  QT_RETURN_IF_ERROR(check_mode_flags(f));
+  if (f.dynamic) return convert_dynamic(f);
   if (auto r = quant::calib::range_by_name(quant::profile::Histogram(16), f.calibration); !r)
     return Status::bad_input("--calibration: " + r.status().message());
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
+  const WeightBytes bytes_before{quant::passes::initializer_bytes(*graph), 0};
   QT_ASSIGN_OR_RETURN(std::string profile_bytes, quant::read_file(f.profile));
   QT_ASSIGN_OR_RETURN(auto profile, quant::profile::load_profile(f.profile));
   if (profile.graph_signature != quant::ir::graph_signature(*graph) && !f.force) {
@@ -69,7 +141,8 @@ Status convert(const Flags& f) {
   quant::passes::QuantizeOptions opt;
   QT_ASSIGN_OR_RETURN(opt.schema, quant::calib::schema_from_name(f.schema));
   opt.activations = *quant::dtype_from_name(f.activations);
-  opt.weights = *quant::dtype_from_name(f.weights);
+  // int4 is for MatMul/Gemm (below); Conv and the rest keep int8 weights.
+  opt.weights = f.weights == "int4" ? quant::DType::Int8 : *quant::dtype_from_name(f.weights);
   opt.per_channel = !f.per_tensor;
   opt.calibration = f.calibration;
   opt.exclude_nodes.insert(f.exclude_nodes.begin(), f.exclude_nodes.end());
@@ -80,18 +153,28 @@ Status convert(const Flags& f) {
     for (const auto& n : graph->nodes()) found |= n->name == name;
     if (!found) return Status::bad_input("--exclude-node '" + name + "': " + f.model + " has no node of that name");
   }
-  // Preparation keeps value names, so the profile's entries still apply.
   std::vector<std::string> notes;
-  const int constants = quant::passes::constants_to_initializers(*graph);
-  if (constants) notes.push_back("turned " + std::to_string(constants) + " Constant nodes into initializers");
-  // Values computed from constants are constants for qprofile's Session too
-  // (it folds them at prepare time), so the profile has no entry for them.
-  auto folded = quant::interp::fold_constants(*graph);
-  if (!folded) return folded.status().with_context(f.model);
-  if (*folded) notes.push_back("folded " + std::to_string(*folded) + " nodes on constants into initializers");
-  QT_RETURN_IF_ERROR(quant::passes::fold_batchnorm(*graph, notes));
+  QT_RETURN_IF_ERROR(prepare_graph(f, *graph, notes));
+  quant::passes::QuantizeReport int4_report;
+  if (f.weights == "int4") {
+    // Static int4 is weight-only: MatMul/Gemm become MatMulNBits with float
+    // activations (accuracy_level 0); the rest is quantized from the profile.
+    // MatMulNBits (com.microsoft) then stays float for insert_qdq.
+    quant::passes::DynamicOptions o4;
+    o4.weights = quant::DType::Int4;
+    o4.group_size = f.group_size;
+    o4.accuracy_level = 0;
+    o4.exclude_nodes = opt.exclude_nodes;
+    o4.exclude_ops = opt.exclude_ops;
+    auto r4 = quant::passes::quantize_dynamic(*graph, o4);
+    if (!r4) return r4.status().with_context(f.model);
+    int4_report = std::move(*r4);
+  }
   QT_ASSIGN_OR_RETURN(auto report, quant::passes::insert_qdq(*graph, profile, opt));
   report.notes.insert(report.notes.begin(), notes.begin(), notes.end());
+  for (const auto& n : int4_report.nodes)
+    if (n.quantized) report.nodes.push_back(n);
+  report.tensors.insert(report.tensors.end(), int4_report.tensors.begin(), int4_report.tensors.end());
   if (f.format == "qoperator") {
     QT_ASSIGN_OR_RETURN(auto lowered, quant::passes::emit_qoperator(*graph));
     report.notes.insert(report.notes.end(), lowered.begin(), lowered.end());
@@ -102,6 +185,7 @@ Status convert(const Flags& f) {
   graph->metadata.emplace_back("qtool.schema", f.schema);
   graph->metadata.emplace_back("qtool.activations", f.activations);
   graph->metadata.emplace_back("qtool.weights", f.weights);
+  if (f.weights == "int4") graph->metadata.emplace_back("qtool.group_size", std::to_string(f.group_size));
   graph->metadata.emplace_back("qtool.granularity", f.per_tensor ? "per-tensor" : "per-channel");
   graph->metadata.emplace_back("qtool.calibration", f.calibration);
   graph->metadata.emplace_back("qtool.format", f.format);
@@ -111,7 +195,10 @@ Status convert(const Flags& f) {
 
   // Write the report first: both files are atomic, and a failed report never
   // leaves a model behind that claims a report exists.
-  if (!f.report.empty()) QT_RETURN_IF_ERROR(quant::write_file_atomic(f.report, report_json(f, report)));
+  if (!f.report.empty()) {
+    const WeightBytes bytes{bytes_before.before, quant::passes::initializer_bytes(*graph)};
+    QT_RETURN_IF_ERROR(quant::write_file_atomic(f.report, report_json(f, report, bytes)));
+  }
   return quant::onnx_io::save_model(*graph, f.output);
 }
 
@@ -123,12 +210,15 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", QTOOL_VERSION);
     Flags f;
     app.add_option("model", f.model, "float model (.onnx)")->required()->check(CLI::ExistingFile);
-    app.add_option("--profile", f.profile, "profile from qprofile (.json)")->required()->check(CLI::ExistingFile);
+    app.add_option("--profile", f.profile, "profile from qprofile (.json); not with --dynamic")->check(CLI::ExistingFile);
     app.add_option("-o,--output", f.output, "quantized model to write (.onnx)")->required();
     app.add_option("--schema", f.schema, "asymmetric|symmetric|symmetric-uint8|power2-scale")
         ->check(CLI::IsMember({"asymmetric", "symmetric", "symmetric-uint8", "power2-scale"}));
     app.add_option("--activations", f.activations, "activation precision")->check(CLI::IsMember({"uint8", "int8", "int16"}));
-    app.add_option("--weights", f.weights, "weight precision")->check(CLI::IsMember({"int8"}));
+    app.add_option("--weights", f.weights, "weight precision (int4: MatMul/Gemm, groups along K)")
+        ->check(CLI::IsMember({"int8", "int4"}));
+    app.add_option("--group-size", f.group_size, "int4 weights: values per group along K (32, 64, 128, 256; default 32)");
+    app.add_flag("--dynamic", f.dynamic, "quantize activations at run time (no profile)");
     auto* pt = app.add_flag("--per-tensor", f.per_tensor, "one scale per weight tensor");
     app.add_flag("--per-channel", f.per_channel, "one scale per output channel (default)")->excludes(pt);
     app.add_option("--calibration", f.calibration, "minmax|percentile[:P]|kl|mse");

@@ -175,6 +175,11 @@ constexpr std::array kKernels = {
     KernelEntry{"com.microsoft", "QLinearConcat", make_qlinear_concat},
     KernelEntry{"com.microsoft", "QLinearAveragePool", make_qlinear_averagepool},
     KernelEntry{"com.microsoft", "QLinearGlobalAveragePool", make_qlinear_global_averagepool},
+    // dynamic quantization (ops_dynamic.cpp)
+    KernelEntry{"", "DynamicQuantizeLinear", make_dynamic_quantize_linear},
+    KernelEntry{"", "MatMulInteger", make_matmul_integer},
+    KernelEntry{"", "ConvInteger", make_conv_integer},
+    KernelEntry{"com.microsoft", "MatMulNBits", make_matmul_nbits},
 };
 
 }  // namespace

@@ -205,6 +205,11 @@ KernelResult make_lstm(const KernelContext&);
 KernelResult make_if(const KernelContext&);
 KernelResult make_loop(const KernelContext&);
 KernelResult make_scan(const KernelContext&);
+// dynamic quantization: ops_dynamic.cpp
+KernelResult make_dynamic_quantize_linear(const KernelContext&);
+KernelResult make_matmul_integer(const KernelContext&);
+KernelResult make_conv_integer(const KernelContext&);
+KernelResult make_matmul_nbits(const KernelContext&);
 
 // auto_pad attribute of Conv and the pools.
 Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);

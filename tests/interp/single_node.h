@@ -16,6 +16,7 @@ struct NodeSpec {
       : op_type(std::move(op)), opset(set), inputs(std::move(ins)) {}
   std::string op_type;
   int64_t opset = 13;
+  std::string domain;                   // "" = ai.onnx; others are imported at version 1
   std::vector<Tensor> inputs;           // empty Tensor = omitted optional input
   std::vector<bool> constant_inputs;    // inputs given as initializers (default: none)
   std::map<std::string, ir::Attribute> attributes;
@@ -26,6 +27,7 @@ struct NodeSpec {
 inline Expected<std::vector<Tensor>> run_node(const NodeSpec& spec) {
   ir::Graph g;
   g.opset_imports[""] = spec.opset;
+  if (!spec.domain.empty()) g.opset_imports[spec.domain] = 1;
   std::vector<ir::Value*> ins;
   std::vector<Tensor> feeds;
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
@@ -46,7 +48,7 @@ inline Expected<std::vector<Tensor>> run_node(const NodeSpec& spec) {
   }
   std::vector<ir::Value*> outs;
   for (size_t k = 0; k < spec.num_outputs; ++k) outs.push_back(g.add_value("out" + std::to_string(k)));
-  ir::Node* n = g.add_node(spec.op_type, ins, outs, "node");
+  ir::Node* n = g.add_node(spec.op_type, ins, outs, "node", spec.domain);
   n->attributes = spec.attributes;
   g.outputs = outs;
   QT_ASSIGN_OR_RETURN(auto session, interp::Session::create(g));

@@ -1,0 +1,327 @@
+#include "libquant/passes/dynamic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "libquant/calib/params.h"
+#include "libquant/kernels/int4_matmul.h"
+#include "libquant/kernels/quantize.h"
+
+namespace quant::passes {
+namespace {
+
+ir::Value* new_constant(ir::Graph& g, const std::string& base, Tensor t) {
+  ir::Value* v = g.add_value(g.unique_name(base));
+  v->dtype = t.dtype();
+  v->has_shape = true;
+  v->shape = t.shape();
+  v->dim_names.assign(v->shape.size(), "");
+  v->constant = std::make_unique<Tensor>(std::move(t));
+  return v;
+}
+
+ir::Value* new_value(ir::Graph& g, const std::string& base, DType dtype) {
+  ir::Value* v = g.add_value(g.unique_name(base));
+  v->dtype = dtype;
+  return v;
+}
+
+// W [rows, cols] transposed.
+Tensor transposed(const Tensor& w) {
+  const int64_t r = w.dim(0), c = w.dim(1);
+  Tensor t(DType::Float32, {c, r});
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) t.data<float>()[j * r + i] = w.data<float>()[i * c + j];
+  return t;
+}
+
+// A MatMul / Gemm reduced to Y = X [.., K] x W [K, N] (+ bias [N]).
+struct Linear {
+  ir::Value* x = nullptr;
+  Tensor w;                       // [K, N], alpha folded in
+  std::optional<Tensor> bias;     // [N], beta folded in
+  std::string why_not;            // non-empty: stays float
+};
+
+Linear as_linear(const ir::Node& n) {
+  Linear l;
+  const Tensor* w = n.inputs.size() > 1 ? ir::constant_data(n.inputs[1]) : nullptr;
+  if (!w || w->dtype() != DType::Float32 || w->rank() != 2) {
+    l.why_not = "weight is not a constant 2-D float tensor";
+    return l;
+  }
+  l.x = n.inputs[0];
+  if (!l.x || ir::constant_data(l.x)) {
+    l.why_not = "input is a constant";
+    return l;
+  }
+  if (n.op_type == "MatMul") {
+    if (l.x->has_shape && l.x->shape.size() < 2) {
+      l.why_not = "1-D input (MatMulInteger wants rank >= 2)";
+      return l;
+    }
+    l.w = *w;
+    return l;
+  }
+  // Gemm (opset 7-13): Y = alpha * A' B' + beta * C.
+  if (n.attr_int("transA", 0) != 0) {
+    l.why_not = "Gemm with transA";
+    return l;
+  }
+  l.w = n.attr_int("transB", 0) ? transposed(*w) : *w;
+  const float alpha = n.attr_float("alpha", 1.0f), beta = n.attr_float("beta", 1.0f);
+  for (float& v : l.w.values<float>()) v *= alpha;
+  const int64_t N = l.w.dim(1);
+  if (n.inputs.size() > 2 && n.inputs[2]) {
+    const Tensor* c = ir::constant_data(n.inputs[2]);
+    if (!c || c->dtype() != DType::Float32 || (c->size() != N && c->size() != 1) || (c->rank() == 2 && c->dim(0) != 1)) {
+      l.why_not = "Gemm C is not a constant broadcast along rows";
+      return l;
+    }
+    Tensor b(DType::Float32, {N});
+    for (int64_t i = 0; i < N; ++i) b.data<float>()[i] = beta * c->data<float>()[c->size() == 1 ? 0 : i];
+    l.bias = std::move(b);
+  }
+  return l;
+}
+
+class DynamicBuilder {
+ public:
+  DynamicBuilder(ir::Graph& g, const DynamicOptions& o) : g_(g), o_(o) {}
+  Expected<QuantizeReport> run();
+
+ private:
+  struct DynamicInput {
+    ir::Value *q, *scale, *zero_point;
+  };
+  DynamicInput quantized_input(ir::Node* before, ir::Value* x);
+  void rewrite_int8_linear(ir::Node* n, Linear& l);
+  void rewrite_int4_linear(ir::Node* n, Linear& l);
+  std::string rewrite_conv(ir::Node* n);
+  ir::Value* constant(const std::string& base, Tensor t);
+  ir::Value* rescale(ir::Node* before, const std::string& base, ir::Value* acc, const DynamicInput& in,
+                     Tensor w_scale, ir::Value* out, const std::optional<Tensor>& bias);
+
+  ir::Graph& g_;
+  const DynamicOptions& o_;
+  QuantizeReport report_;
+  std::map<const ir::Value*, DynamicInput> dynamic_inputs_;  // one DynamicQuantizeLinear per activation
+  std::map<std::string, ir::Value*> constants_by_content_;
+};
+
+// Exporters share one initializer between layers with equal weights (PyTorch
+// deduplicates them, qconvert's constant folding then copies them through
+// Identity); quantized constants with equal content are stored once again.
+ir::Value* DynamicBuilder::constant(const std::string& base, Tensor t) {
+  std::string key = std::to_string(static_cast<int>(t.dtype())) + dims_to_string(t.shape());
+  key.append(static_cast<const char*>(t.raw()), t.byte_size());
+  auto [it, fresh] = constants_by_content_.try_emplace(std::move(key), nullptr);
+  if (fresh) it->second = new_constant(g_, base, std::move(t));
+  return it->second;
+}
+
+DynamicBuilder::DynamicInput DynamicBuilder::quantized_input(ir::Node* before, ir::Value* x) {
+  auto it = dynamic_inputs_.find(x);
+  if (it != dynamic_inputs_.end()) return it->second;
+  DynamicInput d{new_value(g_, x->name() + "_quantized", DType::UInt8), new_value(g_, x->name() + "_scale", DType::Float32),
+                 new_value(g_, x->name() + "_zero_point", DType::UInt8)};
+  d.q->has_shape = x->has_shape;
+  d.q->shape = x->shape;
+  d.q->dim_names = x->dim_names;
+  g_.insert_node(before, "DynamicQuantizeLinear", {x}, {d.q, d.scale, d.zero_point},
+                 g_.unique_name(x->name() + "_DynamicQuantizeLinear"));
+  dynamic_inputs_[x] = d;
+  return d;
+}
+
+// y = float(acc) * (x_scale * w_scale) (+ bias), written to `out`.
+ir::Value* DynamicBuilder::rescale(ir::Node* before, const std::string& base, ir::Value* acc, const DynamicInput& in,
+                                   Tensor w_scale, ir::Value* out, const std::optional<Tensor>& bias) {
+  ir::Value* accf = new_value(g_, base + "_float", DType::Float32);
+  ir::Node* cast = g_.insert_node(before, "Cast", {acc}, {accf}, g_.unique_name(base + "_Cast"));
+  cast->attributes["to"] = ir::Attribute::of_int(static_cast<int64_t>(DType::Float32));
+  ir::Value* ws = constant(base + "_weight_scale", std::move(w_scale));
+  ir::Value* s = new_value(g_, base + "_output_scale", DType::Float32);
+  g_.insert_node(before, "Mul", {in.scale, ws}, {s}, g_.unique_name(base + "_scale_Mul"));
+  ir::Value* scaled = bias ? new_value(g_, base + "_scaled", DType::Float32) : out;
+  g_.insert_node(before, "Mul", {accf, s}, {scaled}, g_.unique_name(base + "_Mul"));
+  if (bias) {
+    ir::Value* b = constant(base + "_bias", *bias);
+    g_.insert_node(before, "Add", {scaled, b}, {out}, g_.unique_name(base + "_bias_Add"));
+  }
+  return out;
+}
+
+void DynamicBuilder::rewrite_int8_linear(ir::Node* n, Linear& l) {
+  const int64_t K = l.w.dim(0), N = l.w.dim(1);
+  // Symmetric int8 per output column (axis 1 of [K, N]), zero point 0.
+  QuantParams p = calib::choose_weight_params(l.w, 1, DType::Int8, calib::Schema::Symmetric);
+  Tensor q(DType::Int8, {K, N});
+  kernels::quantize_linear<int8_t>(l.w.data<float>(), q.data<int8_t>(), K, N, 1, p.scale.data(), nullptr, 0, N);
+  const std::string base = n->name.empty() ? n->outputs[0]->name() : n->name;
+  DynamicInput in = quantized_input(n, l.x);
+  ir::Value* wq = constant(n->inputs[1]->name() + "_quantized", std::move(q));
+  ir::Value* acc = new_value(g_, base + "_int32", DType::Int32);
+  g_.insert_node(n, "MatMulInteger", {in.q, wq, in.zero_point}, {acc}, g_.unique_name(base + "_MatMulInteger"));
+  rescale(n, base, acc, in, Tensor::from_vector<float>({N}, p.scale), n->outputs[0], l.bias);
+  report_.tensors.push_back({n->inputs[1]->name(), "weight", "absmax per column, int8 symmetric", {0, 0}, p});
+}
+
+void DynamicBuilder::rewrite_int4_linear(ir::Node* n, Linear& l) {
+  const int64_t K = l.w.dim(0), N = l.w.dim(1), G = o_.group_size;
+  const int64_t nb = (K + G - 1) / G;
+  const Tensor wt = transposed(l.w);  // [N, K]: groups run along K
+  std::vector<int8_t> values(static_cast<size_t>(N * K));
+  Tensor scales(DType::Float32, {N * nb});
+  for (int64_t r = 0; r < N; ++r) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t k0 = b * G, k1 = std::min(K, k0 + G);
+      float absmax = 0;
+      for (int64_t k = k0; k < k1; ++k) {
+        const float v = wt.data<float>()[r * K + k];
+        if (std::isfinite(v)) absmax = std::max(absmax, std::fabs(v));
+      }
+      // torchao get_group_qparams_symmetric: absmax / ((qmax - qmin) / 2), at least eps.
+      const float s = std::max(absmax / 7.5f, std::numeric_limits<float>::epsilon());
+      scales.data<float>()[r * nb + b] = s;
+      for (int64_t k = k0; k < k1; ++k) {
+        float v = std::nearbyint(wt.data<float>()[r * K + k] / s);
+        if (std::isnan(v)) v = 0;
+        values[static_cast<size_t>(r * K + k)] = static_cast<int8_t>(std::clamp(v, -8.0f, 7.0f));
+      }
+    }
+  }
+  Tensor packed(DType::UInt8, {N, nb, G / 2});
+  kernels::pack_int4_blocks(values.data(), N, K, G, packed.data<uint8_t>());
+  const std::string base = n->name.empty() ? n->outputs[0]->name() : n->name;
+  const std::string wname = n->inputs[1]->name();
+  std::vector<ir::Value*> inputs = {l.x, constant(wname + "_int4", std::move(packed)),
+                                    constant(wname + "_scale", scales)};
+  if (l.bias) {
+    // MatMulNBits inputs: A, B, scales, zero_points, g_idx, bias.
+    inputs.push_back(nullptr);
+    inputs.push_back(nullptr);
+    inputs.push_back(constant(wname + "_bias", *l.bias));
+  }
+  ir::Node* mm = g_.insert_node(n, "MatMulNBits", inputs, {n->outputs[0]}, g_.unique_name(base + "_MatMulNBits"),
+                                "com.microsoft");
+  mm->attributes["K"] = ir::Attribute::of_int(K);
+  mm->attributes["N"] = ir::Attribute::of_int(N);
+  mm->attributes["bits"] = ir::Attribute::of_int(4);
+  mm->attributes["block_size"] = ir::Attribute::of_int(G);
+  mm->attributes["accuracy_level"] = ir::Attribute::of_int(o_.accuracy_level);
+  QuantParams p;
+  p.qtype = DType::Int4;
+  p.scale.assign(scales.data<float>(), scales.data<float>() + scales.size());
+  p.zero_point.assign(p.scale.size(), 0);
+  p.axis = 0;
+  p.block_size = G;
+  report_.tensors.push_back({wname, "weight",
+                             "int4 symmetric per group of " + std::to_string(G) + " along K (absmax / 7.5)", {0, 0}, p});
+}
+
+// Conv -> DynamicQuantizeLinear + ConvInteger + Cast + Mul (+ Add bias).
+std::string DynamicBuilder::rewrite_conv(ir::Node* n) {
+  const Tensor* w = n->inputs.size() > 1 ? ir::constant_data(n->inputs[1]) : nullptr;
+  if (!w || w->dtype() != DType::Float32 || w->rank() < 3) return "weight is not a constant float tensor";
+  ir::Value* x = n->inputs[0];
+  if (!x || ir::constant_data(x)) return "input is a constant";
+  std::optional<Tensor> bias;
+  if (n->inputs.size() > 2 && n->inputs[2]) {
+    const Tensor* b = ir::constant_data(n->inputs[2]);
+    if (!b || b->dtype() != DType::Float32) return "bias is not a constant float tensor";
+    if (b->size() != w->dim(0)) return "bias does not have one value per output channel";
+    bias = *b;
+  }
+  const int64_t M = w->dim(0), inner = w->size() / std::max<int64_t>(M, 1);
+  QuantParams p = calib::choose_weight_params(*w, 0, DType::Int8, calib::Schema::Symmetric);
+  // ONNX Runtime's ConvInteger takes uint8 weights with one zero point: the
+  // symmetric int8 codes shifted by 128 (zero point 128) are the same values.
+  std::vector<uint8_t> zp(static_cast<size_t>(M), 128);
+  Tensor q(DType::UInt8, w->shape());
+  kernels::quantize_linear<uint8_t>(w->data<float>(), q.data<uint8_t>(), 1, M, inner, p.scale.data(), zp.data(), 0, M);
+  const std::string base = n->name.empty() ? n->outputs[0]->name() : n->name;
+  DynamicInput in = quantized_input(n, x);
+  ir::Value* wq = constant(n->inputs[1]->name() + "_quantized", std::move(q));
+  ir::Value* wz = constant(n->inputs[1]->name() + "_zero_point", Tensor::scalar<uint8_t>(128));
+  ir::Value* acc = new_value(g_, base + "_int32", DType::Int32);
+  ir::Node* conv = g_.insert_node(n, "ConvInteger", {in.q, wq, in.zero_point, wz}, {acc}, g_.unique_name(base + "_ConvInteger"));
+  for (const char* a : {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})
+    if (const ir::Attribute* attr = n->find_attribute(a)) conv->attributes[a] = *attr;
+  // Per-channel scales and bias broadcast as [M, 1, ...] against [N, M, spatial...].
+  Dims col(static_cast<size_t>(w->rank() - 1), 1);
+  col[0] = M;
+  Tensor scale = Tensor::from_vector<float>(col, p.scale);
+  if (bias) bias->reshape(col);
+  rescale(n, base, acc, in, std::move(scale), n->outputs[0], bias);
+  p.qtype = DType::UInt8;
+  p.zero_point.assign(static_cast<size_t>(M), 128);
+  report_.tensors.push_back({n->inputs[1]->name(), "weight", "absmax per channel, int8 symmetric stored as uint8 + 128",
+                             {0, 0}, p});
+  return "";
+}
+
+Expected<QuantizeReport> DynamicBuilder::run() {
+  const bool int4 = o_.weights == DType::Int4;
+  if (!int4 && g_.opset() < 11)
+    return Status::bad_input("dynamic quantization needs opset >= 11 (DynamicQuantizeLinear), the model has " +
+                             std::to_string(g_.opset()));
+  if (int4) QT_RETURN_IF_ERROR(check_group_size(o_.group_size));
+  QT_ASSIGN_OR_RETURN(auto order, g_.topological_order());
+  std::vector<ir::Node*> rewritten;
+  for (ir::Node* n : order) {
+    const bool linear = n->domain.empty() && (n->op_type == "MatMul" || n->op_type == "Gemm");
+    const bool conv = n->domain.empty() && n->op_type == "Conv" && o_.conv && !int4;
+    std::string why;
+    if (o_.exclude_nodes.count(n->name)) why = "excluded by --exclude-node";
+    else if (o_.exclude_ops.count(n->op_type)) why = "excluded by --exclude-op";
+    else if (!linear && !conv)
+      why = int4 && n->op_type == "Conv" ? "int4 weights are for MatMul/Gemm only" : "no dynamic form: stays float";
+    if (why.empty() && linear) {
+      Linear l = as_linear(*n);
+      why = l.why_not;
+      if (why.empty()) int4 ? rewrite_int4_linear(n, l) : rewrite_int8_linear(n, l);
+    } else if (why.empty()) {
+      why = rewrite_conv(n);
+    }
+    if (why.empty()) rewritten.push_back(n);
+    const char* form = int4 ? (o_.accuracy_level == 4 ? "MatMulNBits, int8 activations per row at run time x int4 weights"
+                                                       : "MatMulNBits, float activations x int4 weights (weight-only)")
+                            : n->op_type == "Conv" ? "DynamicQuantizeLinear + ConvInteger" : "DynamicQuantizeLinear + MatMulInteger";
+    report_.nodes.push_back({n->name, n->op_type, why.empty(), why.empty() ? form : why});
+  }
+  for (ir::Node* n : rewritten) g_.remove_node(n);
+  if (int4 && !rewritten.empty()) g_.opset_imports.try_emplace("com.microsoft", 1);
+  g_.remove_unused_values();
+  QT_RETURN_IF_ERROR(g_.sort_topologically());
+  QT_RETURN_IF_ERROR(ir::verify(g_));
+  return report_;
+}
+
+}  // namespace
+
+Status check_group_size(int64_t group_size) {
+  if (group_size < 16 || group_size > 256 || (group_size & (group_size - 1)) != 0)
+    return Status::bad_input("group size " + std::to_string(group_size) +
+                             " must be a power of two from 16 to 256 (32, 64, 128, 256 for torchao's scheme)");
+  return Status::ok();
+}
+
+Expected<QuantizeReport> quantize_dynamic(ir::Graph& graph, const DynamicOptions& options) {
+  DynamicBuilder builder(graph, options);
+  return builder.run();
+}
+
+int64_t initializer_bytes(const ir::Graph& graph) {
+  int64_t total = 0;
+  for (const ir::Value* v : graph.initializers()) {
+    const Tensor& t = *v->constant;
+    const bool packed = t.dtype() == DType::Int4 || t.dtype() == DType::UInt4;
+    total += packed ? (t.size() + 1) / 2 : static_cast<int64_t>(t.byte_size());
+  }
+  return total;
+}
+
+}  // namespace quant::passes

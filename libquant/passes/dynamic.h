@@ -1,0 +1,64 @@
+// Dynamic quantization (qconvert --dynamic): weights quantized at conversion,
+// activations at run time, so no profile is needed. Also the 4-bit grouped
+// weights of static weight-only conversion (qconvert --weights int4).
+//
+// Forms emitted, all run by ONNX Runtime 1.20's CPU provider:
+//  - int8: MatMul / Gemm -> DynamicQuantizeLinear + MatMulInteger (uint8 x
+//    int8, symmetric per-column weights) + Cast + Mul by x_scale * w_scale[n]
+//    (+ Add of beta * C for Gemm); Conv -> DynamicQuantizeLinear + ConvInteger
+//    (uint8 weights, zero point 128: ONNX Runtime's ConvInteger takes uint8
+//    weights with a per-tensor zero point; per-channel scales go into the Mul)
+//    + Cast + Mul (+ Add bias). All ai.onnx ops of opset 10/11, so the ONNX
+//    checker validates the result.
+//  - int4: MatMul / Gemm -> com.microsoft MatMulNBits (bits 4, block_size G,
+//    codes packed two per byte, implicit zero point 8, bias input for Gemm's C).
+//    Why MatMulNBits rather than opset-21 DequantizeLinear(block_size) + INT4
+//    initializers: (1) torchao's scheme quantizes activations per row (token);
+//    standard ONNX only has per-tensor DynamicQuantizeLinear, and the opset-21
+//    form is a float MatMul on dequantized weights, not an int8 x int4 product;
+//    MatMulNBits with accuracy_level 4 tells the runtime that A may be
+//    quantized to int8 at run time, which is exactly the scheme (ONNX Runtime
+//    then runs its int8 x int4 block kernel). (2) It stores the weights at 4
+//    bits + one float scale per group (~0.16x float for G = 32). (3) Opset 21
+//    and INT4 are unknown to Debian's ONNX checker (1.12), while a com.microsoft
+//    node leaves the rest of the model checkable.
+//    Scheme (torchao Int8DynActInt4Weight): per output column n and group g of
+//    G consecutive k, scale = max(absmax / 7.5, float eps) (get_group_qparams_symmetric),
+//    q = clamp(round_half_even(w / scale), -8, 7). A K that G does not divide
+//    gets a shorter last group (MatMulNBits pads the blob; torchao pads K with
+//    zeros, which quantize to 0: the same arithmetic).
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "libquant/core/status.h"
+#include "libquant/ir/graph.h"
+#include "libquant/passes/qdq.h"
+
+namespace quant::passes {
+
+struct DynamicOptions {
+  DType weights = DType::Int8;  // Int8 or Int4
+  int64_t group_size = 32;      // Int4: a power of two, 16..256 (MatMulNBits block_size)
+  // Int4: 4 quantizes activations to int8 at run time (dynamic); 0 keeps them
+  // float (weight-only, the static --weights int4 mode).
+  int64_t accuracy_level = 4;
+  bool conv = true;  // Int8: Conv too (ConvInteger)
+  std::set<std::string> exclude_nodes;
+  std::set<std::string> exclude_ops;
+};
+
+// Checks the group size: a power of two from 16 to 256 (MatMulNBits needs a
+// power of two >= 16; torchao's scheme uses 32..256). bad_input otherwise.
+Status check_group_size(int64_t group_size);
+
+// Rewrites every MatMul / Gemm (and Conv for int8) with a constant float
+// weight. Nodes it cannot rewrite stay float, with the reason in the report.
+// The final output of each rewritten node keeps its value name.
+Expected<QuantizeReport> quantize_dynamic(ir::Graph& graph, const DynamicOptions& options);
+
+// Bytes of all initializers as stored in the ONNX file (qconvert --report).
+int64_t initializer_bytes(const ir::Graph& graph);
+
+}  // namespace quant::passes

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# ONNX Runtime runs qconvert --dynamic's forms (DynamicQuantizeLinear +
+# MatMulInteger / ConvInteger, and com.microsoft MatMulNBits for int4) and
+# agrees with qrun: int8 to float rounding (the integer parts are exact), int4
+# within the difference of the two runtimes' int8 activation quantization
+# (qrun: per row, as torchao; ONNX Runtime: per block of K).
+set -euo pipefail
+bin=${QTOOL_BIN:?}
+src=${QTOOL_SOURCE_DIR:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+[ -f "$src/.cache/ort/node_modules/onnxruntime-node/package.json" ] || "$src/scripts/setup_ort.sh"
+snr() { /usr/bin/python3 "$src/tests/zoo/snr_table.py" "$@"; }
+both() {  # both MODEL DATA NAME: qrun and ORT outputs of MODEL into $tmp/{qrun,ort}_NAME
+  "$bin/qrun" "$1" --data "$2" -o "$tmp/qrun_$3" --quiet
+  node "$src/tests/interop/ort_run.js" "$1" "$2" "$tmp/ort_$3" >/dev/null
+}
+
+/usr/bin/python3 "$src/tests/e2e/dynamic_models.py" make "$tmp/m"
+for name in linear gemm; do
+  "$bin/qconvert" "$tmp/m/$name.onnx" --dynamic -o "$tmp/${name}_int8.onnx"
+  /usr/bin/python3 "$src/tests/interop/check_model.py" "$tmp/${name}_int8.onnx" >/dev/null
+  both "$tmp/${name}_int8.onnx" "$tmp/m/${name}_in" "${name}_int8"
+  snr "$name int8 qrun vs ORT" "$tmp/ort_${name}_int8" "$tmp/qrun_${name}_int8" 100
+  for g in 32 128; do
+    "$bin/qconvert" "$tmp/m/$name.onnx" --dynamic --weights int4 --group-size $g -o "$tmp/${name}_$g.onnx"
+    both "$tmp/${name}_$g.onnx" "$tmp/m/${name}_in" "${name}_$g"
+    snr "$name int4 G=$g qrun vs ORT" "$tmp/ort_${name}_$g" "$tmp/qrun_${name}_$g" 25
+  done
+done
+
+# Conv through ConvInteger (uint8 weights, zero point 128) on the digits CNN.
+model="$src/samples/digits_cnn.onnx"
+"$bin/qconvert" "$model" --dynamic -o "$tmp/cnn.onnx"
+/usr/bin/python3 "$src/tests/interop/check_model.py" "$tmp/cnn.onnx" >/dev/null
+both "$tmp/cnn.onnx" "$src/samples/digits/test" cnn
+snr "digits CNN int8 qrun vs ORT" "$tmp/ort_cnn" "$tmp/qrun_cnn" 100
+/usr/bin/python3 "$src/tests/interop/compare_outputs.py" "$tmp/qrun_cnn" "$tmp/ort_cnn" --top1 >/dev/null
+echo "dynamic interop ok"

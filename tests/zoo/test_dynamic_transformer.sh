@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Dynamic quantization of the zoo transformer encoder (scripts/make_zoo.sh):
+#   int8 (qconvert --dynamic): SNR vs float >= 30 dB;
+#   int4 G = 32 (--dynamic --weights int4, torchao's Int8DynActInt4Weight as
+#   MatMulNBits): SNR vs float >= 15 dB and the file at most 0.35x the float file;
+# ONNX Runtime runs both, and its outputs agree with qrun's. Prints every number.
+set -euo pipefail
+bin=${QTOOL_BIN:?QTOOL_BIN must point at the build directory}
+src=${QTOOL_SOURCE_DIR:?QTOOL_SOURCE_DIR must point at the repository}
+export ZOO_DIR=${ZOO_DIR:-$src/.cache/zoo}
+d="$ZOO_DIR/transformer_encoder"
+[ -f "$d/DONE" ] || bash "$src/scripts/make_zoo.sh" --only transformer_encoder
+[ -f "$src/.cache/ort/node_modules/onnxruntime-node/package.json" ] || "$src/scripts/setup_ort.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+snr() { /usr/bin/python3 "$src/tests/zoo/snr_table.py" "$@" || failed=1; }
+failed=0
+
+"$bin/qconvert" "$d/model.onnx" --dynamic -o "$tmp/int8.onnx" --report "$tmp/int8.json"
+"$bin/qconvert" "$d/model.onnx" --dynamic --weights int4 --group-size 32 -o "$tmp/int4.onnx" --report "$tmp/int4.json"
+/usr/bin/python3 "$src/tests/interop/check_model.py" "$tmp/int8.onnx" >/dev/null
+for q in int8 int4; do
+  "$bin/qrun" "$tmp/$q.onnx" --data "$d/inputs" -o "$tmp/qrun_$q" --quiet
+  node "$src/tests/interop/ort_run.js" "$tmp/$q.onnx" "$d/inputs" "$tmp/ort_$q" >/dev/null
+done
+snr "int8 qrun vs float" "$d/expected" "$tmp/qrun_int8" 30
+snr "int8 ORT  vs float" "$d/expected" "$tmp/ort_int8" 30
+snr "int8 qrun vs ORT" "$tmp/ort_int8" "$tmp/qrun_int8" 80
+snr "int4 G=32 qrun vs float" "$d/expected" "$tmp/qrun_int4" 15
+snr "int4 G=32 ORT  vs float" "$d/expected" "$tmp/ort_int4" 15
+snr "int4 G=32 qrun vs ORT" "$tmp/ort_int4" "$tmp/qrun_int4" 35
+float_bytes=$(stat -c %s "$d/model.onnx")
+int4_bytes=$(stat -c %s "$tmp/int4.onnx")
+int8_bytes=$(stat -c %s "$tmp/int8.onnx")
+/usr/bin/python3 - "$float_bytes" "$int8_bytes" "$int4_bytes" "$tmp/int4.json" <<'PY' || failed=1
+import json, sys
+f, i8, i4 = (int(x) for x in sys.argv[1:4])
+r = json.load(open(sys.argv[4]))["weight_bytes"]
+print("file bytes: float %d, int8 %d (%.3fx), int4 G=32 %d (%.3fx, max 0.35x); report: weights %d -> %d bytes"
+      % (f, i8, i8 / f, i4, i4 / f, r["before"], r["after"]))
+sys.exit(0 if i4 <= 0.35 * f else 1)
+PY
+[ "$failed" -eq 0 ] || { echo "dynamic transformer: FAILED" >&2; exit 1; }
+echo "dynamic transformer ok"
