@@ -59,6 +59,8 @@ KernelResult make_constant(const KernelContext&);
 // ops_quant.cpp
 KernelResult make_quantize_linear(const KernelContext&);
 KernelResult make_dequantize_linear(const KernelContext&);
+// ops_lookup.cpp: ai.qtool QLinearLookup
+KernelResult make_qlinear_lookup(const KernelContext&);
 // elementwise (ops-elem): ops_elementwise.cpp, ops_unary.cpp, ops_logic.cpp,
 // ops_cast.cpp (Add/Sub/Mul/Div above are in ops_elementwise.cpp, Relu/Clip/
 // Sigmoid in ops_unary.cpp)
