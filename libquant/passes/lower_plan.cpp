@@ -80,16 +80,18 @@ LoweringPlan describe_plan(const ir::Graph& graph, const Lowering* lowering) {
                                  n->outputs.empty() || !n->outputs[0] ? "" : n->outputs[0]->name(), format_params(*n)});
       continue;
     }
-    bool reads_integer = false;
-    for (const ir::Value* v : n->inputs) reads_integer = reads_integer || (v && integer.count(v));
-    if (is_integer_op(*n) || reads_integer) {
+    // Integer data flows through integer ops and ops that move it; Shape of
+    // an integer tensor reads no data and writes none that is quantized.
+    const bool moves_integer = n->input(0) && integer.count(n->input(0)) && (moves_data_only(*n) || n->op_type == "Clip");
+    const bool lowered_here = lowering && lowering->lowered.count(n->name);
+    if (is_integer_op(*n) || moves_integer || lowered_here) {
       std::string detail = "integer in the model";
       if (lowering) {
         auto it = lowering->lowered.find(n->name);
         if (it != lowering->lowered.end()) detail = "lowered: " + it->second;
       }
       plan.integer_ops.push_back({n->name, qualified(*n), detail});
-      if (!writes_float(*n))
+      if ((is_integer_op(*n) || moves_integer) && !writes_float(*n))
         for (const ir::Value* v : n->outputs)
           if (v && v->dtype != DType::Float32) integer.insert(v);
       continue;
