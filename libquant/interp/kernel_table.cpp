@@ -167,6 +167,16 @@ constexpr std::array kKernels = {
     KernelEntry{"", "If", make_if},
     KernelEntry{"", "Loop", make_loop},
     KernelEntry{"", "Scan", make_scan},
+    // integer kernels of the QOperator form (intk): ops_qlinear_*.cpp
+    KernelEntry{"", "QLinearConv", make_qlinear_conv},
+    KernelEntry{"", "QLinearMatMul", make_qlinear_matmul},
+    KernelEntry{"com.microsoft", "QLinearAdd", make_qlinear_add},
+    KernelEntry{"com.microsoft", "QLinearMul", make_qlinear_mul},
+    KernelEntry{"com.microsoft", "QLinearSigmoid", make_qlinear_sigmoid},
+    KernelEntry{"com.microsoft", "QLinearLeakyRelu", make_qlinear_leaky_relu},
+    KernelEntry{"com.microsoft", "QLinearConcat", make_qlinear_concat},
+    KernelEntry{"com.microsoft", "QLinearAveragePool", make_qlinear_averagepool},
+    KernelEntry{"com.microsoft", "QLinearGlobalAveragePool", make_qlinear_global_averagepool},
 };
 
 }  // namespace

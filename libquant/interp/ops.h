@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "libquant/interp/kernel.h"
+#include "libquant/kernels/conv.h"
+#include "libquant/kernels/pool.h"
 #include "libquant/kernels/shape_util.h"
 
 namespace quant::interp {
@@ -61,6 +63,17 @@ KernelResult make_quantize_linear(const KernelContext&);
 KernelResult make_dequantize_linear(const KernelContext&);
 // ops_lookup.cpp: ai.qtool QLinearLookup
 KernelResult make_qlinear_lookup(const KernelContext&);
+// integer kernels of the QOperator form (intk): ops_qlinear_conv.cpp,
+// ops_qlinear_matmul.cpp, ops_qlinear_eltwise.cpp, ops_qlinear_pool.cpp
+KernelResult make_qlinear_conv(const KernelContext&);
+KernelResult make_qlinear_matmul(const KernelContext&);
+KernelResult make_qlinear_add(const KernelContext&);
+KernelResult make_qlinear_mul(const KernelContext&);
+KernelResult make_qlinear_sigmoid(const KernelContext&);
+KernelResult make_qlinear_leaky_relu(const KernelContext&);
+KernelResult make_qlinear_concat(const KernelContext&);
+KernelResult make_qlinear_averagepool(const KernelContext&);
+KernelResult make_qlinear_global_averagepool(const KernelContext&);
 // elementwise (ops-elem): ops_elementwise.cpp, ops_unary.cpp, ops_logic.cpp,
 // ops_cast.cpp (Add/Sub/Mul/Div above are in ops_elementwise.cpp, Relu/Clip/
 // Sigmoid in ops_unary.cpp)
@@ -204,6 +217,28 @@ Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node);
 inline constexpr int64_t kMaxSpatialAttribute = int64_t{1} << 31;
 // bad_input naming `what` when a value of `values` exceeds kMaxSpatialAttribute.
 Status check_spatial_attribute(const ir::Node& node, const char* what, const Dims& values);
+
+// Conv attributes and geometry (ops_nn.cpp), shared by Conv and the integer
+// convolutions (QLinearConv, ConvInteger).
+struct ConvAttrs {
+  kernels::AutoPad auto_pad;
+  Dims dilations, kernel_shape, pads, strides;
+  int64_t group;
+};
+Expected<ConvAttrs> parse_conv_attrs(const ir::Node& node);
+// Geometry of ONNX Conv (opset 11) for x [N,C,spatial...] and w [M,C/group,k...].
+Expected<kernels::ConvGeometry> conv_geometry(const ConvAttrs& a, const Tensor& x, const Tensor& w);
+
+// Pooling attributes and geometry (ops_pool.cpp), shared by the float pools
+// and QLinearAveragePool.
+struct PoolAttrs {
+  kernels::AutoPad auto_pad;
+  bool ceil_mode;
+  Dims kernel_shape, pads, strides, dilations;
+};
+Expected<PoolAttrs> parse_pool_attrs(const ir::Node& node);
+Expected<kernels::PoolGeometry> pool_geometry(const ir::Node& node, const PoolAttrs& a, const Tensor& x);
+Dims pool_output_dims(const kernels::PoolGeometry& g);
 
 // Normalizes a possibly negative axis against `rank`; error names the node.
 Expected<int64_t> normalize_axis(const ir::Node& node, int64_t axis, int64_t rank);

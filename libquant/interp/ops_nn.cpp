@@ -15,13 +15,15 @@ Expected<kernels::AutoPad> parse_auto_pad(const ir::Node& node) {
   return Status::bad_input("unknown auto_pad '" + s + "'");
 }
 
-namespace {
-
-struct ConvAttrs {
-  kernels::AutoPad auto_pad;
-  Dims dilations, kernel_shape, pads, strides;
-  int64_t group;
-};
+Expected<ConvAttrs> parse_conv_attrs(const ir::Node& node) {
+  QT_ASSIGN_OR_RETURN(auto auto_pad, parse_auto_pad(node));
+  ConvAttrs attrs{auto_pad, node.attr_ints("dilations"), node.attr_ints("kernel_shape"), node.attr_ints("pads"),
+                  node.attr_ints("strides"), node.attr_int("group", 1)};
+  QT_RETURN_IF_ERROR(check_spatial_attribute(node, "dilations", attrs.dilations));
+  QT_RETURN_IF_ERROR(check_spatial_attribute(node, "pads", attrs.pads));
+  QT_RETURN_IF_ERROR(check_spatial_attribute(node, "strides", attrs.strides));
+  return attrs;
+}
 
 // Geometry of ONNX Conv (opset 11) for x [N,C,spatial...] and w [M,C/group,k...].
 Expected<kernels::ConvGeometry> conv_geometry(const ConvAttrs& a, const Tensor& x, const Tensor& w) {
@@ -63,16 +65,9 @@ Expected<kernels::ConvGeometry> conv_geometry(const ConvAttrs& a, const Tensor& 
   return g;
 }
 
-}  // namespace
-
 KernelResult make_conv(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
-  QT_ASSIGN_OR_RETURN(auto auto_pad, parse_auto_pad(node));
-  ConvAttrs attrs{auto_pad, node.attr_ints("dilations"), node.attr_ints("kernel_shape"), node.attr_ints("pads"),
-                  node.attr_ints("strides"), node.attr_int("group", 1)};
-  QT_RETURN_IF_ERROR(check_spatial_attribute(node, "dilations", attrs.dilations));
-  QT_RETURN_IF_ERROR(check_spatial_attribute(node, "pads", attrs.pads));
-  QT_RETURN_IF_ERROR(check_spatial_attribute(node, "strides", attrs.strides));
+  QT_ASSIGN_OR_RETURN(ConvAttrs attrs, parse_conv_attrs(node));
   return make_kernel([&node, attrs](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     const Tensor& x = *in[0];

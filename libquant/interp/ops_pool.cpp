@@ -6,13 +6,6 @@
 #include "libquant/kernels/pool.h"
 
 namespace quant::interp {
-namespace {
-
-struct PoolAttrs {
-  kernels::AutoPad auto_pad;
-  bool ceil_mode;
-  Dims kernel_shape, pads, strides, dilations;
-};
 
 Expected<PoolAttrs> parse_pool_attrs(const ir::Node& node) {
   QT_ASSIGN_OR_RETURN(auto auto_pad, parse_auto_pad(node));
@@ -63,8 +56,6 @@ Dims pool_output_dims(const kernels::PoolGeometry& g) {
   shape.insert(shape.end(), g.out_spatial.begin(), g.out_spatial.end());
   return shape;
 }
-
-}  // namespace
 
 // MaxPool: float, double, int8 and uint8 (opset 12); the optional Indices
 // output (opset 8) with storage_order 0 (row-major) or 1 (column-major).

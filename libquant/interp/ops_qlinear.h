@@ -1,0 +1,134 @@
+// Helpers shared by the QLinear* kernels (ops_qlinear_*.cpp): reading scales
+// and zero points, and building the per-node parameters (requantization
+// multipliers, lookup tables) once at prepare time when the scales and zero
+// points are constants of the graph (the usual case), or per run otherwise
+// (the ONNX node tests feed them as graph inputs).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "libquant/interp/ops.h"
+#include "libquant/kernels/requant.h"
+
+namespace quant::interp {
+
+// A per-tensor scale: float32, one element, positive and finite.
+inline Expected<float> scalar_scale(const Tensor* t, const char* what) {
+  if (!t) return Status::bad_input(std::string(what) + " is missing");
+  if (t->dtype() != DType::Float32 || t->size() != 1)
+    return Status::bad_input(std::string(what) + " must be one float32 value, got " + std::string(dtype_name(t->dtype())) +
+                             " " + dims_to_string(t->shape()));
+  const float s = t->data<float>()[0];
+  if (!(s > 0) || !std::isfinite(s)) return Status::bad_input(std::string(what) + " must be positive and finite, got " + std::to_string(s));
+  return s;
+}
+
+// A per-tensor zero point of type `want` (one element); absent means 0.
+inline Expected<int32_t> scalar_zero_point(const Tensor* t, DType want, const char* what) {
+  if (!t) return 0;
+  if (t->dtype() != want || t->size() != 1)
+    return Status::bad_input(std::string(what) + " must be one " + std::string(dtype_name(want)) + " value, got " +
+                             std::string(dtype_name(t->dtype())) + " " + dims_to_string(t->shape()));
+  return static_cast<int32_t>(t->as_int64(0));
+}
+
+// The requantization of an integer product: multipliers in_scale * w_scale[i]
+// / out_scale in float32, in that order, as ONNX Runtime's QLinearConv and
+// QLinearMatMul compute them; every w_scale must be positive and finite.
+inline Expected<kernels::Requantizer> product_requantizer(kernels::RequantMode mode, float in_scale, const Tensor& w_scale,
+                                                         const char* what, float out_scale, int32_t out_zero_point) {
+  std::vector<float> multipliers;
+  for (float s : w_scale.values<float>()) {
+    if (!(s > 0) || !std::isfinite(s)) return Status::bad_input(std::string(what) + " must be positive and finite, got " + std::to_string(s));
+    multipliers.push_back(in_scale * s / out_scale);
+  }
+  return kernels::make_requantizer(mode, multipliers, out_zero_point);
+}
+
+// Every element of an integer tensor as int32 (zero points).
+inline std::vector<int32_t> int32_values(const Tensor& t) {
+  std::vector<int32_t> v;
+  for (int64_t i = 0; i < t.size(); ++i) v.push_back(static_cast<int32_t>(t.as_int64(i)));
+  return v;
+}
+
+inline bool is_8bit(DType t) { return t == DType::UInt8 || t == DType::Int8; }
+
+inline kernels::RequantMode requant_mode(const KernelContext& ctx) {
+  return ctx.options.requant == Requant::FixedPoint ? kernels::RequantMode::FixedPoint : kernels::RequantMode::Float;
+}
+
+// Parameters built from some of a node's inputs (scales, zero points).
+// `build(inputs)` reads only the inputs listed in `param_inputs`. When all of
+// them are constants of the graph, it runs once here, at prepare time (errors
+// surface when the model is loaded); otherwise `get` runs it on each run's
+// inputs.
+template <class Params, class Build>
+class PreparedParams {
+ public:
+  static Expected<PreparedParams> create(const ir::Node& node, std::vector<size_t> param_inputs, Build build) {
+    PreparedParams p(std::move(build));
+    for (size_t i : param_inputs) p.needed_ = std::max(p.needed_, i + 1);
+    std::vector<const Tensor*> constants(std::max(node.inputs.size(), p.needed_), nullptr);
+    for (size_t i : param_inputs) {
+      const ir::Value* v = node.input(i);
+      if (!v) continue;  // omitted optional input
+      const Tensor* c = ir::constant_data(v);
+      if (!c) return p;
+      constants[i] = c;
+    }
+    QT_ASSIGN_OR_RETURN(Params params, p.build_(std::span<const Tensor* const>(constants)));
+    p.fixed_ = std::move(params);
+    return p;
+  }
+
+  // The parameters for this run's inputs: the prepared ones, or `scratch`
+  // filled from `inputs` (padded with nullptr up to the highest parameter
+  // input, so that builders may index omitted trailing inputs).
+  Expected<const Params*> get(std::span<const Tensor* const> inputs, std::optional<Params>& scratch) const {
+    if (fixed_) return &*fixed_;
+    std::vector<const Tensor*> padded(inputs.begin(), inputs.end());
+    if (padded.size() < needed_) padded.resize(needed_, nullptr);
+    QT_ASSIGN_OR_RETURN(Params params, build_(std::span<const Tensor* const>(padded)));
+    scratch = std::move(params);
+    return &*scratch;
+  }
+
+ private:
+  explicit PreparedParams(Build build) : build_(std::move(build)) {}
+  Build build_;
+  size_t needed_ = 0;
+  std::optional<Params> fixed_;
+};
+
+template <class Params, class Build>
+Expected<PreparedParams<Params, Build>> prepare_params(const ir::Node& node, std::vector<size_t> param_inputs, Build build) {
+  return PreparedParams<Params, Build>::create(node, std::move(param_inputs), std::move(build));
+}
+
+// bad_input naming the first of `indices` that is missing from a run's inputs.
+inline Status require_present(const ir::Node& node, std::span<const Tensor* const> in, std::initializer_list<size_t> indices) {
+  for (size_t i : indices)
+    if (i >= in.size() || !in[i]) return Status::bad_input(node.op_type + " needs input " + std::to_string(i) + ", which is missing");
+  return Status::ok();
+}
+
+// Input i of a run, or nullptr when omitted.
+inline const Tensor* optional_input(std::span<const Tensor* const> in, size_t i) { return i < in.size() ? in[i] : nullptr; }
+
+// Calls f(T{}) for T = uint8_t or int8_t.
+template <class F>
+Status dispatch_8bit(DType t, const char* what, F&& f) {
+  switch (t) {
+    case DType::UInt8: return f(uint8_t{});
+    case DType::Int8: return f(int8_t{});
+    default: return Status::bad_input(std::string(what) + " must be uint8 or int8, got " + std::string(dtype_name(t)));
+  }
+}
+
+}  // namespace quant::interp

@@ -1,0 +1,129 @@
+// QLinearMatMul (ONNX opset 10 and 21) on qgemm + requantize.
+#include <string>
+#include <vector>
+
+#include "libquant/interp/ops_qlinear.h"
+#include "libquant/kernels/matmul.h"
+#include "libquant/kernels/qgemm.h"
+
+namespace quant::interp {
+namespace {
+
+enum : size_t { kA, kAScale, kAZero, kB, kBScale, kBZero, kYScale, kYZero };
+
+struct MatMulParams {
+  int32_t a_zero_point = 0;
+  DType a_type = DType::UInt8, b_type = DType::Int8, y_type = DType::UInt8;
+  Dims b_param_shape;                  // shape of b_scale (== b_zero_point's)
+  std::vector<int32_t> b_zero_points;  // as many as b_scale
+  kernels::Requantizer requant;        // multiplier a_scale * b_scale[i] / y_scale
+};
+
+// QLinearMatMul-10/21: a_scale, y_scale per tensor (per-row `a` parameters are
+// refused, as ONNX Runtime does); b_scale and b_zero_point per tensor or per
+// column: N values, or b's batch dims followed by [1, N] (one row of column
+// parameters per matrix of b). Opset 21 only widens the types (float16 /
+// bfloat16 scales, which are refused here). The multiplier is
+// a_scale * b_scale[i] / y_scale in float32, as ONNX Runtime computes it.
+Expected<MatMulParams> matmul_params(std::span<const Tensor* const> in, kernels::RequantMode mode) {
+  MatMulParams p;
+  QT_ASSIGN_OR_RETURN(float a_scale, scalar_scale(in[kAScale], "a_scale"));
+  QT_ASSIGN_OR_RETURN(float y_scale, scalar_scale(in[kYScale], "y_scale"));
+  const Tensor* az = in[kAZero];
+  const Tensor* bz = in[kBZero];
+  const Tensor* yz = in[kYZero];
+  const Tensor* bs = in[kBScale];
+  if (!az || !bz || !yz || !bs) return Status::bad_input("QLinearMatMul needs every scale and zero point");
+  p.a_type = az->dtype(), p.b_type = bz->dtype(), p.y_type = yz->dtype();
+  if (!is_8bit(p.a_type) || !is_8bit(p.b_type) || !is_8bit(p.y_type))
+    return Status::bad_input("QLinearMatMul zero points must be uint8 or int8");
+  QT_ASSIGN_OR_RETURN(p.a_zero_point, scalar_zero_point(az, p.a_type, "a_zero_point"));
+  QT_ASSIGN_OR_RETURN(int32_t y_zero_point, scalar_zero_point(yz, p.y_type, "y_zero_point"));
+  if (bs->dtype() != DType::Float32 || bs->size() < 1) return Status::bad_input("b_scale must be float32");
+  if (bz->shape() != bs->shape())
+    return Status::bad_input("b_zero_point " + dims_to_string(bz->shape()) + " differs from b_scale " + dims_to_string(bs->shape()));
+  p.b_param_shape = bs->shape();
+  p.b_zero_points = int32_values(*bz);
+  QT_ASSIGN_OR_RETURN(p.requant, product_requantizer(mode, a_scale, *bs, "b_scale", y_scale, y_zero_point));
+  return p;
+}
+
+// How b's parameters are laid out for a b of shape b_shape (rank >= 2 after
+// promotion): 0 = per tensor, N = per column, b_batches * N = per matrix and column.
+Expected<int64_t> b_param_stride(const Dims& param_shape, int64_t count, const Dims& b_shape) {
+  const int64_t n = b_shape.back();
+  if (count == 1) return int64_t{0};
+  if (count == n && (param_shape.size() <= 1 || param_shape[param_shape.size() - 2] == 1)) return int64_t{0};
+  Dims want(b_shape.begin(), b_shape.end() - 2);
+  want.insert(want.end(), {1, n});
+  if (param_shape == want) return n;
+  return Status::bad_input("b_scale " + dims_to_string(param_shape) + " is neither per tensor nor per column of b " +
+                           dims_to_string(b_shape));
+}
+
+template <class TA, class TB, class TY>
+void run_typed(const MatMulParams& p, const Tensor& a, const Dims& a_shape, const Tensor& b, const Dims& b_shape,
+               int64_t param_stride, Tensor& y) {
+  const int64_t m = a_shape[a_shape.size() - 2], k = a_shape.back(), n = b_shape.back();
+  const Dims a_batch(a_shape.begin(), a_shape.end() - 2), b_batch(b_shape.begin(), b_shape.end() - 2);
+  const Dims batch = *kernels::broadcast_shapes(a_batch, b_batch);
+  const Dims a_strides = kernels::broadcast_strides(a_batch, batch), b_strides = kernels::broadcast_strides(b_batch, batch);
+  const std::vector<TB> b_zero_points(p.b_zero_points.begin(), p.b_zero_points.end());
+  std::vector<int32_t> acc(static_cast<size_t>(m * n));
+  kernels::QGemmArgs<TA, TB> q;
+  q.m = m, q.n = n, q.k = k, q.lda = k, q.a_zero_point = static_cast<TA>(p.a_zero_point), q.ldb = n, q.c = acc.data(), q.ldc = n;
+  const int64_t batches = kernels::element_count(batch);
+  for (int64_t i = 0; i < batches; ++i) {
+    int64_t a_index = 0, b_index = 0;
+    for (size_t d = 0, rest = static_cast<size_t>(i); d < batch.size(); ++d) {
+      const int64_t size_after = kernels::element_count(std::span(batch).subspan(d + 1));
+      const int64_t idx = static_cast<int64_t>(rest) / size_after;
+      rest %= static_cast<size_t>(size_after);
+      a_index += idx * a_strides[d], b_index += idx * b_strides[d];
+    }
+    q.a = a.data<TA>() + a_index * m * k;
+    q.b = b.data<TB>() + b_index * k * n;
+    const int64_t first = param_stride * b_index;
+    q.b_zero_point = b_zero_points.data() + first;
+    q.b_zero_point_count = p.requant.count() == 1 ? 1 : n;
+    kernels::qgemm(q);
+    kernels::requantize<TY>(acc.data(), m, n, n, nullptr, p.requant, p.requant.count() == 1 ? 0 : first,
+                            y.data<TY>() + i * m * n, n, 1);
+  }
+}
+
+}  // namespace
+
+KernelResult make_qlinear_matmul(const KernelContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const kernels::RequantMode mode = requant_mode(ctx);
+  auto build = [mode](std::span<const Tensor* const> in) { return matmul_params(in, mode); };
+  QT_ASSIGN_OR_RETURN(auto params, (prepare_params<MatMulParams>(node, {kAScale, kAZero, kBScale, kBZero, kYScale, kYZero}, build)));
+  return make_kernel([&node, params](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+    QT_RETURN_IF_ERROR(require_inputs(node, in, 8));
+    std::optional<MatMulParams> scratch;
+    QT_ASSIGN_OR_RETURN(const MatMulParams* p, params.get(in, scratch));
+    const Tensor& a = *in[kA];
+    const Tensor& b = *in[kB];
+    if (a.dtype() != p->a_type || b.dtype() != p->b_type)
+      return Status::bad_input("QLinearMatMul a / b types differ from their zero points'");
+    auto shape = kernels::matmul_output_shape(a.shape(), b.shape());
+    if (!shape) return Status::bad_input("QLinearMatMul shapes " + dims_to_string(a.shape()) + " and " + dims_to_string(b.shape()) + " do not fit");
+    // numpy.matmul promotion: 1-D a is [1, K], 1-D b is [K, 1].
+    Dims a_shape = a.shape(), b_shape = b.shape();
+    if (a_shape.size() == 1) a_shape.insert(a_shape.begin(), 1);
+    if (b_shape.size() == 1) b_shape.push_back(1);
+    QT_ASSIGN_OR_RETURN(int64_t param_stride, b_param_stride(p->b_param_shape, static_cast<int64_t>(p->requant.count()), b_shape));
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->y_type, *shape));
+    return dispatch_8bit(a.dtype(), "a", [&](auto ta) {
+      return dispatch_8bit(b.dtype(), "b", [&](auto tb) {
+        return dispatch_8bit(p->y_type, "y", [&](auto ty) {
+          run_typed<decltype(ta), decltype(tb), decltype(ty)>(*p, a, a_shape, b, b_shape, param_stride, out[0]);
+          return Status::ok();
+        });
+      });
+    });
+  });
+}
+
+}  // namespace quant::interp

@@ -1,0 +1,101 @@
+// Requantization: turning an int32 accumulator (plus an int32 bias) into the
+// 8- or 16-bit output of an integer kernel, DESIGN "Numerics". Two modes:
+//
+//  - RequantMode::Float (the default; ONNX Runtime's CPU kernels, MLAS
+//    MlasRequantizeOutput):
+//        y = saturate(round_half_to_even(float(acc + bias) * M) + zp)
+//    with M = s_in * s_w / s_out in float32 (one M per output channel for
+//    per-channel weights), float(acc) the int32 -> float32 conversion (rounds to
+//    nearest for |acc| > 2^24, as MLAS's cvtdq2ps does), and the product in
+//    float32. MLAS clamps the product to [qmin - zp, qmax - zp] before rounding;
+//    with integer bounds that equals rounding first and saturating after.
+//
+//  - RequantMode::FixedPoint (integer-only targets; gemmlowp / TFLite):
+//        y = saturate(MultiplyByQuantizedMultiplier(acc + bias, mult, shift) + zp)
+//    where M = mult * 2^(shift - 31), mult in [2^30, 2^31) (quantize_multiplier),
+//    and MultiplyByQuantizedMultiplier is TFLite's:
+//        RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x << left, mult), right)
+//    with left = max(shift, 0), right = max(-shift, 0). The primitives are
+//    documented to the bit below.
+//
+// acc + bias wraps modulo 2^32 in both modes (int32 addition as ONNX Runtime
+// does it; defined here because it is computed in uint32).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace quant::kernels {
+
+enum class RequantMode { Float, FixedPoint };
+
+// ---- gemmlowp / TFLite fixed-point primitives --------------------------------
+
+// gemmlowp SaturatingRoundingDoublingHighMul (ARM NEON SQRDMULH): the high 32
+// bits of 2*a*b, rounded to nearest with ties toward +infinity:
+//   a == b == INT32_MIN -> INT32_MAX (the one overflowing case), otherwise
+//   (a*b + (a*b >= 0 ? 2^30 : 1 - 2^30)) / 2^31, the division in int64 truncating
+//   toward zero; this equals floor((2*a*b + 2^31) / 2^32), so -0.5 -> 0, 0.5 -> 1.
+int32_t saturating_rounding_doubling_high_mul(int32_t a, int32_t b);
+
+// gemmlowp RoundingDivideByPOT (ARM NEON SRSHL with a negative shift for
+// non-negative x): x / 2^exponent rounded to nearest, ties away from zero:
+//   mask = 2^exponent - 1, remainder = x & mask,
+//   threshold = (mask >> 1) + (x < 0 ? 1 : 0),
+//   result = (x >> exponent) + (remainder > threshold ? 1 : 0)
+// with >> the arithmetic shift. exponent in [0, 31].
+int32_t rounding_divide_by_pot(int32_t x, int exponent);
+
+// A real multiplier M > 0 as M = multiplier * 2^(shift - 31).
+struct FixedPointMultiplier {
+  int32_t multiplier = 0;  // in [2^30, 2^31) or 0 when M rounds to 0
+  int32_t shift = 0;       // > 0: left shift of the input; < 0: right shift of the result
+};
+
+// TFLite QuantizeMultiplier: q = frexp(M) in [0.5, 1), multiplier =
+// round(q * 2^31) (std::round, ties away from zero); a multiplier of 2^31 is
+// halved with shift + 1; shift < -31 gives {0, 0} (M too small: result 0);
+// shift > 30 is clamped to {2^31 - 1, 30}. M <= 0 or not finite gives {0, 0}.
+FixedPointMultiplier quantize_multiplier(double m);
+
+// TFLite MultiplyByQuantizedMultiplier. One deviation, to keep the arithmetic
+// defined: TFLite computes x * 2^left in int32 (undefined on overflow); here it
+// saturates to the int32 range (reachable only for M >= 1 with huge accumulators).
+int32_t multiply_by_quantized_multiplier(int32_t x, FixedPointMultiplier m);
+
+// ---- the output stage ----------------------------------------------------------
+
+// Requantization parameters of one kernel, built once at prepare time.
+// scale (Float) or fixed (FixedPoint) holds 1 entry (per-tensor) or one per
+// output channel; zero_point is the output zero point.
+struct Requantizer {
+  RequantMode mode = RequantMode::Float;
+  std::vector<float> scale;
+  std::vector<FixedPointMultiplier> fixed;
+  int32_t zero_point = 0;
+
+  size_t count() const { return mode == RequantMode::Float ? scale.size() : fixed.size(); }
+};
+
+// Builds a Requantizer from float32 multipliers M (one per tensor or channel);
+// FixedPoint converts each float M with quantize_multiplier.
+Requantizer make_requantizer(RequantMode mode, std::span<const float> multipliers, int32_t zero_point);
+
+// One value: saturate(requant(acc) + zero_point) to Q's range, with the
+// multiplier at `channel` (0 when per-tensor).
+template <class Q>
+Q requantize_one(int32_t acc, const Requantizer& r, int64_t channel);
+
+// A rows x cols block of accumulators (element (i, j) at acc[i * acc_row_stride
+// + j]) into y (element (i, j) at y[i * y_row_stride + j * y_col_stride]).
+// Column j is output channel first_channel + j: it adds bias[j] (bias may be
+// null; the caller offsets it) and uses that channel's multiplier (or the one
+// multiplier of a per-tensor Requantizer). The strides let a convolution
+// computed as [pixels x channels] write NCHW directly. Allocates nothing.
+// Instantiated for Q = uint8_t, int8_t, uint16_t, int16_t.
+template <class Q>
+void requantize(const int32_t* acc, int64_t rows, int64_t cols, int64_t acc_row_stride, const int32_t* bias,
+                const Requantizer& r, int64_t first_channel, Q* y, int64_t y_row_stride, int64_t y_col_stride);
+
+}  // namespace quant::kernels

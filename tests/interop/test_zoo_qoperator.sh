@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# QOperator models of the zoo run in qrun with integer kernels and match ONNX
+# Runtime (issue 6): for resnet18 (QLinearConv, QLinearAdd,
+# QLinearGlobalAveragePool), squeezenet1_1 (QLinearConcat, MaxPool on uint8)
+# and efficientnet_b0 (depthwise QLinearConv, QLinearSigmoid tables, QLinearMul
+# broadcasting), profile 4 samples, convert with --format
+# qoperator, run qrun and ONNX Runtime on the zoo inputs: the same top-1 on
+# every sample and >= 99.9% of the outputs within one output step. Skipped
+# (exit 0, saying so) when the zoo has not been built (scripts/make_zoo.sh,
+# run by the zoo label's test).
+set -euo pipefail
+bin=${QTOOL_BIN:?}
+src=${QTOOL_SOURCE_DIR:?}
+zoo=${ZOO_DIR:-$src/.cache/zoo}
+[ -f "$src/.cache/ort/node_modules/onnxruntime-node/package.json" ] || "$src/scripts/setup_ort.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for name in resnet18 squeezenet1_1 efficientnet_b0; do
+  d="$zoo/$name"
+  if [ ! -f "$d/DONE" ]; then
+    echo "SKIP $name: the zoo is not built ($d); scripts/make_zoo.sh builds it"
+    continue
+  fi
+  "$bin/qprofile" "$d/model.onnx" --data "$d/inputs" --limit 4 -o "$tmp/$name.json" --quiet
+  "$bin/qconvert" "$d/model.onnx" --profile "$tmp/$name.json" -o "$tmp/$name.onnx" --format qoperator >/dev/null
+  "$bin/qrun" "$tmp/$name.onnx" --data "$d/inputs" -o "$tmp/$name.qrun" --quiet
+  node "$src/tests/interop/ort_run.js" "$tmp/$name.onnx" "$d/inputs" "$tmp/$name.ort" >/dev/null
+  step=$(/usr/bin/python3 "$src/tests/interop/output_step.py" "$tmp/$name.onnx")
+  if ! /usr/bin/python3 "$src/tests/interop/compare_outputs.py" "$tmp/$name.qrun" "$tmp/$name.ort" --top1 \
+      --max-abs "$step" >"$tmp/log"; then
+    echo "FAIL $name: qrun vs ONNX Runtime"
+    cat "$tmp/log"
+    exit 1
+  fi
+  echo "ok $name: $(tr '\n' ';' <"$tmp/log")"
+done

@@ -1,0 +1,130 @@
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "libquant/kernels/qpool.h"
+
+using namespace quant::kernels;
+
+namespace {
+
+template <class T>
+std::vector<T> random_values(std::mt19937& rng, size_t n) {
+  std::uniform_int_distribution<int> d(std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+  std::vector<T> v(n);
+  for (auto& x : v) x = static_cast<T>(d(rng));
+  return v;
+}
+
+PoolGeometry geometry_2d(int64_t n, int64_t c, Dims in, Dims k, Dims s, Dims pb, Dims pe, bool ceil_mode) {
+  PoolGeometry g;
+  g.batch = n, g.channels = c, g.in_spatial = in, g.kernel = k, g.strides = s, g.dilations = Dims(in.size(), 1);
+  g.pads_begin = pb, g.pads_end = pe;
+  pool_output_shape(AutoPad::NotSet, ceil_mode, g.in_spatial, g.kernel, g.strides, g.dilations, g.pads_begin,
+                    g.pads_end, g.out_spatial);
+  return g;
+}
+
+// ONNX Runtime's QLinearAveragePool (2-D, qlinear_pool.cc) and the integer
+// fixed-point variant, written out.
+template <class T>
+std::vector<T> naive_average_pool(const PoolGeometry& g, bool include_pad, const QLinearPoolParams& p, RequantMode mode,
+                                  const std::vector<T>& x) {
+  const int64_t H = g.in_spatial[0], W = g.in_spatial[1], OH = g.out_spatial[0], OW = g.out_spatial[1];
+  std::vector<T> y(static_cast<size_t>(g.batch * g.channels * OH * OW));
+  for (int64_t c = 0; c < g.batch * g.channels; ++c) {
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      int64_t hs = oh * g.strides[0] - g.pads_begin[0];
+      const int64_t he = std::min(hs + g.kernel[0], H);
+      hs = std::max<int64_t>(hs, 0);
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        int64_t ws = ow * g.strides[1] - g.pads_begin[1];
+        const int64_t we = std::min(ws + g.kernel[1], W);
+        ws = std::max<int64_t>(ws, 0);
+        float fsum = 0;
+        int64_t isum = 0;
+        for (int64_t h = hs; h < he; ++h)
+          for (int64_t w = ws; w < we; ++w) {
+            const int32_t q = x[static_cast<size_t>((c * H + h) * W + w)];
+            fsum += p.x_scale * static_cast<float>(q - p.x_zero_point);
+            isum += q - p.x_zero_point;
+          }
+        const int64_t count = include_pad ? g.kernel[0] * g.kernel[1] : (he - hs) * (we - ws);
+        double v;
+        if (mode == RequantMode::Float) {
+          v = std::nearbyint(fsum / static_cast<float>(count) / p.y_scale + static_cast<float>(p.y_zero_point));
+        } else {
+          const double m = double(p.x_scale) / (double(p.y_scale) * count);
+          v = multiply_by_quantized_multiplier(static_cast<int32_t>(isum), quantize_multiplier(m)) + p.y_zero_point;
+        }
+        y[static_cast<size_t>((c * OH + oh) * OW + ow)] = static_cast<T>(
+            std::clamp<double>(v, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+      }
+    }
+  }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("qlinear_global_average_pool is MLAS's integer sum and float requantization", "[kernels][qpool]") {
+  std::mt19937 rng(6);
+  for (int64_t plane : {1, 7, 49, 1000}) {
+    const auto x = random_values<uint8_t>(rng, static_cast<size_t>(3 * plane));
+    for (int xz : {0, 255, 77}) {
+      const float xs = 0.05f, ys = 0.03f;
+      const float m = xs / (ys * static_cast<float>(plane));
+      for (RequantMode mode : {RequantMode::Float, RequantMode::FixedPoint}) {
+        const Requantizer r = make_requantizer(mode, std::vector<float>{m}, 9);
+        std::vector<uint8_t> y(3);
+        qlinear_global_average_pool<uint8_t>(x.data(), 3, plane, static_cast<uint8_t>(xz), r, y.data());
+        for (int64_t c = 0; c < 3; ++c) {
+          int32_t acc = 0;
+          for (int64_t i = 0; i < plane; ++i) acc += x[static_cast<size_t>(c * plane + i)] - xz;
+          REQUIRE(y[static_cast<size_t>(c)] == requantize_one<uint8_t>(acc, r, 0));
+          // Within one step of the exact mean.
+          const double exact = std::nearbyint(xs * acc / plane / ys) + 9;
+          REQUIRE(std::fabs(y[static_cast<size_t>(c)] - std::clamp(exact, 0.0, 255.0)) <= 1);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("qlinear_average_pool equals the written-out algorithms", "[kernels][qpool]") {
+  std::mt19937 rng(7);
+  struct Case {
+    Dims in, k, s, pb, pe;
+    bool ceil_mode;
+  };
+  const std::vector<Case> cases = {
+      {{5, 6}, {2, 2}, {2, 2}, {0, 0}, {0, 0}, false},
+      {{7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false},
+      {{6, 5}, {3, 2}, {2, 2}, {1, 0}, {2, 1}, true},
+      {{4, 4}, {4, 4}, {1, 1}, {0, 0}, {0, 0}, false},  // whole input: ORT's global path
+      {{1, 9}, {1, 4}, {1, 3}, {0, 2}, {0, 2}, true},
+  };
+  for (const Case& cs : cases) {
+    const PoolGeometry g = geometry_2d(2, 3, cs.in, cs.k, cs.s, cs.pb, cs.pe, cs.ceil_mode);
+    const auto x = random_values<int8_t>(rng, static_cast<size_t>(6 * cs.in[0] * cs.in[1]));
+    for (bool include_pad : {false, true}) {
+      for (RequantMode mode : {RequantMode::Float, RequantMode::FixedPoint}) {
+        const QLinearPoolParams p{0.043f, 0.031f, -7, 3};
+        std::vector<int8_t> y(static_cast<size_t>(6 * g.out_spatial[0] * g.out_spatial[1]));
+        qlinear_average_pool<int8_t>(g, include_pad, p, mode, x.data(), y.data());
+        const auto want = naive_average_pool<int8_t>(g, include_pad, p, mode, x);
+        INFO("in " << cs.in[0] << "x" << cs.in[1] << " include_pad=" << include_pad << " fixed=" << (mode == RequantMode::FixedPoint));
+        if (mode == RequantMode::Float && cs.k == cs.in) {
+          // ONNX Runtime's global path: integer sum, float requantization; at most one step from the float path.
+          for (size_t i = 0; i < y.size(); ++i) REQUIRE(std::abs(int{y[i]} - int{want[i]}) <= 1);
+        } else {
+          REQUIRE(y == want);
+        }
+      }
+    }
+  }
+}
