@@ -45,7 +45,9 @@ inline Expected<kernels::Requantizer> product_requantizer(kernels::RequantMode m
   std::vector<float> multipliers;
   for (float s : w_scale.values<float>()) {
     if (!(s > 0) || !std::isfinite(s)) return Status::bad_input(std::string(what) + " must be positive and finite, got " + std::to_string(s));
-    multipliers.push_back(in_scale * s / out_scale);
+    const float m = in_scale * s / out_scale;
+    if (!std::isfinite(m)) return Status::bad_input("requantization multiplier " + std::string(what) + " * input scale / output scale overflows float32");
+    multipliers.push_back(m);
   }
   return kernels::make_requantizer(mode, multipliers, out_zero_point);
 }

@@ -32,6 +32,9 @@ Expected<BinaryParams> binary_params(std::span<const Tensor* const> in) {
   QT_ASSIGN_OR_RETURN(b.p.a_scale, scalar_scale(in[kAScale], "A_scale"));
   QT_ASSIGN_OR_RETURN(b.p.b_scale, scalar_scale(in[kBScale], "B_scale"));
   QT_ASSIGN_OR_RETURN(b.p.c_scale, scalar_scale(optional_input(in, kCScale), "C_scale"));
+  if (!std::isfinite(b.p.a_scale / b.p.c_scale) || !std::isfinite(b.p.b_scale / b.p.c_scale) ||
+      !std::isfinite(b.p.a_scale * b.p.b_scale / b.p.c_scale))
+    return Status::bad_input("A_scale, B_scale and C_scale are too far apart: their ratios overflow float32");
   QT_ASSIGN_OR_RETURN(b.p.a_zero_point, scalar_zero_point(optional_input(in, kAZero), b.type, "A_zero_point"));
   QT_ASSIGN_OR_RETURN(b.p.b_zero_point, scalar_zero_point(optional_input(in, kBZero), b.type, "B_zero_point"));
   QT_ASSIGN_OR_RETURN(b.p.c_zero_point, scalar_zero_point(optional_input(in, kCZero), b.type, "C_zero_point"));

@@ -14,7 +14,7 @@ enum : size_t { kA, kAScale, kAZero, kB, kBScale, kBZero, kYScale, kYZero };
 struct MatMulParams {
   int32_t a_zero_point = 0;
   DType a_type = DType::UInt8, b_type = DType::Int8, y_type = DType::UInt8;
-  Dims b_param_shape;                  // shape of b_scale (== b_zero_point's)
+  Dims b_param_shape;                  // shape of b_scale (b_zero_point has as many values)
   std::vector<int32_t> b_zero_points;  // as many as b_scale
   kernels::Requantizer requant;        // multiplier a_scale * b_scale[i] / y_scale
 };
@@ -40,8 +40,8 @@ Expected<MatMulParams> matmul_params(std::span<const Tensor* const> in, kernels:
   QT_ASSIGN_OR_RETURN(p.a_zero_point, scalar_zero_point(az, p.a_type, "a_zero_point"));
   QT_ASSIGN_OR_RETURN(int32_t y_zero_point, scalar_zero_point(yz, p.y_type, "y_zero_point"));
   if (bs->dtype() != DType::Float32 || bs->size() < 1) return Status::bad_input("b_scale must be float32");
-  if (bz->shape() != bs->shape())
-    return Status::bad_input("b_zero_point " + dims_to_string(bz->shape()) + " differs from b_scale " + dims_to_string(bs->shape()));
+  if (bz->size() != bs->size())  // [1] and [] are the same per-tensor parameter
+    return Status::bad_input("b_zero_point " + dims_to_string(bz->shape()) + " does not match b_scale " + dims_to_string(bs->shape()));
   p.b_param_shape = bs->shape();
   p.b_zero_points = int32_values(*bz);
   QT_ASSIGN_OR_RETURN(p.requant, product_requantizer(mode, a_scale, *bs, "b_scale", y_scale, y_zero_point));

@@ -60,6 +60,7 @@ KernelResult make_qlinear_global_averagepool(const KernelContext& ctx) {
     shape[0] = x.dim(0), shape[1] = x.dim(1);
     QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->type, shape));
     const float m = p->p.x_scale / (p->p.y_scale * static_cast<float>(spatial));
+    if (!std::isfinite(m)) return Status::bad_input("x_scale / y_scale overflows float32");
     const kernels::Requantizer r = kernels::make_requantizer(mode, std::span<const float>(&m, 1), p->p.y_zero_point);
     return dispatch_8bit(p->type, "X", [&](auto tag) {
       using T = decltype(tag);

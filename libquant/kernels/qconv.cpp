@@ -10,8 +10,11 @@ namespace quant::kernels {
 namespace {
 
 // Output pixels per tile: big enough for qgemm to amortise its per-row work,
-// small enough that patches and accumulators stay in cache.
+// small enough that patches and accumulators stay in cache; fewer when one
+// patch row is so long that the tile would pass kTileBytes (the workspace then
+// stays bounded by the size of one weight row, whatever the kernel size).
 constexpr int64_t kTilePixels = 256;
+constexpr int64_t kTileBytes = int64_t{1} << 20;
 
 struct ConvShape {
   detail::Spatial3 s;
@@ -31,7 +34,7 @@ ConvShape conv_shape(const ConvGeometry& g) {
   c.reduction = c.group_in * c.taps;
   c.in_plane = c.s.in[0] * c.s.in[1] * c.s.in[2];
   c.out_plane = c.s.out[0] * c.s.out[1] * c.s.out[2];
-  c.tile = std::min(kTilePixels, c.out_plane);
+  c.tile = std::min({kTilePixels, c.out_plane, std::max<int64_t>(1, kTileBytes / std::max<int64_t>(c.reduction, 1))});
   return c;
 }
 

@@ -68,6 +68,7 @@ Q requantize_one(int32_t acc, const Requantizer& r, int64_t channel) {
     // MLAS MlasRequantizeOutput: scale in float32, clamp to the output range
     // shifted by the zero point, round half to even, add the zero point.
     float v = static_cast<float>(acc) * r.scale[c];
+    if (std::isnan(v)) v = 0.0f;  // 0 * inf from a non-finite multiplier: callers refuse those, this keeps it defined
     v = std::min(std::max(v, static_cast<float>(lo - r.zero_point)), static_cast<float>(hi - r.zero_point));
     return static_cast<Q>(static_cast<int32_t>(std::nearbyint(v)) + r.zero_point);
   }

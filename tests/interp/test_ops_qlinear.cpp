@@ -24,6 +24,7 @@ using quant::ir::Attribute;
 namespace {
 
 struct QNode {
+  QNode(std::string o, std::string d, std::vector<Tensor> ins) : op(std::move(o)), domain(std::move(d)), inputs(std::move(ins)) {}
   std::string op, domain;
   std::vector<Tensor> inputs;  // empty Tensor: omitted
   bool params_constant = true;  // every input but the data inputs as initializers

@@ -168,3 +168,21 @@ TEST_CASE("qlinear_conv adds bias and requantizes per channel", "[kernels][qconv
     }
   }
 }
+
+TEST_CASE("qconv_s32 shortens tiles for long patch rows", "[kernels][qconv]") {
+  // 1100 channels x 2x2 taps = 4400 bytes per patch row: a tile of 256 pixels
+  // would pass 1 MiB, so tiles of 238 pixels cover the 256 outputs.
+  std::mt19937 rng(9);
+  const Case c{1, 1100, 2, 1, {17, 17}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, {0, 0}};
+  const ConvGeometry g = geometry(c);
+  const auto x = random_values<uint8_t>(rng, static_cast<size_t>(1100 * 17 * 17));
+  const auto w = random_values<int8_t>(rng, static_cast<size_t>(2 * 1100 * 4));
+  const std::vector<int8_t> zp = {3, -7};
+  REQUIRE(qconv_workspace_bytes(g) <= (size_t{1} << 20) + 256 * 2 * sizeof(int32_t));
+  std::vector<unsigned char> workspace(qconv_workspace_bytes(g));
+  QConvArgs<uint8_t, int8_t> a;
+  a.x = x.data(), a.x_zero_point = 128, a.w = w.data(), a.w_zero_point = zp.data(), a.w_zero_point_count = 2;
+  std::vector<int32_t> y(2 * 16 * 16);
+  qconv_s32(g, a, y.data(), workspace.data());
+  REQUIRE(y == naive_conv(g, x, 128, w, std::vector<int32_t>{3, -7}));
+}
