@@ -43,6 +43,7 @@ constexpr std::array kKernels = {
     KernelEntry{"com.microsoft", "DequantizeLinear", make_dequantize_linear},
     // qtool's own: unary ops on quantized tensors as tables (ops_lookup.cpp).
     KernelEntry{"ai.qtool", "QLinearLookup", make_qlinear_lookup},
+    KernelEntry{"com.microsoft", "QGemm", make_qgemm},
     // elementwise (ops-elem)
     KernelEntry{"", "Mod", make_mod},
     KernelEntry{"", "Pow", make_pow},

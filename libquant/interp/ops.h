@@ -74,6 +74,8 @@ KernelResult make_qlinear_leaky_relu(const KernelContext&);
 KernelResult make_qlinear_concat(const KernelContext&);
 KernelResult make_qlinear_averagepool(const KernelContext&);
 KernelResult make_qlinear_global_averagepool(const KernelContext&);
+// ops_qgemm.cpp: com.microsoft QGemm (what the lowering turns Gemm into)
+KernelResult make_qgemm(const KernelContext&);
 // elementwise (ops-elem): ops_elementwise.cpp, ops_unary.cpp, ops_logic.cpp,
 // ops_cast.cpp (Add/Sub/Mul/Div above are in ops_elementwise.cpp, Relu/Clip/
 // Sigmoid in ops_unary.cpp)
