@@ -394,7 +394,10 @@ std::string Lowerer::lower_gemm(ir::Node* n, const OutputMatch& m) {
   for (const char* k : {"alpha", "transA", "transB"})
     if (const ir::Attribute* at = n->find_attribute(k)) attrs[k] = *at;
   if (bias) attrs["beta"] = ir::Attribute::of_float(beta);
+  const std::string name = n->name;
   replace(n, m, "QGemm", "com.microsoft", ins, attrs);
+  // Integer data leaves here without a DequantizeLinear: say so in the plan.
+  if (!m.q) result_.lowered[name] += " with float output";
   g_.opset_imports.try_emplace("com.microsoft", 1);
   return "";
 }

@@ -19,7 +19,7 @@ d = json.load(open(sys.argv[1]))
 assert d["lowered"] is True
 s = d["summary"]
 assert s["integer_ops"] == len(d["integer_ops"]) >= 2, s
-assert s["boundaries"] == len(d["boundaries"]) and s["boundaries"] % 2 == 0, s
+assert s["boundaries"] == len(d["boundaries"]) >= 1, s
 assert all(b["kind"] in ("quantize", "dequantize") for b in d["boundaries"])
 for island in d["islands"]:
     assert all(n["reason"] for n in island["nodes"]), island
