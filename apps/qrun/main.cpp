@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <spdlog/spdlog.h>
 
 #include "apps/common/cli.h"
 #include "apps/common/data.h"
@@ -16,6 +18,8 @@
 #include "libquant/interp/session.h"
 #include "libquant/io/npy.h"
 #include "libquant/onnx/model_io.h"
+#include "libquant/passes/lower_plan.h"
+#include "libquant/passes/lower_qdq.h"
 
 namespace {
 
@@ -33,9 +37,13 @@ struct Flags {
   double min_cosine = -1;
   double max_accuracy_drop = std::numeric_limits<double>::infinity();
   bool json = false;
+  bool explain = false;
+  bool no_lower = false;
+  bool per_layer = false;
+  std::string requant = "float";
+  int threads = 1;
   bool quiet = false;
   bool verbose = false;
-  int threads = 1;
   int bench = 0;
 };
 
@@ -86,7 +94,12 @@ struct Summary {
   int64_t agree = 0, rows = 0;
   Accuracy tested, reference;
   bool has_labels = false;
+  std::vector<quant::interp::LayerComparison::Layer> layers;  // --per-layer, worst SNR first
 };
+
+nlohmann::json json_number(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(v > 0 ? "inf" : "-inf");
+}
 
 Expected<std::vector<int64_t>> read_labels(const std::string& path) {
   QT_ASSIGN_OR_RETURN(Tensor t, quant::io::read_npy(path));
@@ -122,14 +135,31 @@ Status write_outputs(const std::string& dir, const std::string& stem, const std:
   return Status::ok();
 }
 
+// The per-layer table, worst SNR first: the "order" column gives the
+// position in execution, so the earliest of the bad layers stands out.
+void print_layers(const Flags& f, const Summary& s) {
+  std::printf("per-layer (%zu tensors paired with the reference, worst SNR first):\n", s.layers.size());
+  std::printf("  %9s %9s %11s %5s  %s\n", "SNR dB", "cosine", "max abs", "order", "tensor");
+  for (const auto& l : s.layers) {
+    std::string name = l.tensor == l.reference ? l.tensor : l.tensor + " ~ " + l.reference;
+    std::printf("  %9.2f %9.6f %11.5g %5d  %s\n", l.stats.snr_db(), l.stats.cosine(), l.stats.max_abs_error(), l.order,
+                name.c_str());
+  }
+  if (std::isfinite(f.min_snr)) {
+    const quant::interp::LayerComparison::Layer* first = nullptr;
+    for (const auto& l : s.layers)
+      if (l.stats.snr_db() < f.min_snr && (!first || l.order < first->order)) first = &l;
+    if (first) std::printf("first layer below --min-snr %.2f dB: %s (order %d, %.2f dB)\n", f.min_snr, first->tensor.c_str(), first->order, first->stats.snr_db());
+  }
+}
+
 void print_summary(const Flags& f, const Summary& s) {
   const bool compare = !f.reference.empty();
   if (f.json) {
     nlohmann::json j;
     j["samples"] = s.samples;
     if (compare) {
-      const double snr = s.error.snr_db();
-      j["snr_db"] = std::isfinite(snr) ? nlohmann::json(snr) : nlohmann::json(snr > 0 ? "inf" : "-inf");
+      j["snr_db"] = json_number(s.error.snr_db());
       j["cosine"] = s.error.cosine();
       j["max_abs_error"] = s.error.max_abs_error();
       j["mean_abs_error"] = s.error.mean_abs_error();
@@ -141,6 +171,14 @@ void print_summary(const Flags& f, const Summary& s) {
         j["reference_accuracy"] = {{"top1", s.reference.top1_pct()}, {"top5", s.reference.top5_pct()}};
         j["accuracy_drop_pp"] = s.reference.top1_pct() - s.tested.top1_pct();
       }
+    }
+    if (f.per_layer) {
+      j["layers"] = nlohmann::json::array();
+      for (const auto& l : s.layers)
+        j["layers"].push_back({{"tensor", l.tensor}, {"reference", l.reference}, {"dequantized", l.dequantized},
+                               {"order", l.order}, {"snr_db", json_number(l.stats.snr_db())},
+                               {"cosine", l.stats.cosine()}, {"max_abs_error", l.stats.max_abs_error()},
+                               {"mean_abs_error", l.stats.mean_abs_error()}});
     }
     std::printf("%s\n", j.dump(2).c_str());
     return;
@@ -167,6 +205,7 @@ void print_summary(const Flags& f, const Summary& s) {
     std::printf("max abs error: %.6g\n", s.error.max_abs_error());
     std::printf("mean abs error: %.6g\n", s.error.mean_abs_error());
   }
+  if (f.per_layer) print_layers(f, s);
 }
 
 // Accuracy gates: the first failing one names the metric (exit 3).
@@ -195,8 +234,30 @@ Status run(const Flags& f) {
     return Status::bad_input("--max-accuracy-drop needs --labels");
   if ((std::isfinite(f.min_snr) || f.min_cosine > -1 || std::isfinite(f.max_accuracy_drop)) && f.reference.empty())
     return Status::bad_input("accuracy gates need --reference FLOAT.onnx");
+  if (f.per_layer && f.reference.empty()) return Status::bad_input("--per-layer needs --reference FLOAT.onnx");
+  if (f.threads < 1) return Status::bad_input("--threads must be at least 1, got " + std::to_string(f.threads));
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
+  // Lowering at prepare time (DESIGN "Interpreter"): DQ -> op -> Q patterns
+  // become integer ops before the Session is built; --no-lower runs Q/DQ in float.
+  std::optional<quant::passes::Lowering> lowering;
+  if (!f.no_lower) {
+    quant::passes::LowerOptions lo;
+    lo.target = quant::passes::LowerTarget::Interpreter;
+    lo.has_kernel = [](const std::string& domain, const std::string& op) {
+      return quant::interp::find_kernel_factory(domain, op) != nullptr;
+    };
+    auto lowered = quant::passes::lower_qdq(*graph, lo);
+    if (!lowered) return lowered.status().with_context(f.model);
+    lowering = std::move(lowered).value();
+  }
+  if (f.explain) {
+    auto plan = quant::passes::describe_plan(*graph, lowering ? &*lowering : nullptr);
+    if (f.json) std::printf("%s\n", quant::passes::plan_to_json(plan).dump(2).c_str());
+    else std::printf("%s", quant::passes::plan_to_text(plan).c_str());
+    if (f.data.dirs.empty() && f.data.inputs.empty()) return Status::ok();
+  }
   quant::interp::SessionOptions options;
+  options.requant = f.requant == "fixed-point" ? quant::interp::Requant::FixedPoint : quant::interp::Requant::Float;
   options.threads = f.threads;
   auto session_or = quant::interp::Session::create(*graph, options);
   if (!session_or) return session_or.status().with_context(f.model);
@@ -205,7 +266,7 @@ Status run(const Flags& f) {
   std::unique_ptr<quant::interp::Session> ref_session;
   if (!f.reference.empty()) {
     QT_ASSIGN_OR_RETURN(ref_graph, quant::onnx_io::load_model(f.reference));
-    auto ref_or = quant::interp::Session::create(*ref_graph);
+    auto ref_or = quant::interp::Session::create(*ref_graph, options);
     if (!ref_or) return ref_or.status().with_context(f.reference);
     ref_session = std::move(ref_or).value();
     if (ref_graph->inputs.size() != graph->inputs.size() || ref_graph->outputs.size() != graph->outputs.size())
@@ -226,12 +287,27 @@ Status run(const Flags& f) {
     if (std::filesystem::exists(f.out_dir, ec) && !std::filesystem::is_directory(f.out_dir, ec))
       return Status::bad_input(f.out_dir + ": -o expects a directory, this is a file");
   }
+  std::unique_ptr<quant::interp::LayerComparison> layers;
+  if (f.per_layer) {
+    std::vector<quant::interp::QuantizedTwin> twins;
+    for (const auto& t : quant::passes::find_quantized_tensors(*graph)) twins.push_back({t.name, t.float_name, t.scale, t.zero_point});
+    layers = std::make_unique<quant::interp::LayerComparison>(*graph, *ref_graph, twins);
+  }
   qtool::Progress progress("qrun", samples.size(), f.quiet);
   int64_t row = 0;
   BenchTimes bench_times;
   for (const auto& sample : samples) {
     QT_ASSIGN_OR_RETURN(auto inputs, quant::io::load_sample(sample, input_names));
-    auto outs = session->run(inputs);
+    // The reference runs first so that --per-layer holds its tensors when the
+    // tested model produces their twins.
+    std::vector<Tensor> ref_outs;
+    if (ref_session) {
+      auto ref = ref_session->run(inputs, layers ? layers->reference_observer() : quant::interp::Observer());
+      if (!ref) return ref.status().with_context(f.reference + ", sample " + sample.stem);
+      ref_outs = std::move(ref).value();
+    }
+    auto outs = session->run(inputs, layers ? layers->tested_observer() : quant::interp::Observer());
+    if (layers) layers->end_sample();
     if (!outs) return outs.status().with_context(f.model + ", sample " + sample.stem);
     if (f.bench > 0) {
       Status st = bench_sample(*session, inputs, f.bench, bench_times);
@@ -247,15 +323,13 @@ Status run(const Flags& f) {
       score(scores, labels, row, s.tested);
     }
     if (ref_session) {
-      auto ref = ref_session->run(inputs);
-      if (!ref) return ref.status().with_context(f.reference + ", sample " + sample.stem);
       for (size_t k = 0; k < outs->size(); ++k)
-        if ((*ref)[k].dtype() == quant::DType::Float32) QT_RETURN_IF_ERROR(s.error.add((*ref)[k], (*outs)[k]));
-      auto a = quant::interp::argmax_rows((*ref)[0]);
+        if (ref_outs[k].dtype() == quant::DType::Float32) QT_RETURN_IF_ERROR(s.error.add(ref_outs[k], (*outs)[k]));
+      auto a = quant::interp::argmax_rows(ref_outs[0]);
       auto b = quant::interp::argmax_rows(scores);
       for (size_t r = 0; r < a.size() && r < b.size(); ++r) s.agree += a[r] == b[r];
       s.rows += static_cast<int64_t>(a.size());
-      if (s.has_labels) score((*ref)[0], labels, row, s.reference);
+      if (s.has_labels) score(ref_outs[0], labels, row, s.reference);
     }
     row += rows;
     ++s.samples;
@@ -265,6 +339,10 @@ Status run(const Flags& f) {
   if (s.has_labels && f.data.limit == 0 && row != static_cast<int64_t>(labels.size()))
     return Status::bad_input(f.labels + ": has " + std::to_string(labels.size()) + " labels for " + std::to_string(row) +
                              " predictions");
+  if (layers) {
+    s.layers = layers->by_snr();
+    if (layers->skipped()) spdlog::warn("--per-layer: {} tensor pairs skipped (shapes or types differ)", layers->skipped());
+  }
   print_summary(f, s);
   print_bench(std::move(bench_times), f.threads, f.json);
   return check_gates(f, s);
@@ -285,8 +363,15 @@ int main(int argc, char** argv) {
     app.add_option("--min-snr", f.min_snr, "gate: fail (exit 3) when SNR vs the reference is below DB");
     app.add_option("--min-cosine", f.min_cosine, "gate: fail (exit 3) when cosine vs the reference is below C");
     app.add_option("--max-accuracy-drop", f.max_accuracy_drop, "gate: fail (exit 3) when top-1 drops by more than PP points");
-    app.add_flag("--json", f.json, "print the summary as JSON");
-    app.add_option("--threads", f.threads, "threads inside kernels (1: single-threaded)")->check(CLI::Range(1, 256));
+    app.add_flag("--json", f.json, "print the summary (or the --explain plan) as JSON");
+    app.add_flag("--explain", f.explain,
+                 "print the lowered plan: integer ops, float islands with their reasons, Q/DQ boundaries (runs the "
+                 "samples too when --data is given)");
+    app.add_flag("--no-lower", f.no_lower, "run Q/DQ nodes in float instead of lowering DQ -> op -> Q to integer ops (debugging)");
+    app.add_flag("--per-layer", f.per_layer, "with --reference: compare every quantized tensor with its float twin, worst SNR first");
+    app.add_option("--requant", f.requant, "integer requantization: float (as ONNX Runtime) or fixed-point (int32 multiplier + shift)")
+        ->check(CLI::IsMember({"float", "fixed-point"}));
+    app.add_option("--threads", f.threads, "threads per kernel")->check(CLI::Range(1, 1024));
     app.add_option("--bench", f.bench, "run each sample N more times and print the time per run")->check(CLI::Range(1, 1000000));
     app.add_flag("-q,--quiet", f.quiet, "no progress bar");
     app.add_flag("-v,--verbose", f.verbose, "debug logging");

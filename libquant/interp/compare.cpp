@@ -1,7 +1,10 @@
 #include "libquant/interp/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "libquant/kernels/quantize.h"
 
 namespace quant::interp {
 
@@ -60,6 +63,94 @@ bool in_top_k(const float* row, int64_t classes, int64_t label, int k) {
   for (int64_t c = 0; c < classes; ++c)
     if (row[c] > row[label] || (row[c] == row[label] && c < label)) ++better;
   return better < k;
+}
+
+namespace {
+
+// real = scale * (q - zero_point), as DequantizeLinear computes it.
+Expected<Tensor> dequantize(const Tensor& q, const QuantizedTwin& twin) {
+  Tensor out(DType::Float32, q.shape());
+  const float scale = twin.scale;
+  auto run = [&](auto tag) {
+    using Q = decltype(tag);
+    const Q zp = static_cast<Q>(twin.zero_point);
+    kernels::dequantize_linear<Q>(q.data<Q>(), out.data<float>(), 1, q.size(), 1, &scale, &zp, 0, 1);
+  };
+  switch (q.dtype()) {
+    case DType::UInt8: run(uint8_t{}); break;
+    case DType::Int8: run(int8_t{}); break;
+    case DType::UInt16: run(uint16_t{}); break;
+    case DType::Int16: run(int16_t{}); break;
+    case DType::Int32: run(int32_t{}); break;
+    default: return Status::bad_input("tensor '" + twin.name + "' has type " + std::string(dtype_name(q.dtype())) + ", not a quantized type");
+  }
+  return out;
+}
+
+}  // namespace
+
+LayerComparison::LayerComparison(const ir::Graph& tested, const ir::Graph& reference, const std::vector<QuantizedTwin>& twins) {
+  auto in_reference = [&](const std::string& name) {
+    const ir::Value* v = reference.find_value(name);
+    return v && !v->is_constant();
+  };
+  for (const QuantizedTwin& t : twins) {
+    if (!in_reference(t.float_name)) continue;
+    twins_[t.name] = t;
+    wanted_.insert(t.float_name);
+    covered_.insert(t.float_name);
+  }
+  for (const ir::Value* v : tested.inputs) skip_.insert(v->name());
+  for (const ir::Value* v : tested.values())
+    if (!v->is_constant() && !skip_.count(v->name()) && in_reference(v->name())) wanted_.insert(v->name());
+}
+
+Observer LayerComparison::reference_observer() {
+  return [this](const ir::Value& value, const Tensor& tensor) {
+    if (wanted_.count(value.name()) && tensor.dtype() == DType::Float32) reference_tensors_[value.name()] = tensor;
+  };
+}
+
+Observer LayerComparison::tested_observer() {
+  return [this](const ir::Value& value, const Tensor& tensor) { observe_tested(value, tensor); };
+}
+
+void LayerComparison::observe_tested(const ir::Value& value, const Tensor& tensor) {
+  const std::string& name = value.name();
+  if (skip_.count(name)) return;
+  auto twin = twins_.find(name);
+  const bool integer = twin != twins_.end();
+  const std::string ref_name = integer ? twin->second.float_name : name;
+  if (!integer && (covered_.count(name) || tensor.dtype() != DType::Float32)) return;
+  auto ref = reference_tensors_.find(ref_name);
+  if (ref == reference_tensors_.end()) return;
+  auto [it, fresh] = layers_.try_emplace(name);
+  Layer& layer = it->second;
+  if (fresh) {
+    layer.tensor = name;
+    layer.reference = ref_name;
+    layer.dequantized = integer;
+    layer.order = next_order_++;
+  }
+  Status st;
+  if (integer) {
+    auto real = dequantize(tensor, twin->second);
+    st = real ? layer.stats.add(ref->second, *real) : real.status();
+  } else {
+    st = layer.stats.add(ref->second, tensor);
+  }
+  if (!st.is_ok()) ++skipped_;
+}
+
+std::vector<LayerComparison::Layer> LayerComparison::by_snr() const {
+  std::vector<Layer> out;
+  for (const auto& [name, layer] : layers_)
+    if (layer.stats.count() > 0) out.push_back(layer);
+  std::sort(out.begin(), out.end(), [](const Layer& a, const Layer& b) {
+    const double sa = a.stats.snr_db(), sb = b.stats.snr_db();
+    return sa != sb ? sa < sb : a.order < b.order;
+  });
+  return out;
 }
 
 }  // namespace quant::interp

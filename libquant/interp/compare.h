@@ -3,10 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "libquant/core/status.h"
 #include "libquant/core/tensor.h"
+#include "libquant/interp/session.h"
+#include "libquant/ir/graph.h"
 
 namespace quant::interp {
 
@@ -34,5 +40,60 @@ class ErrorStats {
 std::vector<int64_t> argmax_rows(const Tensor& scores);
 // Whether `label` is among the k largest values of `row`.
 bool in_top_k(const float* row, int64_t classes, int64_t label, int k);
+
+// An integer tensor of the tested model that stands for a float tensor of the
+// reference: real = scale * (q - zero_point). (passes::find_quantized_tensors
+// lists them; interp/ does not depend on passes/.)
+struct QuantizedTwin {
+  std::string name;
+  std::string float_name;
+  float scale = 1;
+  int32_t zero_point = 0;
+};
+
+// Per-layer comparison (qrun --reference --per-layer): pairs the tensors a
+// tested (quantized) model computes with their float twins in the reference
+// model through the Session observers, and accumulates ErrorStats per pair
+// over all samples. Pairing: an integer tensor listed in `twins` is
+// dequantized and compared with its float twin; a float tensor pairs with the
+// reference tensor of the same name (qconvert keeps float names), unless an
+// integer tensor already stands for that name (what the next layer reads is
+// the quantized value). Graph inputs and constants are not compared; pairs
+// whose shapes differ are counted in `skipped`.
+//
+// Per sample: run the reference with reference_observer() first (it keeps
+// only the tensors some pair needs), then the tested model with
+// tested_observer(), then end_sample().
+class LayerComparison {
+ public:
+  LayerComparison(const ir::Graph& tested, const ir::Graph& reference, const std::vector<QuantizedTwin>& twins);
+
+  Observer reference_observer();
+  Observer tested_observer();
+  void end_sample() { reference_tensors_.clear(); }
+
+  struct Layer {
+    std::string tensor;     // in the tested model
+    std::string reference;  // its twin in the reference model
+    bool dequantized = false;
+    int order = 0;          // position in the tested model's execution
+    ErrorStats stats;
+  };
+  // Pairs seen so far, worst SNR first (ties: execution order).
+  std::vector<Layer> by_snr() const;
+  int64_t skipped() const { return skipped_; }
+
+ private:
+  void observe_tested(const ir::Value& value, const Tensor& tensor);
+
+  std::unordered_map<std::string, QuantizedTwin> twins_;  // by tested name
+  std::set<std::string> wanted_;                          // reference names some pair reads
+  std::set<std::string> covered_;                         // reference names an integer twin stands for
+  std::set<std::string> skip_;                            // tested graph inputs
+  std::map<std::string, Tensor> reference_tensors_;       // this sample's
+  std::map<std::string, Layer> layers_;
+  int next_order_ = 0;
+  int64_t skipped_ = 0;
+};
 
 }  // namespace quant::interp

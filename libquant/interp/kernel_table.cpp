@@ -41,6 +41,9 @@ constexpr std::array kKernels = {
     // ONNX Runtime's contrib forms, used for 16-bit types before opset 21.
     KernelEntry{"com.microsoft", "QuantizeLinear", make_quantize_linear},
     KernelEntry{"com.microsoft", "DequantizeLinear", make_dequantize_linear},
+    // qtool's own: unary ops on quantized tensors as tables (ops_lookup.cpp).
+    KernelEntry{"ai.qtool", "QLinearLookup", make_qlinear_lookup},
+    KernelEntry{"com.microsoft", "QGemm", make_qgemm},
     // elementwise (ops-elem)
     KernelEntry{"", "Mod", make_mod},
     KernelEntry{"", "Pow", make_pow},

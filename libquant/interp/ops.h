@@ -61,6 +61,8 @@ KernelResult make_constant(const KernelContext&);
 // ops_quant.cpp
 KernelResult make_quantize_linear(const KernelContext&);
 KernelResult make_dequantize_linear(const KernelContext&);
+// ops_lookup.cpp: ai.qtool QLinearLookup
+KernelResult make_qlinear_lookup(const KernelContext&);
 // integer kernels of the QOperator form (intk): ops_qlinear_conv.cpp,
 // ops_qlinear_matmul.cpp, ops_qlinear_eltwise.cpp, ops_qlinear_pool.cpp
 KernelResult make_qlinear_conv(const KernelContext&);
@@ -72,6 +74,8 @@ KernelResult make_qlinear_leaky_relu(const KernelContext&);
 KernelResult make_qlinear_concat(const KernelContext&);
 KernelResult make_qlinear_averagepool(const KernelContext&);
 KernelResult make_qlinear_global_averagepool(const KernelContext&);
+// ops_qgemm.cpp: com.microsoft QGemm (what the lowering turns Gemm into)
+KernelResult make_qgemm(const KernelContext&);
 // elementwise (ops-elem): ops_elementwise.cpp, ops_unary.cpp, ops_logic.cpp,
 // ops_cast.cpp (Add/Sub/Mul/Div above are in ops_elementwise.cpp, Relu/Clip/
 // Sigmoid in ops_unary.cpp)

@@ -1,12 +1,8 @@
-// QOperator emission: rewrites DQ -> op -> Q patterns of a QDQ graph into
-// integer operators: QLinearConv and QLinearMatMul (ai.onnx, opset 10) and
-// ONNX Runtime's com.microsoft QLinearAdd, QLinearMul, QLinearAveragePool,
-// QLinearGlobalAveragePool, QLinearConcat, QLinearSigmoid, QLinearLeakyRelu;
-// ops that only move data (MaxPool, Reshape, Flatten, Transpose, Squeeze,
-// Unsqueeze) run on the 8-bit tensor directly. A Relu or Clip between an op
-// and its Q is dropped when the Q's saturation already clamps to its range.
-// Patterns that do not match (Gemm, float islands) stay in QDQ form: ONNX
-// Runtime runs mixed graphs.
+// QOperator emission (qconvert --format qoperator): the lowering of
+// passes/lower_qdq.h restricted to the operators ONNX Runtime's CPU provider
+// runs (QLinearConv, QLinearMatMul, com.microsoft QLinear*, data movement on
+// 8-bit tensors). Patterns that do not match (Gemm, float islands) stay in
+// QDQ form: ONNX Runtime runs mixed graphs.
 #pragma once
 
 #include <string>

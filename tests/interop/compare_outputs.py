@@ -2,6 +2,7 @@
 """Compare two directories of model outputs written as <stem>.out0.npy.
 
   /usr/bin/python3 tests/interop/compare_outputs.py DIR_A DIR_B [--top1] [--atol X] [--max-abs D] [--labels LABELS.npy]
+      [--min-snr DB] [--within-step MODEL.onnx [--min-fraction F]]
 
 Files are paired by name (the sets must match). --top1 requires the argmax over
 the last axis to agree for every sample; --atol requires max |A - B| <= X;
@@ -9,12 +10,20 @@ the last axis to agree for every sample; --atol requires max |A - B| <= X;
 D is one output quantization step, the scale of the output's DequantizeLinear).
 --labels also prints DIR_A's top-1 accuracy, where label i belongs to the i-th
 file in name order (the layout of samples/*/test/NNNN.npy).
+--within-step requires that at least --min-fraction (default 0.999) of the
+elements of every output k (all <stem>.out<k>.npy files) differ by at most one
+output quantization step of MODEL: the scale of the DequantizeLinear producing
+output k (through data-movement ops). When a float op computes the output from
+dequantized tensors (a model's last Gemm), the step is the largest scale of the
+nearest activation DequantizeLinear nodes feeding it: one step of the last
+quantized tensor on the way.
 
 Exit codes (as in DESIGN.md): 0 all checks pass, 1 a check failed, 2 bad input.
 """
 
 import argparse
 import os
+import re
 import sys
 
 import numpy as np
@@ -39,6 +48,89 @@ def load(path):
         raise BadInput(f"{path}: cannot read .npy: {e}") from e
 
 
+MOVES_DATA = {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Identity", "MaxPool", "Slice",
+              "Gather", "Concat", "Expand", "Tile", "DepthToSpace", "SpaceToDepth"}
+
+
+def output_steps(model_path):
+    """One quantization step per graph output of the model (see --within-step)."""
+    try:
+        import onnx
+        from onnx import numpy_helper
+        model = onnx.load(model_path)
+    except Exception as e:
+        raise BadInput(f"{model_path}: cannot load the model: {e}") from e
+    g = model.graph
+    inits = {t.name: t for t in g.initializer}
+    producer = {o: n for n in g.node for o in n.output}
+
+    def scale_of(dq):
+        t = inits.get(dq.input[1])
+        if t is None:
+            raise BadInput(f"{model_path}: DequantizeLinear '{dq.name}' has a non-constant scale")
+        return float(np.max(numpy_helper.to_array(t)))
+
+    steps = []
+    for out in g.output:
+        n = producer.get(out.name)
+        # Through data movement to the DequantizeLinear that writes the output.
+        while n is not None and n.op_type in MOVES_DATA and n.op_type != "Concat":
+            n = producer.get(n.input[0])
+        if n is not None and n.op_type == "DequantizeLinear":
+            steps.append(scale_of(n))
+            continue
+        # A float op: the nearest activation DequantizeLinear nodes feeding it.
+        found, seen, todo = [], set(), [producer.get(out.name)]
+        while todo:
+            m = todo.pop()
+            if m is None or id(m) in seen:
+                continue
+            seen.add(id(m))
+            if m.op_type == "DequantizeLinear":
+                if m.input[0] not in inits:
+                    found.append(scale_of(m))
+                continue
+            todo.extend(producer.get(i) for i in m.input if i)
+        if not found:
+            raise BadInput(f"{model_path}: output '{out.name}' is not computed from quantized tensors")
+        steps.append(max(found))
+    return steps
+
+
+def within_step(dir_a, dir_b, model, min_fraction):
+    steps = output_steps(model)
+    pattern = re.compile(r"\.out(\d+)\.npy$")
+    names = sorted(f for f in os.listdir(dir_a) if pattern.search(f))
+    if sorted(f for f in os.listdir(dir_b) if pattern.search(f)) != names or not names:
+        raise BadInput(f"output sets of {dir_a} and {dir_b} differ (or are empty)")
+    within, total = [0] * len(steps), [0] * len(steps)
+    worst = [0.0] * len(steps)
+    for name in names:
+        k = int(pattern.search(name).group(1))
+        if k >= len(steps):
+            raise BadInput(f"{name}: the model has {len(steps)} outputs")
+        a = load(os.path.join(dir_a, name)).astype(np.float64)
+        b = load(os.path.join(dir_b, name)).astype(np.float64)
+        if a.shape != b.shape:
+            raise BadInput(f"{name}: shapes differ: {a.shape} vs {b.shape}")
+        diff = np.abs(a - b)
+        # A relative slack of 1e-5 absorbs float rounding of values exactly one step apart.
+        within[k] += int(np.sum(diff <= steps[k] * (1 + 1e-5)))
+        total[k] += diff.size
+        worst[k] = max(worst[k], float(diff.max()) / steps[k] if diff.size else 0.0)
+    ok = True
+    for k, step in enumerate(steps):
+        if total[k] == 0:
+            continue
+        frac = within[k] / total[k]
+        print(f"output {k}: {within[k]}/{total[k]} elements ({100 * frac:.3f}%) within one step ({step:.6g}); "
+              f"worst {worst[k]:.3g} steps")
+        if frac < min_fraction:
+            print(f"output {k}: fraction {frac:.6f} is below --min-fraction {min_fraction}")
+            ok = False
+    return ok
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir_a")
@@ -50,6 +142,10 @@ def main(argv):
     parser.add_argument("--labels", help="int labels .npy; prints DIR_A's accuracy")
     parser.add_argument("--min-snr", type=float,
                         help="SNR of DIR_A against DIR_B (the reference) in dB must be at least this")
+    parser.add_argument("--within-step", metavar="MODEL",
+                        help="elements must differ by at most one output quantization step of MODEL")
+    parser.add_argument("--min-fraction", type=float, default=0.999,
+                        help="fraction of elements --within-step requires (default 0.999)")
     args = parser.parse_args(argv)
 
     names_a, names_b = list_outputs(args.dir_a), list_outputs(args.dir_b)
@@ -88,6 +184,8 @@ def main(argv):
 
     n = len(names_a)
     print(f"compared {n} outputs, max abs diff: {max_diff:.6g}")
+    if args.within_step and not within_step(args.dir_a, args.dir_b, args.within_step, args.min_fraction):
+        failed = True
     if args.top1:
         print(f"top1 agreement: {n - len(mismatches)}/{n}")
         for name, pa, pb in mismatches:

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "libquant/interp/compare.h"
+#include "libquant/interp/session.h"
 
 using quant::Tensor;
 
@@ -31,4 +32,84 @@ TEST_CASE("argmax per row and top-k", "[interp][compare]") {
   CHECK(quant::interp::in_top_k(row, 3, 2, 2));
   CHECK_FALSE(quant::interp::in_top_k(row, 3, 0, 2));
   CHECK_FALSE(quant::interp::in_top_k(row, 3, 7, 5));
+}
+
+namespace {
+
+quant::ir::Value* add_value(quant::ir::Graph& g, const std::string& name, Tensor* constant = nullptr) {
+  quant::ir::Value* v = g.add_value(name);
+  v->dtype = constant ? constant->dtype() : quant::DType::Float32;
+  if (constant) v->constant = std::make_unique<Tensor>(*constant);
+  return v;
+}
+
+// float: x -> Sigmoid -> s -> Identity -> y.
+// tested: the same with x and s through QuantizeLinear/DequantizeLinear,
+// x fine (scale 0.01), s coarse (scale 0.1).
+void build_pair(quant::ir::Graph& ref, quant::ir::Graph& tst) {
+  for (quant::ir::Graph* g : {&ref, &tst}) g->opset_imports[""] = 13;
+  ref.inputs = {add_value(ref, "x")};
+  add_value(ref, "s");
+  add_value(ref, "y");
+  ref.add_node("Sigmoid", {ref.find_value("x")}, {ref.find_value("s")}, "sig");
+  ref.add_node("Identity", {ref.find_value("s")}, {ref.find_value("y")}, "id");
+  ref.outputs = {ref.find_value("y")};
+
+  tst.inputs = {add_value(tst, "x")};
+  auto qdq = [&](const std::string& name, float scale, quant::ir::Value* in) {
+    Tensor s = Tensor::scalar<float>(scale), z = Tensor::scalar<uint8_t>(128);
+    quant::ir::Value* sv = add_value(tst, name + "_scale", &s);
+    quant::ir::Value* zv = add_value(tst, name + "_zero_point", &z);
+    quant::ir::Value* q = add_value(tst, name + "_quantized");
+    q->dtype = quant::DType::UInt8;
+    quant::ir::Value* d = add_value(tst, name + "_dequantized");
+    tst.add_node("QuantizeLinear", {in, sv, zv}, {q}, name + "_q");
+    tst.add_node("DequantizeLinear", {q, sv, zv}, {d}, name + "_dq");
+    return d;
+  };
+  quant::ir::Value* xd = qdq("x", 0.01f, tst.inputs[0]);
+  quant::ir::Value* s = add_value(tst, "s");
+  tst.add_node("Sigmoid", {xd}, {s}, "sig");
+  quant::ir::Value* sd = qdq("s", 0.1f, s);
+  quant::ir::Value* y = add_value(tst, "y");
+  tst.add_node("Identity", {sd}, {y}, "id");
+  tst.outputs = {y};
+}
+
+}  // namespace
+
+TEST_CASE("Per-layer comparison pairs quantized tensors with their float twins, worst first", "[interp][compare]") {
+  quant::ir::Graph ref, tst;
+  build_pair(ref, tst);
+  quant::interp::LayerComparison cmp(tst, ref, {{"x_quantized", "x", 0.01f, 128}, {"s_quantized", "s", 0.1f, 128}});
+  auto rs = quant::interp::Session::create(ref);
+  auto ts = quant::interp::Session::create(tst);
+  REQUIRE(rs.has_value());
+  REQUIRE(ts.has_value());
+  for (int sample = 0; sample < 3; ++sample) {
+    std::vector<float> v(100);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = -1.2f + 0.024f * static_cast<float>(i) + 0.003f * static_cast<float>(sample);
+    Tensor x = Tensor::from_vector<float>({100}, v);
+    REQUIRE((*rs)->run({x}, cmp.reference_observer()).has_value());
+    REQUIRE((*ts)->run({x}, cmp.tested_observer()).has_value());
+    cmp.end_sample();
+  }
+  auto layers = cmp.by_snr();
+  REQUIRE(layers.size() == 3);
+  // s is quantized coarsely: s_quantized and y (which reads it) are worst,
+  // equal, in execution order; the float 's' is not listed since s_quantized
+  // stands for it.
+  CHECK(layers[0].tensor == "s_quantized");
+  CHECK(layers[0].reference == "s");
+  CHECK(layers[0].dequantized);
+  CHECK(layers[1].tensor == "y");
+  CHECK_FALSE(layers[1].dequantized);
+  CHECK(layers[0].stats.snr_db() == Approx(layers[1].stats.snr_db()));
+  CHECK(layers[2].tensor == "x_quantized");
+  CHECK(layers[2].stats.snr_db() > layers[0].stats.snr_db() + 15);
+  CHECK(layers[0].stats.snr_db() > 15);
+  CHECK(layers[0].order < layers[1].order);
+  CHECK(layers[2].order < layers[0].order);
+  CHECK(layers[0].stats.count() == 300);
+  CHECK(cmp.skipped() == 0);
 }

@@ -1,0 +1,147 @@
+// com.microsoft QGemm (ONNX Runtime contrib op, version 1) on qgemm +
+// requantize: what passes/lower_qdq.h lowers DQ -> Gemm [-> Q] to.
+//
+//   inputs: A, a_scale, a_zero_point, B, b_scale, b_zero_point, C?, y_scale?, y_zero_point?
+//   attrs:  alpha (1), beta (1), transA (0), transB (0)
+//   Y = alpha * (A' - za)(B' - zb) + C, C int32 at scale alpha / beta * a_scale * b_scale
+//
+// As ONNX Runtime's CPU kernel (contrib_ops/cpu/quantization/qgemm.cc): C is
+// added to the int32 accumulator (broadcast to [M, N]); the multiplier per
+// column n is alpha * a_scale * b_scale[n] / y_scale in float32, in that
+// order; without y_scale the output is float32: float(acc) * alpha * a_scale *
+// b_scale[n]. b_scale / b_zero_point are per tensor or per column (N values).
+#include <string>
+#include <vector>
+
+#include "libquant/interp/ops_qlinear.h"
+#include "libquant/kernels/qgemm.h"
+
+namespace quant::interp {
+namespace {
+
+enum : size_t { kA, kAScale, kAZero, kB, kBScale, kBZero, kC, kYScale, kYZero };
+
+struct QGemmParams {
+  int32_t a_zero_point = 0;
+  DType a_type = DType::UInt8, b_type = DType::Int8, y_type = DType::Float32;
+  std::vector<int32_t> b_zero_points;  // 1 or N
+  std::vector<float> float_scale;      // float output: alpha * a_scale * b_scale[n]
+  kernels::Requantizer requant;        // integer output
+};
+
+Expected<QGemmParams> qgemm_params(std::span<const Tensor* const> in, float alpha, kernels::RequantMode mode) {
+  QGemmParams p;
+  QT_ASSIGN_OR_RETURN(float a_scale, scalar_scale(in[kAScale], "a_scale"));
+  const Tensor* az = in[kAZero];
+  const Tensor* bs = in[kBScale];
+  const Tensor* bz = in[kBZero];
+  if (!az || !bs || !bz) return Status::bad_input("QGemm needs a_zero_point, b_scale and b_zero_point");
+  p.a_type = az->dtype(), p.b_type = bz->dtype();
+  if (!is_8bit(p.a_type) || !is_8bit(p.b_type)) return Status::bad_input("QGemm zero points must be uint8 or int8");
+  QT_ASSIGN_OR_RETURN(p.a_zero_point, scalar_zero_point(az, p.a_type, "a_zero_point"));
+  if (bs->dtype() != DType::Float32 || bs->rank() > 1 || bs->size() < 1 || bz->size() != bs->size())
+    return Status::bad_input("QGemm b_scale must be float32 with one value or one per column, b_zero_point as many");
+  p.b_zero_points = int32_values(*bz);
+  const float scaled_a = alpha * a_scale;
+  if (!in[kYScale]) {
+    for (float s : bs->values<float>()) p.float_scale.push_back(scaled_a * s);
+    return p;
+  }
+  QT_ASSIGN_OR_RETURN(float y_scale, scalar_scale(in[kYScale], "y_scale"));
+  const Tensor* yz = in[kYZero];
+  p.y_type = yz ? yz->dtype() : DType::UInt8;
+  if (!is_8bit(p.y_type)) return Status::bad_input("QGemm y_zero_point must be uint8 or int8");
+  QT_ASSIGN_OR_RETURN(int32_t y_zero_point, scalar_zero_point(yz, p.y_type, "y_zero_point"));
+  QT_ASSIGN_OR_RETURN(p.requant, product_requantizer(mode, scaled_a, *bs, "b_scale", y_scale, y_zero_point));
+  return p;
+}
+
+// C broadcast to [M, N] (numpy rules: [], [N], [1, N], [M, 1], [M, N]) added to acc.
+Status add_c(const Tensor& c, int64_t m, int64_t n, std::vector<int32_t>& acc) {
+  if (c.dtype() != DType::Int32) return Status::bad_input("QGemm C must be int32");
+  Dims shape = c.shape();
+  if (shape.size() > 2) return Status::bad_input("QGemm C " + dims_to_string(shape) + " has rank > 2");
+  while (shape.size() < 2) shape.insert(shape.begin(), 1);
+  if ((shape[0] != 1 && shape[0] != m) || (shape[1] != 1 && shape[1] != n))
+    return Status::bad_input("QGemm C " + dims_to_string(c.shape()) + " does not broadcast to [" + std::to_string(m) + ", " +
+                             std::to_string(n) + "]");
+  const int32_t* cv = c.data<int32_t>();
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const int32_t add = cv[(shape[0] == 1 ? 0 : i) * shape[1] + (shape[1] == 1 ? 0 : j)];
+      int32_t& a = acc[static_cast<size_t>(i * n + j)];
+      a = static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(add));  // int32 wraps, as in ORT
+    }
+  return Status::ok();
+}
+
+template <class TA, class TB>
+void accumulate(const QGemmParams& p, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                int64_t k, std::vector<int32_t>& acc) {
+  std::vector<TA> a_rows;
+  const TA* a_data = a.data<TA>();
+  if (trans_a) {  // A is [K, M]: the kernel reads rows of K
+    a_rows.resize(static_cast<size_t>(m * k));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t kk = 0; kk < k; ++kk) a_rows[static_cast<size_t>(i * k + kk)] = a_data[kk * m + i];
+    a_data = a_rows.data();
+  }
+  const std::vector<TB> b_zero_points(p.b_zero_points.begin(), p.b_zero_points.end());
+  kernels::QGemmArgs<TA, TB> q;
+  q.m = m, q.n = n, q.k = k, q.a = a_data, q.lda = k, q.a_zero_point = static_cast<TA>(p.a_zero_point);
+  q.b = b.data<TB>(), q.ldb = trans_b ? k : n, q.b_layout = trans_b ? kernels::BLayout::NxK : kernels::BLayout::KxN;
+  q.b_zero_point = b_zero_points.data(), q.b_zero_point_count = static_cast<int64_t>(b_zero_points.size());
+  q.c = acc.data(), q.ldc = n;
+  kernels::qgemm(q);
+}
+
+}  // namespace
+
+KernelResult make_qgemm(const KernelContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const float alpha = node.attr_float("alpha", 1.0f);
+  const bool trans_a = node.attr_int("transA", 0) != 0, trans_b = node.attr_int("transB", 0) != 0;
+  const kernels::RequantMode mode = requant_mode(ctx);
+  auto build = [alpha, mode](std::span<const Tensor* const> in) { return qgemm_params(in, alpha, mode); };
+  QT_ASSIGN_OR_RETURN(auto params, (prepare_params<QGemmParams>(node, {kAScale, kAZero, kBScale, kBZero, kYScale, kYZero}, build)));
+  return make_kernel([&node, params, trans_a, trans_b](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+    QT_RETURN_IF_ERROR(require_present(node, in, {kA, kAScale, kB, kBScale, kBZero}));
+    std::optional<QGemmParams> scratch;
+    QT_ASSIGN_OR_RETURN(const QGemmParams* p, params.get(in, scratch));
+    const Tensor& a = *in[kA];
+    const Tensor& b = *in[kB];
+    if (a.dtype() != p->a_type || b.dtype() != p->b_type) return Status::bad_input("QGemm A / B types differ from their zero points'");
+    if (a.rank() != 2 || b.rank() != 2)
+      return Status::bad_input("QGemm A and B must be 2-D, got " + dims_to_string(a.shape()) + " and " + dims_to_string(b.shape()));
+    const int64_t m = trans_a ? a.dim(1) : a.dim(0), k = trans_a ? a.dim(0) : a.dim(1);
+    const int64_t n = trans_b ? b.dim(0) : b.dim(1), kb = trans_b ? b.dim(1) : b.dim(0);
+    if (k != kb) return Status::bad_input("QGemm shapes " + dims_to_string(a.shape()) + " and " + dims_to_string(b.shape()) + " do not fit");
+    if (p->b_zero_points.size() != 1 && static_cast<int64_t>(p->b_zero_points.size()) != n)
+      return Status::bad_input("QGemm b_scale has " + std::to_string(p->b_zero_points.size()) + " values for " + std::to_string(n) + " columns");
+    std::vector<int32_t> acc(static_cast<size_t>(m * n));
+    QT_RETURN_IF_ERROR(dispatch_8bit(a.dtype(), "A", [&](auto ta) {
+      return dispatch_8bit(b.dtype(), "B", [&](auto tb) {
+        accumulate<decltype(ta), decltype(tb)>(*p, a, b, trans_a, trans_b, m, n, k, acc);
+        return Status::ok();
+      });
+    }));
+    if (const Tensor* c = optional_input(in, kC)) QT_RETURN_IF_ERROR(add_c(*c, m, n, acc));
+    if (p->float_scale.size()) {
+      QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, {m, n}));
+      float* y = out[0].data<float>();
+      const bool per_column = p->float_scale.size() > 1;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          y[i * n + j] = static_cast<float>(acc[static_cast<size_t>(i * n + j)]) * p->float_scale[per_column ? static_cast<size_t>(j) : 0];
+      return Status::ok();
+    }
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->y_type, {m, n}));
+    return dispatch_8bit(p->y_type, "Y", [&](auto ty) {
+      using TY = decltype(ty);
+      kernels::requantize<TY>(acc.data(), m, n, n, nullptr, p->requant, 0, out[0].data<TY>(), n, 1);
+      return Status::ok();
+    });
+  });
+}
+
+}  // namespace quant::interp

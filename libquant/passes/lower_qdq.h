@@ -1,0 +1,90 @@
+// Lowering of QDQ graphs to integer operators: DequantizeLinear -> op ->
+// QuantizeLinear patterns become one integer operator reading and writing the
+// 8-bit tensors, as ONNX Runtime's QDQ fusions do. One pass serves two users:
+//
+//  - qconvert --format qoperator (LowerTarget::OnnxRuntime): only operators
+//    ONNX Runtime's CPU provider runs: ai.onnx QLinearConv and QLinearMatMul
+//    (opset 10), com.microsoft QLinearAdd, QLinearMul, QLinearAveragePool,
+//    QLinearGlobalAveragePool, QLinearConcat, QLinearSigmoid,
+//    QLinearLeakyRelu, and data-movement ops (MaxPool, Reshape, Flatten,
+//    Transpose, Squeeze, Unsqueeze) run on the 8-bit tensor when their input
+//    and output share parameters. A Relu/Clip between an op and its Q is
+//    dropped when the Q's saturation already clamps to its range.
+//  - qrun (LowerTarget::Interpreter), at prepare time, before
+//    Session::create: the same, plus
+//      * com.microsoft QGemm for Gemm (also with a float output, as ONNX
+//        Runtime fuses DQ -> Gemm at the end of a model),
+//      * Relu/Clip that saturation does not imply: an integer Clip on the
+//        8-bit output, exact since Q(clip(x, a, b)) = clip(Q(x), Q(a), Q(b))
+//        for the monotone Q (ONNX Clip takes 8-bit types from opset 12),
+//      * unary ops (Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu, Relu...) as
+//        ai.qtool QLinearLookup: a 2^bits-entry table computed at prepare
+//        time by running the float op on every dequantized input value and
+//        quantizing (Glow's approach; 8- and 16-bit),
+//      * data-movement ops (also Slice, Gather, Resize in nearest mode, ...)
+//        on 8- and 16-bit data; when input and output parameters differ an
+//        identity QLinearLookup requantizes, exact because the table is
+//        monotone and these ops only select values.
+//    Everything else stays a float island (DQ -> float op -> Q) with the
+//    reason recorded in Lowering::float_reasons.
+//
+// Names stay traceable (DESIGN "Output models"): a lowered op writes the
+// integer tensor its QuantizeLinear wrote, and Lowering::quantized pairs each
+// integer tensor with the float tensor it stands for.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "libquant/core/status.h"
+#include "libquant/ir/graph.h"
+
+namespace quant::passes {
+
+enum class LowerTarget { OnnxRuntime, Interpreter };
+
+struct LowerOptions {
+  LowerTarget target = LowerTarget::Interpreter;
+  // Whether the runtime has a kernel for (domain, op_type); a pattern whose
+  // integer op it lacks stays a float island saying so. The pass cannot ask
+  // the interpreter itself (passes do not depend on interp/): qrun passes
+  // interp::find_kernel_factory. Null: every op is available.
+  std::function<bool(const std::string& domain, const std::string& op_type)> has_kernel;
+};
+
+// An integer activation of a lowered (or QOperator) graph and the float
+// tensor of the original model it quantizes: real = scale * (q - zero_point).
+struct QuantizedTensor {
+  std::string name;
+  std::string float_name;
+  DType qtype = DType::UInt8;
+  float scale = 1;
+  int32_t zero_point = 0;
+};
+
+struct Lowering {
+  // One line per lowered node: "Conv node 'c1' -> QLinearConv (+ Relu implied by saturation)".
+  std::vector<std::string> notes;
+  // Nodes left computing in float, by node name, with the reason.
+  std::map<std::string, std::string> float_reasons;
+  // Lowered nodes by name: the integer op they became and what was fused.
+  std::map<std::string, std::string> lowered;
+};
+
+Expected<Lowering> lower_qdq(ir::Graph& graph, const LowerOptions& options);
+
+// Every integer activation of `graph` with per-tensor static parameters
+// (outputs of QuantizeLinear, QLinear*, QGemm, QLinearLookup, and of
+// data-movement ops on such tensors), in execution order. The float twin is
+// the QuantizeLinear's input in a QDQ graph; after lowering (and in qconvert's
+// QOperator models) it is the name without qconvert's "_quantized" suffix.
+std::vector<QuantizedTensor> find_quantized_tensors(const ir::Graph& graph);
+
+// Ops that only move or select values: on quantized data they keep the
+// parameters (DESIGN "Numerics", shape-only ops; MaxPool and nearest Resize
+// only select values, which commutes with the monotone quantization).
+bool moves_data_only(const ir::Node& node);
+
+}  // namespace quant::passes

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# qrun's integer execution against ONNX Runtime: for qconvert's outputs with
+# default settings, in QDQ and QOperator form, qrun (lowering DQ -> op -> Q to
+# integer kernels) and onnxruntime-node give the same outputs within one output
+# quantization step for at least 99.9% of the elements
+# (tests/interop/compare_outputs.py --within-step).
+#
+#   test_lower_ort.sh            samples/ (the digits CNN, every test sample)
+#   test_lower_ort.sh --zoo      the zoo (scripts/make_zoo.sh), 2 samples per model
+set -euo pipefail
+bin=${QTOOL_BIN:?}
+src=${QTOOL_SOURCE_DIR:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+[ -f "$src/.cache/ort/node_modules/onnxruntime-node/package.json" ] || "$src/scripts/setup_ort.sh"
+
+# check NAME MODEL CALIB_DIR TEST_DIR: profile, convert both forms, run both runtimes, compare.
+check() {
+  local name=$1 model=$2 calib=$3 data=$4 d="$tmp/$1"
+  mkdir -p "$d"
+  "$bin/qprofile" "$model" --data "$calib" -o "$d/p.json" --quiet
+  for format in qdq qoperator; do
+    "$bin/qconvert" "$model" --profile "$d/p.json" -o "$d/$format.onnx" --format "$format" >/dev/null
+    "$bin/qrun" "$d/$format.onnx" --explain >"$d/$format.plan"
+    grep -q '^integer ops:' "$d/$format.plan" || { echo "FAIL $name $format: nothing lowered"; cat "$d/$format.plan"; return 1; }
+    "$bin/qrun" "$d/$format.onnx" --data "$data" -o "$d/qrun_$format" --quiet
+    node "$src/tests/interop/ort_run.js" "$d/$format.onnx" "$data" "$d/ort_$format" >/dev/null
+    echo "$name ($format): $(head -n1 "$d/$format.plan")"
+    cmp=(/usr/bin/python3 "$src/tests/interop/compare_outputs.py")
+    if [[ " ${float_path_differs[*]} " == *" $name "* ]]; then
+      # Known gap: here ONNX Runtime differs from the QDQ float semantics
+      # itself (qrun --no-lower misses it as much), so require that lowering
+      # does not move qrun away from ONNX Runtime: lowered == float path within
+      # a step, and print the ONNX Runtime comparison.
+      "$bin/qrun" "$d/$format.onnx" --data "$data" -o "$d/float_$format" --no-lower --quiet >/dev/null
+      "${cmp[@]}" "$d/qrun_$format" "$d/ort_$format" --within-step "$d/$format.onnx" --min-fraction 0.9 ||
+        { echo "FAIL $name $format (vs ONNX Runtime)"; return 1; }
+      "${cmp[@]}" "$d/float_$format" "$d/ort_$format" --within-step "$d/$format.onnx" --min-fraction 0 | tail -n 1
+      "${cmp[@]}" "$d/qrun_$format" "$d/float_$format" --within-step "$d/$format.onnx" --min-fraction 0.995 ||
+        { echo "FAIL $name $format (lowered vs float path)"; return 1; }
+      continue
+    fi
+    "${cmp[@]}" "$d/qrun_$format" "$d/ort_$format" --within-step "$d/$format.onnx" --min-fraction 0.999 ||
+      { echo "FAIL $name $format"; return 1; }
+  done
+}
+
+# Models whose float tail (LayerNormalization on the graph output, after
+# attention) ONNX Runtime computes differently from DequantizeLinear -> float
+# op: qrun --no-lower is as far from it (95.0% of elements within a step) as
+# the lowered run (95.2%). Open issue, see the report of branch wt-lower.
+float_path_differs=(transformer_encoder)
+
+if [ "${1:-}" = "--zoo" ]; then
+  export ZOO_DIR=${ZOO_DIR:-$src/.cache/zoo}
+  bash "$src/scripts/make_zoo.sh"
+  failed=()
+  for d in "$ZOO_DIR"/*/; do
+    name=$(basename "$d")
+    [ -f "$d/DONE" ] || continue
+    # Two samples to calibrate and two to compare keep the zoo part to minutes.
+    mkdir -p "$tmp/in_$name/calib" "$tmp/in_$name/test"
+    ls "$d/inputs" | sort | head -n 2 | while read -r f; do cp "$d/inputs/$f" "$tmp/in_$name/calib/"; done
+    ls "$d/inputs" | sort | sed -n 3,4p | while read -r f; do cp "$d/inputs/$f" "$tmp/in_$name/test/"; done
+    check "$name" "$d/model.onnx" "$tmp/in_$name/calib" "$tmp/in_$name/test" || failed+=("$name")
+  done
+  if ((${#failed[@]})); then
+    echo "lowered vs ONNX Runtime: ${#failed[@]} zoo models failed: ${failed[*]}" >&2
+    exit 1
+  fi
+  echo "lowered vs ONNX Runtime: zoo ok"
+  exit 0
+fi
+
+check digits "$src/samples/digits_cnn.onnx" "$src/samples/digits/calib" "$src/samples/digits/test"
+# The check can fail: outputs moved by two steps on 1% of the elements are refused.
+/usr/bin/python3 - "$tmp/digits/qrun_qdq" "$tmp/digits/moved" "$tmp/digits/qdq.onnx" <<'PY'
+import os, sys
+import numpy as np
+sys.path.insert(0, os.path.join(os.environ["QTOOL_SOURCE_DIR"], "tests", "interop"))
+from compare_outputs import output_steps
+src, dst, model = sys.argv[1:]
+step = output_steps(model)[0]
+os.makedirs(dst)
+rng = np.random.default_rng(0)
+for f in sorted(os.listdir(src)):
+    a = np.load(os.path.join(src, f))
+    a.reshape(-1)[rng.random(a.size) < 0.02] += np.float32(2.5 * step)
+    np.save(os.path.join(dst, f), a)
+PY
+if /usr/bin/python3 "$src/tests/interop/compare_outputs.py" "$tmp/digits/moved" "$tmp/digits/ort_qdq"      --within-step "$tmp/digits/qdq.onnx" --min-fraction 0.999 >"$tmp/moved.log"; then
+  echo "FAIL: --within-step accepted outputs moved by 2.5 steps"; cat "$tmp/moved.log"; exit 1
+fi
+echo "lowered vs ONNX Runtime: samples ok"

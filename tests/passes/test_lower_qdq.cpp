@@ -1,0 +1,357 @@
+// Lowering of QDQ graphs (passes/lower_qdq.h): the graph it produces, the
+// reasons it gives for float islands, and - for the integer forms whose
+// kernels are qtool's own (QLinearLookup, integer Clip, data movement) - that
+// the lowered graph computes exactly what the QDQ graph computes in float.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <set>
+
+#include "libquant/interp/session.h"
+#include "libquant/passes/lower_plan.h"
+#include "libquant/passes/lower_qdq.h"
+#include "libquant/passes/qoperator.h"
+
+using quant::DType;
+using quant::Tensor;
+using quant::ir::Graph;
+using quant::ir::Node;
+using quant::ir::Value;
+namespace passes = quant::passes;
+
+namespace {
+
+Value* add_const(Graph& g, const std::string& name, Tensor t) {
+  Value* v = g.add_value(name);
+  v->dtype = t.dtype();
+  v->has_shape = true;
+  v->shape = t.shape();
+  v->constant = std::make_unique<Tensor>(std::move(t));
+  return v;
+}
+
+Tensor zero_point(DType t, int32_t z) {
+  Tensor out(t, {});
+  switch (t) {
+    case DType::UInt8: out.data<uint8_t>()[0] = static_cast<uint8_t>(z); break;
+    case DType::Int8: out.data<int8_t>()[0] = static_cast<int8_t>(z); break;
+    case DType::UInt16: out.data<uint16_t>()[0] = static_cast<uint16_t>(z); break;
+    case DType::Int16: out.data<int16_t>()[0] = static_cast<int16_t>(z); break;
+    default: FAIL("not a quantized type");
+  }
+  return out;
+}
+
+// Builds QDQ graphs the way qconvert writes them: every quantized float
+// activation X goes X -> QuantizeLinear -> X_quantized -> DequantizeLinear ->
+// X_dequantized, and its readers read X_dequantized.
+struct QdqGraph {
+  Graph g;
+  explicit QdqGraph(int64_t opset = 13) { g.opset_imports[""] = opset; }
+
+  Value* input(const std::string& name) {
+    Value* v = g.add_value(name);
+    v->dtype = DType::Float32;
+    g.inputs.push_back(v);
+    return v;
+  }
+  Value* value(const std::string& name) {
+    Value* v = g.add_value(name);
+    v->dtype = DType::Float32;
+    return v;
+  }
+  // Q/DQ pair on `x`; returns the dequantized value.
+  Value* qdq(Value* x, float scale, int32_t zp, DType t = DType::UInt8) {
+    const std::string n = x->name();
+    Value* s = add_const(g, n + "_scale", Tensor::scalar<float>(scale));
+    Value* z = add_const(g, n + "_zero_point", zero_point(t, zp));
+    Value* q = g.add_value(n + "_quantized");
+    q->dtype = t;
+    Value* d = value(n + "_dequantized");
+    g.add_node("QuantizeLinear", {x, s, z}, {q}, n + "_QuantizeLinear");
+    g.add_node("DequantizeLinear", {q, s, z}, {d}, n + "_DequantizeLinear");
+    return d;
+  }
+  // A constant integer weight behind its DequantizeLinear.
+  Value* weight(const std::string& name, Tensor q, std::vector<float> scales, int64_t axis) {
+    Value* qv = add_const(g, name + "_quantized", std::move(q));
+    Tensor st = scales.size() == 1 ? Tensor::scalar<float>(scales[0]) : Tensor::from_vector<float>({static_cast<int64_t>(scales.size())}, scales);
+    Value* s = add_const(g, name + "_scale", std::move(st));
+    Tensor zt = scales.size() == 1 ? Tensor(qv->dtype, {}) : Tensor(qv->dtype, {static_cast<int64_t>(scales.size())});
+    Value* z = add_const(g, name + "_zero_point", std::move(zt));
+    Value* d = value(name + "_dequantized");
+    Node* n = g.add_node("DequantizeLinear", {qv, s, z}, {d}, name + "_DequantizeLinear");
+    if (scales.size() > 1) n->attributes["axis"] = quant::ir::Attribute::of_int(axis);
+    return d;
+  }
+  Value* op(const std::string& type, std::vector<Value*> ins, const std::string& out) {
+    Value* y = value(out);
+    g.add_node(type, std::move(ins), {y}, out + "_node");
+    return y;
+  }
+};
+
+std::multiset<std::string> op_types(const Graph& g) {
+  std::multiset<std::string> out;
+  for (const auto& n : g.nodes()) out.insert((n->domain.empty() ? "" : n->domain + ".") + n->op_type);
+  return out;
+}
+
+const Node* producer_of(const Graph& g, const std::string& value) {
+  const Value* v = g.find_value(value);
+  return v ? v->producer : nullptr;
+}
+
+passes::Lowering lower(Graph& g, passes::LowerTarget t = passes::LowerTarget::Interpreter) {
+  auto r = passes::lower_qdq(g, {t, nullptr});
+  REQUIRE(r.has_value());
+  return std::move(r).value();
+}
+
+std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& inputs) {
+  auto s = quant::interp::Session::create(g);
+  if (!s) FAIL(s.status().message());
+  auto out = (*s)->run(inputs);
+  if (!out) FAIL(out.status().message());
+  return *out;
+}
+
+// Inputs sweeping [lo, hi] densely, so every table entry is exercised.
+Tensor sweep(float lo, float hi, int64_t n = 4096) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = lo + (hi - lo) * static_cast<float>(i) / static_cast<float>(n - 1);
+  return Tensor::from_vector<float>({1, n}, v);
+}
+
+void require_same(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.dtype() == b.dtype());
+  REQUIRE(a.shape() == b.shape());
+  for (int64_t i = 0; i < a.size(); ++i) REQUIRE(a.as_double(i) == b.as_double(i));
+}
+
+// x -> Q/DQ -> Conv(w per channel, bias) -> Relu -> Q/DQ -> y (float output)
+void build_conv_relu(QdqGraph& b, DType out_type, int32_t out_zp) {
+  Value* x = b.qdq(b.input("x"), 0.05f, 128);
+  Value* w = b.weight("w", Tensor::from_vector<int8_t>({2, 1, 1, 1}, {10, -20}), {0.01f, 0.02f}, 0);
+  Value* bias = b.weight("bias", Tensor::from_vector<int32_t>({2}, {5, -5}), {0.05f * 0.01f, 0.05f * 0.02f}, 0);
+  Value* c = b.op("Conv", {x, w, bias}, "c");
+  Value* r = b.op("Relu", {c}, "r");
+  Value* rd = b.qdq(r, 0.01f, out_zp, out_type);
+  Value* y = b.op("Identity", {rd}, "y");
+  b.g.outputs = {y};
+}
+
+}  // namespace
+
+TEST_CASE("Conv + Relu implied by uint8 saturation lowers to one QLinearConv", "[passes][lower]") {
+  QdqGraph b;
+  build_conv_relu(b, DType::UInt8, 0);
+  auto l = lower(b.g);
+  const Node* conv = producer_of(b.g, "r_quantized");
+  REQUIRE(conv);
+  CHECK(conv->op_type == "QLinearConv");
+  CHECK(conv->inputs.size() == 9);
+  CHECK(conv->input(0)->name() == "x_quantized");
+  CHECK(conv->input(3)->name() == "w_quantized");
+  CHECK(conv->input(8)->name() == "bias_quantized");
+  CHECK(op_types(b.g).count("Relu") == 0);
+  CHECK(l.lowered.at("c_node") == "QLinearConv (Relu implied by saturation)");
+  // Q of the input, DQ of the output for the float Identity: the only boundaries.
+  CHECK(op_types(b.g) == std::multiset<std::string>{"QuantizeLinear", "QLinearConv", "DequantizeLinear", "Identity"});
+}
+
+TEST_CASE("Relu that int8 saturation does not imply becomes an integer Clip at the zero point", "[passes][lower]") {
+  QdqGraph b;
+  build_conv_relu(b, DType::Int8, -3);
+  auto l = lower(b.g);
+  const Node* clip = producer_of(b.g, "r_quantized");
+  REQUIRE(clip);
+  CHECK(clip->op_type == "Clip");
+  REQUIRE(clip->inputs.size() == 2);
+  const Tensor* lo = quant::ir::constant_data(clip->input(1));
+  REQUIRE(lo);
+  CHECK(lo->dtype() == DType::Int8);
+  CHECK(lo->as_int64(0) == -3);
+  // The pre-activation integer tensor keeps its float twin's name.
+  CHECK(clip->input(0)->name() == "c_quantized");
+  CHECK(clip->input(0)->producer->op_type == "QLinearConv");
+  CHECK(l.lowered.at("c_node") == "QLinearConv + integer Relu");
+  auto twins = passes::find_quantized_tensors(b.g);
+  std::map<std::string, std::string> twin_of;
+  for (const auto& t : twins) twin_of[t.name] = t.float_name;
+  CHECK(twin_of.at("c_quantized") == "c");
+  CHECK(twin_of.at("r_quantized") == "r");
+  CHECK(twin_of.at("x_quantized") == "x");
+}
+
+TEST_CASE("ONNX Runtime target keeps a Relu saturation does not imply in QDQ form", "[passes][lower]") {
+  QdqGraph b;
+  build_conv_relu(b, DType::Int8, -3);
+  auto notes = passes::emit_qoperator(b.g);
+  REQUIRE(notes.has_value());
+  CHECK(notes->empty());
+  CHECK(op_types(b.g).count("Conv") == 1);
+  CHECK(op_types(b.g).count("Relu") == 1);
+}
+
+TEST_CASE("A missing kernel leaves a float island that says so", "[passes][lower]") {
+  QdqGraph b;
+  build_conv_relu(b, DType::UInt8, 0);
+  passes::LowerOptions o;
+  o.has_kernel = [](const std::string&, const std::string& op) { return op != "QLinearConv"; };
+  auto l = passes::lower_qdq(b.g, o);
+  REQUIRE(l.has_value());
+  CHECK(l->float_reasons.at("c_node") == "the interpreter has no kernel for QLinearConv");
+  CHECK(op_types(b.g).count("Conv") == 1);
+}
+
+TEST_CASE("Unary ops become lookup tables that match DQ -> op -> Q exactly", "[passes][lower]") {
+  struct Case {
+    std::string op;
+    DType in, out;
+    int32_t in_zp, out_zp;
+    float in_scale, out_scale;
+  };
+  for (const Case& c : {Case{"Sigmoid", DType::UInt8, DType::UInt8, 128, 0, 0.05f, 1.0f / 256},
+                        Case{"Tanh", DType::Int8, DType::Int8, 3, 0, 0.04f, 1.0f / 128},
+                        Case{"HardSwish", DType::UInt8, DType::Int8, 100, -20, 0.03f, 0.02f},
+                        Case{"HardSigmoid", DType::Int16, DType::Int16, 0, 0, 1e-4f, 4e-5f},
+                        Case{"Gelu", DType::UInt16, DType::UInt16, 30000, 1000, 2e-4f, 1e-4f}}) {
+    DYNAMIC_SECTION(c.op) {
+      QdqGraph lowered(21), reference(21);
+      for (QdqGraph* b : {&lowered, &reference}) {
+        Value* x = b->qdq(b->input("x"), c.in_scale, c.in_zp, c.in);
+        Value* y = b->qdq(b->op(c.op, {x}, "y"), c.out_scale, c.out_zp, c.out);
+        b->g.outputs = {b->op("Identity", {y}, "out")};
+      }
+      lower(lowered.g);
+      const Node* lookup = producer_of(lowered.g, "y_quantized");
+      REQUIRE(lookup);
+      CHECK(lookup->op_type == "QLinearLookup");
+      CHECK(lookup->domain == "ai.qtool");
+      CHECK(lookup->attr_string("op_type", "") == c.op);
+      const double span = c.in_scale * static_cast<double>(quant::int_range(c.in)->max - quant::int_range(c.in)->min);
+      Tensor x = sweep(static_cast<float>(-span), static_cast<float>(span), 70000);
+      require_same(run(lowered.g, {x})[0], run(reference.g, {x})[0]);
+    }
+  }
+}
+
+TEST_CASE("Relu and Clip with their own parameters: integer Clip when unchanged, table otherwise", "[passes][lower]") {
+  for (bool same : {true, false}) {
+    QdqGraph lowered, reference;
+    for (QdqGraph* b : {&lowered, &reference}) {
+      Value* x = b->qdq(b->input("x"), 0.02f, 120);
+      Value* r = b->qdq(b->op("Relu", {x}, "r"), same ? 0.02f : 0.01f, same ? 120 : 0);  // int Clip at 120 when same
+      Value* c = b->op("Clip", {r, add_const(b->g, "lo", Tensor::scalar<float>(-0.5f)), add_const(b->g, "hi", Tensor::scalar<float>(1.5f))}, "c");
+      Value* cq = b->qdq(c, same ? 0.02f : 0.007f, same ? 120 : 77);
+      b->g.outputs = {b->op("Identity", {cq}, "out")};
+    }
+    lower(lowered.g);
+    const Node* relu = producer_of(lowered.g, "r_quantized");
+    const Node* clip = producer_of(lowered.g, "c_quantized");
+    REQUIRE(relu);
+    REQUIRE(clip);
+    CHECK(relu->op_type == (same ? "Clip" : "QLinearLookup"));
+    CHECK(clip->op_type == (same ? "Clip" : "QLinearLookup"));
+    Tensor x = sweep(-3, 3);
+    require_same(run(lowered.g, {x})[0], run(reference.g, {x})[0]);
+  }
+}
+
+TEST_CASE("Data movement runs on integer data; different parameters add an identity table", "[passes][lower]") {
+  for (bool same : {true, false}) {
+    QdqGraph lowered, reference;
+    for (QdqGraph* b : {&lowered, &reference}) {
+      Value* x = b->qdq(b->input("x"), 0.02f, 120);
+      Value* shape = add_const(b->g, "shape", Tensor::from_vector<int64_t>({4}, {1, 1, 64, 64}));
+      Value* r = b->qdq(b->op("Reshape", {x, shape}, "r"), 0.02f, 120);
+      Value* m = b->op("MaxPool", {r}, "m");
+      b->g.nodes().back()->attributes["kernel_shape"] = quant::ir::Attribute::of_ints({2, 2});
+      Value* mq = b->qdq(m, same ? 0.02f : 0.011f, same ? 120 : 3);
+      Value* t = b->op("Transpose", {mq}, "t");
+      Value* tq = b->qdq(t, same ? 0.02f : 0.03f, same ? 120 : 140);
+      b->g.outputs = {b->op("Identity", {tq}, "out")};
+    }
+    lower(lowered.g);
+    CHECK(producer_of(lowered.g, "r_quantized")->op_type == "Reshape");
+    CHECK(producer_of(lowered.g, "m_quantized")->op_type == (same ? "MaxPool" : "QLinearLookup"));
+    CHECK(producer_of(lowered.g, "t_quantized")->op_type == (same ? "Transpose" : "QLinearLookup"));
+    CHECK(op_types(lowered.g).count("DequantizeLinear") == 1);
+    Tensor x = sweep(-2.5f, 2.5f);
+    require_same(run(lowered.g, {x})[0], run(reference.g, {x})[0]);
+  }
+}
+
+TEST_CASE("Ops without an integer form stay float islands with a reason; explain shows the break", "[passes][lower]") {
+  QdqGraph b;
+  Value* x = b.qdq(b.input("x"), 0.02f, 120);
+  Value* s = b.op("Softmax", {x}, "s");
+  Value* sq = b.qdq(s, 1.0f / 256, 0);
+  b.g.outputs = {b.op("Sigmoid", {sq}, "out")};
+  auto l = lower(b.g);
+  CHECK(l.float_reasons.at("s_node") == "no integer kernel for Softmax");
+  CHECK(l.float_reasons.at("out_node") == "output 'out' is a float graph output");
+  auto plan = passes::describe_plan(b.g, &l);
+  REQUIRE(plan.islands.size() == 2);
+  CHECK(plan.boundary_breaks() == 1);
+  const auto& island = plan.islands[0];
+  CHECK(island.entries == std::vector<std::string>{"x_DequantizeLinear"});
+  CHECK(island.exits == std::vector<std::string>{"s_QuantizeLinear"});
+  CHECK(plan.islands[1].to_graph_output);
+  CHECK(plan.boundaries.size() == 4);
+  const std::string text = passes::plan_to_text(plan);
+  CHECK_THAT(text, Catch::Contains("quantization boundary break: integer data leaves at 'x_DequantizeLinear' and re-enters at 's_QuantizeLinear'"));
+  CHECK_THAT(text, Catch::Contains("Softmax node 's_node': no integer kernel for Softmax"));
+  auto j = passes::plan_to_json(plan);
+  CHECK(j["summary"]["boundary_breaks"] == 1);
+  CHECK(j["islands"][0]["nodes"][0]["reason"] == "no integer kernel for Softmax");
+}
+
+TEST_CASE("Gemm lowers to QGemm, with a float output at the end of a model", "[passes][lower]") {
+  for (bool quantized_out : {true, false}) {
+    QdqGraph b;
+    Value* a = b.qdq(b.input("a"), 0.05f, 128);
+    Value* w = b.weight("w", Tensor::from_vector<int8_t>({3, 2}, {1, 2, 3, 4, 5, 6}), {0.1f, 0.2f, 0.3f}, 0);
+    Value* c = b.weight("c", Tensor::from_vector<int32_t>({3}, {1, 2, 3}), {0.005f, 0.01f, 0.015f}, 0);
+    Value* y = b.op("Gemm", {a, w, c}, "y");
+    b.g.nodes().back()->attributes["transB"] = quant::ir::Attribute::of_int(1);
+    b.g.outputs = {quantized_out ? b.op("Identity", {b.qdq(y, 0.1f, 10)}, "out") : y};
+    lower(b.g);
+    const Node* q = producer_of(b.g, quantized_out ? "y_quantized" : "y");
+    REQUIRE(q);
+    CHECK(q->op_type == "QGemm");
+    CHECK(q->domain == "com.microsoft");
+    CHECK(q->inputs.size() == (quantized_out ? 9u : 7u));
+    CHECK(q->attr_int("transB", 0) == 1);
+    CHECK(b.g.opset("com.microsoft") == 1);
+  }
+}
+
+TEST_CASE("Per-channel weights along an axis the integer op cannot take stay float", "[passes][lower]") {
+  QdqGraph b;
+  Value* x = b.qdq(b.input("x"), 0.05f, 128);
+  Value* w = b.weight("w", Tensor::from_vector<int8_t>({2, 2}, {1, 2, 3, 4}), {0.1f, 0.2f}, 0);
+  Value* y = b.qdq(b.op("MatMul", {x, w}, "y"), 0.1f, 10);
+  b.g.outputs = {b.op("Identity", {y}, "out")};
+  auto l = lower(b.g);
+  CHECK(l.float_reasons.at("y_node") == "weight 'w_dequantized' is quantized per channel along axis 0, which QLinearMatMul does not take");
+}
+
+TEST_CASE("16-bit activations: tables and data movement lower, QLinear ops stay float", "[passes][lower]") {
+  QdqGraph b;
+  Value* x = b.qdq(b.input("x"), 1e-4f, 0, DType::Int16);
+  Value* y = b.qdq(b.op("Add", {x, x}, "y"), 1e-4f, 0, DType::Int16);
+  Value* f = b.qdq(b.op("Flatten", {y}, "f"), 1e-4f, 0, DType::Int16);
+  b.g.outputs = {b.op("Identity", {f}, "out")};
+  auto l = lower(b.g);
+  CHECK(l.float_reasons.at("y_node") == "input 'x_dequantized' is int16; the integer Add takes 8-bit tensors");
+  // Shape reads the integer tensor, so no DequantizeLinear stays for it.
+  QdqGraph s;
+  Value* sx = s.qdq(s.input("x"), 0.1f, 0);
+  s.g.outputs = {s.op("Shape", {sx}, "shape")};
+  auto ls = lower(s.g);
+  CHECK(ls.lowered.at("shape_node") == "Shape of the integer tensor");
+  CHECK(op_types(s.g) == std::multiset<std::string>{"QuantizeLinear", "Shape"});
+  CHECK(producer_of(b.g, "f_quantized")->op_type == "Flatten");
+}
