@@ -105,6 +105,14 @@ std::vector<double> prefix_sums(const std::vector<double>& v) {
   return out;
 }
 
+// Windows start where they hold at least half of the values: KL(P||Q) compares
+// the clipped distribution with its quantized form, so it does not see the
+// loss of clipping itself; a window holding only the first occupied bin has
+// P = Q (both a spike) and KL 0, which collapsed ranges of data far from 0
+// (a GlobalAveragePool output in [0.07, 1.06] became [0.07, 0.07]).
+// TensorRT's start at 128 of 2048 bins makes the same assumption for data
+// that starts near 0; KL thresholds of real data lie far above the median.
+//
 // The smallest n in [first, last] with minimal kl(n); `last` when every kl is infinite.
 template <class Kl>
 int narrowest_best(int first, int last, Kl kl) {
@@ -155,7 +163,9 @@ Range range_kl(const Histogram& h, int quant_bins) {
     if (!non_negative) std::reverse(grid.begin(), grid.end());
     drop_zero_spike(grid, 0);
     std::vector<double> prefix = prefix_sums(grid);
-    const int best_n = narrowest_best(quant_bins, side, [&](int n) { return window_kl(grid, prefix, 0, n, quant_bins); });
+    int first = quant_bins;
+    while (first < side && prefix[static_cast<size_t>(first)] < prefix.back() / 2) ++first;
+    const int best_n = narrowest_best(first, side, [&](int n) { return window_kl(grid, prefix, 0, n, quant_bins); });
     double t = width * best_n;
     return non_negative ? clamp_to_data(h, h.min(), t) : clamp_to_data(h, -t, h.max());
   }
@@ -166,7 +176,10 @@ Range range_kl(const Histogram& h, int quant_bins) {
   std::vector<double> grid(counts.begin(), counts.end());
   drop_zero_spike(grid, side);
   std::vector<double> prefix = prefix_sums(grid);
-  const int best_n = narrowest_best(quant_bins, side, [&](int n) { return window_kl(grid, prefix, side - n, side + n, 2 * quant_bins); });
+  int first = quant_bins;
+  auto inside = [&](int n) { return prefix[static_cast<size_t>(side + n)] - prefix[static_cast<size_t>(side - n)]; };
+  while (first < side && inside(first) < prefix.back() / 2) ++first;
+  const int best_n = narrowest_best(first, side, [&](int n) { return window_kl(grid, prefix, side - n, side + n, 2 * quant_bins); });
   double t = width * best_n;
   return clamp_to_data(h, -t, t);
 }

@@ -218,3 +218,25 @@ TEST_CASE("kl: lattice histograms are searched at their own resolution", "[calib
   INFO("naive window " << i << " bins, range_kl's " << got << " of " << cells);
   CHECK(divergence_of(got) == Approx(divergence_of(i)).epsilon(1e-9));
 }
+
+TEST_CASE("kl: data far from 0 keeps its bulk", "[calib][range][kl]") {
+  // Averages after a Relu (GlobalAveragePool): all in [0.5, 1], nothing near 0.
+  // A window holding only the first occupied bin has P = Q and KL 0: it must
+  // not win, or the range collapses onto the minimum.
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(0.5f, 1.0f);
+  std::vector<float> v;
+  for (int k = 0; k < 10000; ++k) v.push_back(u(rng));
+  Histogram h = histogram_of(v);
+  Range r = range_kl(h);
+  INFO("kl [" << r.min << ", " << r.max << "]");
+  CHECK(r.min == static_cast<float>(h.min()));
+  CHECK(r.max > 0.95f);
+  for (float& x : v) x = -x;
+  Range neg = range_kl(histogram_of(v));
+  CHECK(neg.min < -0.95f);
+  // Both signs, the bulk on one side far from 0.
+  v.push_back(0.2f);
+  Range both = range_kl(histogram_of(v));
+  CHECK(both.min < -0.95f);
+}
