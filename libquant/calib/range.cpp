@@ -62,8 +62,11 @@ double window_kl(const std::vector<double>& grid, const std::vector<double>& pre
   p.back() += prefix.back() - prefix[static_cast<size_t>(end)];
   std::vector<double> q(static_cast<size_t>(m), 0.0);
   for (int g = 0; g < quant_bins; ++g) {
-    int g0 = static_cast<int>(int64_t{g} * m / quant_bins);
-    int g1 = static_cast<int>(int64_t{g + 1} * m / quant_bins);
+    // Bin j belongs to level floor(j * quant_bins / m) (TensorRT's uniform
+    // levels over the window, as pytorch-quantization's digitize): level g
+    // holds bins [ceil(g * m / quant_bins), ceil((g + 1) * m / quant_bins)).
+    int g0 = static_cast<int>((int64_t{g} * m + quant_bins - 1) / quant_bins);
+    int g1 = static_cast<int>((int64_t{g + 1} * m + quant_bins - 1) / quant_bins);
     // Q is built from the unclipped counts, so clipping mass shows up as a P/Q mismatch.
     double merged = prefix[static_cast<size_t>(start + g1)] - prefix[static_cast<size_t>(start + g0)];
     int nonzero = 0;
@@ -86,10 +89,43 @@ double window_kl(const std::vector<double>& grid, const std::vector<double>& pre
   return kl;
 }
 
+// The grid bin starting at 0 holds the exact zeros (after Relu, padding,
+// masking), often a large share of all values. Every schema represents 0
+// exactly, so they cost nothing to quantize; left in, the spike dominates the
+// merged group holding it and KL(P||Q) grows with the group's width, which
+// pushes the threshold down. NVIDIA's pytorch-quantization entropy calibrator
+// does the same (bins[0] = bins[1]).
+void drop_zero_spike(std::vector<double>& grid, size_t zero_bin) {
+  if (zero_bin + 1 < grid.size()) grid[zero_bin] = grid[zero_bin + 1];
+}
+
 std::vector<double> prefix_sums(const std::vector<double>& v) {
   std::vector<double> out(v.size() + 1, 0.0);
   for (size_t i = 0; i < v.size(); ++i) out[i + 1] = out[i] + v[i];
   return out;
+}
+
+// Windows start where they hold at least half of the values: KL(P||Q) compares
+// the clipped distribution with its quantized form, so it does not see the
+// loss of clipping itself; a window holding only the first occupied bin has
+// P = Q (both a spike) and KL 0, which collapsed ranges of data far from 0
+// (a GlobalAveragePool output in [0.07, 1.06] became [0.07, 0.07]).
+// TensorRT's start at 128 of 2048 bins makes the same assumption for data
+// that starts near 0; KL thresholds of real data lie far above the median.
+//
+// The smallest n in [first, last] with minimal kl(n); `last` when every kl is infinite.
+template <class Kl>
+int narrowest_best(int first, int last, Kl kl) {
+  int best_n = last;
+  double best = std::numeric_limits<double>::infinity();
+  for (int n = first; n <= last; ++n) {
+    const double d = kl(n);
+    if (d < best) {
+      best = d;
+      best_n = n;
+    }
+  }
+  return best_n;
 }
 
 }  // namespace
@@ -108,47 +144,43 @@ Range range_percentile(const Histogram& h, double percentile) {
 
 Range range_kl(const Histogram& h, int quant_bins) {
   if (h.empty() || h.min() == h.max() || quant_bins < 1) return range_minmax(h);
-  // The search is quadratic in the grid size; past kMaxKlBins extra resolution buys nothing.
-  const int bins = std::min(h.bins(), kMaxKlBins);
+  // The grid's bin width is the histogram's own: on a lattice histogram (what
+  // qprofile writes) cells are multiples of the width from 0, so re-gridding
+  // around 0 moves whole cells and invents nothing. A finer grid would split
+  // sparse tail cells into runs of 1-0-1 counts that the KL search reads as
+  // structure. The search is quadratic in the grid size: past kMaxKlBins per
+  // side extra resolution buys nothing.
   const bool non_negative = h.min() >= 0, non_positive = h.max() <= 0;
+  const double a = std::max(-h.min(), h.max());
+  const double width = std::max(h.bin_width(), a / kMaxKlBins);
+  const int side = std::max(1, static_cast<int>(std::ceil(a / width - 1e-9)));
+  if (side < quant_bins) return range_minmax(h);
+  const double extent = width * side;  // >= a
   if (non_negative || non_positive) {
-    // One-sided: grid over [0, A], windows [0, T]; non-positive data is mirrored.
-    const double a = non_negative ? h.max() : -h.min();
-    std::vector<uint64_t> counts = non_negative ? rebin_counts(h, 0, a, bins) : rebin_counts(h, -a, 0, bins);
+    // One-sided: windows [0, T]; non-positive data is mirrored.
+    std::vector<uint64_t> counts = non_negative ? rebin_counts(h, 0, extent, side) : rebin_counts(h, -extent, 0, side);
     std::vector<double> grid(counts.begin(), counts.end());
     if (!non_negative) std::reverse(grid.begin(), grid.end());
-    if (bins < quant_bins) return range_minmax(h);
+    drop_zero_spike(grid, 0);
     std::vector<double> prefix = prefix_sums(grid);
-    int best_n = bins;
-    double best = std::numeric_limits<double>::infinity();
-    for (int n = quant_bins; n <= bins; ++n) {
-      double kl = window_kl(grid, prefix, 0, n, quant_bins);
-      if (kl < best) {
-        best = kl;
-        best_n = n;
-      }
-    }
-    double t = a * best_n / bins;
+    int first = quant_bins;
+    while (first < side && prefix[static_cast<size_t>(first)] < prefix.back() / 2) ++first;
+    const int best_n = narrowest_best(first, side, [&](int n) { return window_kl(grid, prefix, 0, n, quant_bins); });
+    double t = width * best_n;
     return non_negative ? clamp_to_data(h, h.min(), t) : clamp_to_data(h, -t, h.max());
   }
-  // Both signs: grid over [-A, A] with the same number of bins on each side of 0.
-  const double a = std::max(-h.min(), h.max());
-  const int half = (bins + 1) / 2;
-  std::vector<uint64_t> counts = rebin_counts(h, -a, a, 2 * half);
+  // Both signs: a grid over [-A, A] with `side` bins on each side of 0 and
+  // windows [-T, T] (as ONNX Runtime's entropy calibrator), `quant_bins` levels
+  // on each side as TensorRT's int8 (which searches |x| with 128 levels).
+  std::vector<uint64_t> counts = rebin_counts(h, -extent, extent, 2 * side);
   std::vector<double> grid(counts.begin(), counts.end());
+  drop_zero_spike(grid, side);
   std::vector<double> prefix = prefix_sums(grid);
-  const int first_n = (quant_bins + 1) / 2;
-  if (first_n > half) return range_minmax(h);
-  int best_n = half;
-  double best = std::numeric_limits<double>::infinity();
-  for (int n = first_n; n <= half; ++n) {
-    double kl = window_kl(grid, prefix, half - n, half + n, quant_bins);
-    if (kl < best) {
-      best = kl;
-      best_n = n;
-    }
-  }
-  double t = a * best_n / half;
+  int first = quant_bins;
+  auto inside = [&](int n) { return prefix[static_cast<size_t>(side + n)] - prefix[static_cast<size_t>(side - n)]; };
+  while (first < side && inside(first) < prefix.back() / 2) ++first;
+  const int best_n = narrowest_best(first, side, [&](int n) { return window_kl(grid, prefix, side - n, side + n, 2 * quant_bins); });
+  double t = width * best_n;
   return clamp_to_data(h, -t, t);
 }
 

@@ -24,19 +24,24 @@ Range range_minmax(const profile::Histogram& h);
 // p = 100 gives minmax.
 Range range_percentile(const profile::Histogram& h, double percentile = 99.999);
 
-// Entropy calibration as TensorRT / ONNX Runtime (MXNet's _get_optimal_threshold)
-// do it. The histogram is first re-gridded around 0 (rebin_counts, same bin count, at most 8192),
-// because its own range generally does not start at 0 or sit symmetric around it:
-//  - data with both signs: a grid over [-A, A], A = max(|min|, |max|), and windows
-//    [-T, T] symmetric around 0 (as ONNX Runtime's entropy calibrator);
-//  - non-negative data: a grid over [0, max], windows [0, T] (TensorRT's one-sided form);
-//    non-positive data: the mirror image.
-// For each window of at least `quant_bins` grid bins: P = the window's counts with
-// the clipped outliers added to its edge bins; Q = the window's unclipped counts
-// merged into `quant_bins` groups and spread back evenly over the bins where P is
-// non-zero (zeros stay zero); both smoothed (eps 1e-4 counts) as ONNX Runtime does;
-// the window with minimal KL(P||Q) wins (ties: the narrower). The result is the
-// window clipped to [min, max]. A grid with fewer than `quant_bins` bins gives minmax.
+// Entropy calibration as TensorRT's int8 calibrator: the histogram is re-gridded
+// around 0 at its own bin width (rebin_counts; at most 8192 bins a side) because
+// its range generally does not start at 0 or sit symmetric around it:
+//  - non-negative data: a grid over [0, max], windows [0, T], T >= quant_bins bins;
+//    non-positive data: the mirror image;
+//  - data with both signs: a grid over [-A, A], A = max(|min|, |max|), windows
+//    [-T, T] symmetric around 0 (as ONNX Runtime's entropy calibrator) with
+//    `quant_bins` levels on each side of 0, as TensorRT's search over |x|.
+// The grid bin starting at 0 takes its upper neighbour's count first (NVIDIA's
+// pytorch-quantization does the same): exact zeros, a spike after Relu, are
+// represented exactly by every schema and must not pull the threshold down.
+// For each window: P = the window's counts with the clipped outliers added to
+// its edge bins; Q = the window's unclipped counts merged into `quant_bins`
+// (per side) equal groups and spread back evenly over the bins where P is
+// non-zero (zeros stay zero); both smoothed (eps 1e-4 counts) as ONNX Runtime
+// and Glow do; the window with minimal KL(P||Q) wins (ties: the narrower). The
+// result is the window clipped to [min, max]. Fewer than `quant_bins` grid
+// bins on a side give minmax.
 Range range_kl(const profile::Histogram& h, int quant_bins = 128);
 
 // Minimises the expected squared error of uniform quantization with `num_levels`

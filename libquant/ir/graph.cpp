@@ -117,6 +117,7 @@ void Graph::remove_unused_values() {
   std::set<const Value*> used;
   for (auto& n : nodes_) {
     for (Value* v : n->inputs) used.insert(v);
+    for (Value* v : n->implicit_inputs) used.insert(v);
     for (Value* v : n->outputs) used.insert(v);
   }
   for (Value* v : inputs) used.insert(v);
@@ -134,8 +135,11 @@ void Graph::remove_unused_values() {
 
 std::vector<Node*> Graph::consumers(const Value* value) const {
   std::vector<Node*> out;
-  for (auto& n : nodes_)
-    if (std::find(n->inputs.begin(), n->inputs.end(), value) != n->inputs.end()) out.push_back(n.get());
+  for (auto& n : nodes_) {
+    const bool reads = std::find(n->inputs.begin(), n->inputs.end(), value) != n->inputs.end() ||
+                       std::find(n->implicit_inputs.begin(), n->implicit_inputs.end(), value) != n->implicit_inputs.end();
+    if (reads) out.push_back(n.get());
+  }
   return out;
 }
 
@@ -156,11 +160,12 @@ Expected<std::vector<Node*>> Graph::topological_order() const {
   std::unordered_map<const Node*, std::vector<Node*>> users;
   for (auto& n : nodes_) {
     std::set<const Node*> deps;
-    for (Value* v : n->inputs) {
-      if (!v) continue;
-      auto it = producer.find(v);
-      if (it != producer.end()) deps.insert(it->second);
-    }
+    for (const auto* list : {&n->inputs, &n->implicit_inputs})
+      for (Value* v : *list) {
+        if (!v) continue;
+        auto it = producer.find(v);
+        if (it != producer.end()) deps.insert(it->second);
+      }
     pending[n.get()] = static_cast<int>(deps.size());
     for (const Node* d : deps) users[d].push_back(n.get());
   }
@@ -225,6 +230,11 @@ Status verify(const Graph& graph) {
       if (v && !available.count(v))
         return Status::bad_input(n->describe() + " reads '" + v->name() +
                                  "', which is neither a graph input, an initializer nor a node output");
+    }
+    for (Value* v : n->implicit_inputs) {
+      if (!available.count(v))
+        return Status::bad_input(n->describe() + ": its subgraph reads '" + v->name() +
+                                 "', which the enclosing graph does not define before the node");
     }
     for (Value* v : n->outputs)
       if (v) available.insert(v);

@@ -49,6 +49,11 @@ class Node {
   std::string domain;  // "" is the default ONNX domain (ai.onnx)
   std::vector<Value*> inputs;   // nullptr marks an omitted optional input
   std::vector<Value*> outputs;  // nullptr marks an omitted optional output
+  // Values of this graph that the node's subgraphs (If/Loop/Scan bodies) read
+  // by name without listing them as inputs (ONNX Runtime's "implicit inputs").
+  // Uses like any input for consumers(), ordering, verify() and clean-up; a
+  // pass must not rewire them (the body names the value), only keep it alive.
+  std::vector<Value*> implicit_inputs;
   std::map<std::string, Attribute> attributes;
   std::string doc;
 
@@ -98,10 +103,12 @@ class Graph {
   Node* insert_node(Node* before, std::string op_type, std::vector<Value*> inputs,
                     std::vector<Value*> outputs, std::string name = "", std::string domain = "");
   void remove_node(Node* node);
-  // Removes values that no node, input or output references any more.
+  // Removes values that no node (inputs, implicit inputs, outputs), graph
+  // input or output references any more.
   void remove_unused_values();
 
   const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  // Nodes reading `value`, through an input or a subgraph (implicit input).
   std::vector<Node*> consumers(const Value* value) const;
   bool is_graph_output(const Value* value) const;
 
@@ -112,6 +119,7 @@ class Graph {
   Status sort_topologically();
 
   // Replaces every use of `from` (node inputs and graph outputs) with `to`.
+  // Implicit inputs stay: a subgraph reads `from` by its name.
   void replace_all_uses(Value* from, Value* to);
 
  private:

@@ -220,6 +220,18 @@ Status import_graph(const onnx::GraphProto& gp, const std::string& model_dir, co
                                "', which the model's opset_import does not declare");
     ir::Node* n = g->add_node(np.op_type(), ins, outs, np.name(), domain);
     n->doc = np.doc_string();
+    // Names its bodies read from enclosing scopes: this graph's values (or,
+    // inside a body, outer names that are already inputs of this graph).
+    std::vector<std::string> free_names;
+    for (const auto& a : np.attribute()) {
+      if (a.has_g()) collect_free_names(a.g(), free_names);
+      for (const auto& body : a.graphs()) collect_free_names(body, free_names);
+    }
+    for (const auto& name : free_names) {
+      ir::Value* v = value_for(*g, name);
+      if (std::find(n->implicit_inputs.begin(), n->implicit_inputs.end(), v) == n->implicit_inputs.end())
+        n->implicit_inputs.push_back(v);
+    }
     for (const auto& a : np.attribute()) {
       auto attr = read_attribute(a, model_dir);
       if (!attr) return attr.status().with_context(n->describe());

@@ -7,36 +7,13 @@
 #include "libquant/interp/session.h"
 #include "libquant/io/tensor_proto.h"
 #include "libquant/onnx/model_io.h"
+#include "tests/onnx/proto_builders.h"
 
 using quant::DType;
 using quant::Tensor;
+using namespace quant::test;
 
 namespace {
-
-void set_type(onnx::ValueInfoProto* v, const std::string& name, int elem, std::vector<int64_t> dims) {
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(elem);
-  auto* shape = tt->mutable_shape();
-  for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
-}
-
-onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op, std::vector<std::string> ins,
-                          std::vector<std::string> outs) {
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name(op + "_" + std::to_string(g->node_size()));
-  for (auto& i : ins) n->add_input(i);
-  for (auto& o : outs) n->add_output(o);
-  return n;
-}
-
-void add_graph_attr(onnx::NodeProto* n, const std::string& name, const onnx::GraphProto& g) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::GRAPH);
-  *a->mutable_g() = g;
-}
 
 void add_ints_attr(onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
   auto* a = n->add_attribute();
@@ -50,16 +27,6 @@ void add_int_attr(onnx::NodeProto* n, const std::string& name, int64_t v) {
   a->set_name(name);
   a->set_type(onnx::AttributeProto::INT);
   a->set_i(v);
-}
-
-onnx::ModelProto model_with(const onnx::GraphProto& g, int64_t opset) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  auto* op = m.add_opset_import();
-  op->set_domain("");
-  op->set_version(opset);
-  *m.mutable_graph() = g;
-  return m;
 }
 
 struct Prepared {

@@ -89,3 +89,32 @@ TEST_CASE("graph signature changes with structure only", "[ir]") {
   c2.nb->op_type = "Sigmoid";
   CHECK(quant::ir::graph_signature(c1.g) != quant::ir::graph_signature(c2.g));
 }
+
+TEST_CASE("implicit inputs (values a subgraph reads) are uses", "[ir]") {
+  // k -> Relu -> r; an If-like node reads r only inside its body. Built out of
+  // order: sorting must still put the Relu first.
+  Graph g;
+  Value* in = g.add_value("in");
+  Value* k = g.add_value("k");
+  Value* r = g.add_value("r");
+  Value* out = g.add_value("out");
+  Value* body_only = g.add_value("body_only");
+  body_only->constant = std::make_unique<quant::Tensor>(quant::Tensor::scalar<float>(1));
+  g.inputs = {in, k};
+  Node* user = g.add_node("If", {in}, {out}, "if");
+  user->implicit_inputs = {r, body_only};
+  Node* relu = g.add_node("Relu", {k}, {r}, "relu");
+  g.outputs = {out};
+  auto order = g.topological_order();
+  REQUIRE(order.has_value());
+  CHECK(*order == std::vector<Node*>{relu, user});
+  CHECK(g.consumers(r) == std::vector<Node*>{user});
+  g.remove_unused_values();
+  CHECK(g.find_value("body_only") == body_only);
+  CHECK(quant::ir::verify(g).is_ok());
+  // Nothing produces what the body reads: verify names the node and the value.
+  g.remove_node(relu);
+  auto st = quant::ir::verify(g);
+  REQUIRE_FALSE(st.is_ok());
+  CHECK_THAT(st.message(), Catch::Contains("subgraph reads 'r'"));
+}
