@@ -10,6 +10,12 @@
 // The one translation unit holding stb's implementations (header-only libraries).
 #define STB_IMAGE_IMPLEMENTATION
 #define STBI_FAILURE_USERMSG
+// Only the decoders of the formats DESIGN lists: stb_image otherwise sniffs the
+// content and would also run its GIF/PSD/TGA/HDR/PIC decoders on a file named .png.
+#define STBI_ONLY_PNG
+#define STBI_ONLY_JPEG
+#define STBI_ONLY_BMP
+#define STBI_ONLY_PNM
 #include <stb/stb_image.h>
 #define STB_IMAGE_RESIZE_IMPLEMENTATION
 #include <stb/stb_image_resize.h>
@@ -54,6 +60,74 @@ struct StbFree {
   void operator()(unsigned char* p) const { stbi_image_free(p); }
 };
 
+uint32_t read_le(std::string_view b, size_t at, size_t width) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < width; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(b[at + i])) << (8 * i);
+  return v;
+}
+
+bool pnm_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+
+// The header of a binary PGM/PPM ("P5"/"P6"), read the way stb_image 2.27 reads
+// it (stbi__pnm_info): whitespace and '#' comments between the fields, and the
+// pixels start right after the one character that ends the maximum value.
+// stb neither checks its integer parsing for overflow nor that the pixels are
+// all there (a short file decodes to uninitialised memory), so both are
+// checked here first. Returns an error text, or "" with the pixel offset set.
+std::string pnm_header(std::string_view b, size_t& pixels_at) {
+  size_t pos = 2;
+  auto skip_space = [&] {
+    while (pos < b.size()) {
+      if (pnm_space(b[pos])) {
+        ++pos;
+      } else if (b[pos] == '#') {
+        while (pos < b.size() && b[pos] != '\n' && b[pos] != '\r') ++pos;
+      } else {
+        break;
+      }
+    }
+  };
+  for (int field = 0; field < 3; ++field) {
+    skip_space();
+    size_t digits = 0;
+    while (pos < b.size() && b[pos] >= '0' && b[pos] <= '9') ++pos, ++digits;
+    if (digits == 0) return "PNM header is truncated or malformed";
+    if (digits > 9) return "PNM header has a number with more than 9 digits";
+  }
+  if (pos >= b.size()) return "PNM header is truncated";
+  pixels_at = pos + 1;
+  return "";
+}
+
+// stb_image pads a short BMP or JPEG with zeros and reports success; a file
+// cut short must be refused instead. `w`, `h` come from stbi_info.
+std::string check_complete(std::string_view b, int w, int h, int channels) {
+  const auto size = static_cast<uint64_t>(b.size());
+  if (b.size() >= 2 && b[0] == 'P' && (b[1] == '5' || b[1] == '6')) {
+    size_t at = 0;
+    std::string err = pnm_header(b, at);
+    if (!err.empty()) return err;
+    // 16-bit when the maximum value exceeds 255 (stbi_is_16_bit).
+    const uint64_t need = static_cast<uint64_t>(w) * static_cast<uint64_t>(h) * static_cast<uint64_t>(channels) *
+                          (stbi_is_16_bit_from_memory(reinterpret_cast<const unsigned char*>(b.data()), static_cast<int>(b.size())) ? 2 : 1);
+    if (size - at < need) return "PNM pixel data is truncated (" + std::to_string(size - at) + " of " + std::to_string(need) + " bytes)";
+  } else if (b.size() >= 30 && b[0] == 'B' && b[1] == 'M') {
+    // Rows are padded to 4 bytes; the last row's padding may be missing.
+    const uint64_t offset = read_le(b, 10, 4), header = read_le(b, 14, 4);
+    const uint64_t bpp = header == 12 ? read_le(b, 24, 2) : read_le(b, 28, 2);
+    const uint64_t row = (static_cast<uint64_t>(w) * bpp + 7) / 8, stride = (static_cast<uint64_t>(w) * bpp + 31) / 32 * 4;
+    const uint64_t need = offset + stride * static_cast<uint64_t>(h - 1) + row;
+    if (size < need) return "BMP pixel data is truncated (" + std::to_string(size) + " of " + std::to_string(need) + " bytes)";
+  } else if (b.size() >= 2 && static_cast<unsigned char>(b[0]) == 0xFF && static_cast<unsigned char>(b[1]) == 0xD8) {
+    // Entropy-coded data escapes 0xFF (ISO 10918-1 B.1.1.5), so after the last
+    // start-of-scan marker (FF DA) only the end-of-image marker is FF D9.
+    const size_t sos = b.rfind("\xFF\xDA");
+    if (sos == std::string_view::npos || b.find("\xFF\xD9", sos) == std::string_view::npos)
+      return "JPEG data is truncated (no end-of-image marker after the last scan)";
+  }
+  return "";
+}
+
 }  // namespace
 
 Expected<ImageOptions> parse_image_options(const std::string& size, const std::string& mean, const std::string& std,
@@ -67,7 +141,7 @@ Expected<ImageOptions> parse_image_options(const std::string& size, const std::s
       auto r1 = std::from_chars(size.data(), size.data() + x, h);
       auto r2 = std::from_chars(size.data() + x + 1, size.data() + size.size(), w);
       ok = r1.ec == std::errc() && r1.ptr == size.data() + x && r2.ec == std::errc() &&
-           r2.ptr == size.data() + size.size() && h > 0 && w > 0 && h <= 16384 && w <= 16384;
+           r2.ptr == size.data() + size.size() && h > 0 && w > 0 && h <= kMaxImageSide && w <= kMaxImageSide;
     }
     if (!ok) return Status::bad_input("--image-size '" + size + "': expected HxW with 1 <= H, W <= 16384, e.g. 224x224");
     opt.height = h;
@@ -106,28 +180,55 @@ bool is_image_file(std::string_view name) {
 
 Expected<Tensor> read_image(const std::string& path, const ImageOptions& options) {
   QT_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
-  if (bytes.size() > static_cast<size_t>(INT32_MAX)) return Status::bad_input(path + ": image file too large");
+  return decode_image(bytes, path, options);
+}
+
+Expected<Tensor> decode_image(std::string_view bytes, const std::string& name, const ImageOptions& options) {
+  if (bytes.size() > static_cast<size_t>(INT32_MAX)) return Status::bad_input(name + ": image file too large");
+  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+  const int length = static_cast<int>(bytes.size());
   const int channels = options.channel_count();
   int w = 0, h = 0, file_channels = 0;
+  // The header first: sizes are checked before stb allocates for the pixels.
+  if (bytes.size() >= 2 && bytes[0] == 'P' && (bytes[1] == '5' || bytes[1] == '6')) {
+    size_t unused = 0;
+    std::string err = pnm_header(bytes, unused);
+    if (!err.empty()) return Status::bad_input(name + ": cannot decode image (" + err + ")");
+  }
+  if (!stbi_info_from_memory(data, length, &w, &h, &file_channels))
+    return Status::bad_input(name + ": cannot decode image (" + stbi_failure_reason() + ")");
+  if (w <= 0 || h <= 0)
+    return Status::bad_input(name + ": image is " + std::to_string(w) + "x" + std::to_string(h) + " pixels, which holds no pixels");
+  // The decoded pixels (up to 4 channels of 16 bits) and the float tensor both fit in the per-tensor limit.
+  if (Status st = check_tensor_size(DType::Float32, Dims{1, std::max(channels, file_channels), h, w}); !st)
+    return st.with_context(name + ": image is " + std::to_string(w) + "x" + std::to_string(h) + " pixels");
+  if (std::string err = check_complete(bytes, w, h, file_channels); !err.empty())
+    return Status::bad_input(name + ": cannot decode image (" + err + ")");
+
   // stb converts grey <-> RGB and drops alpha when asked for `channels`.
-  std::unique_ptr<unsigned char, StbFree> decoded(stbi_load_from_memory(reinterpret_cast<const unsigned char*>(bytes.data()),
-                                                                        static_cast<int>(bytes.size()), &w, &h,
-                                                                        &file_channels, channels));
-  if (!decoded) return Status::bad_input(path + ": cannot decode image (" + stbi_failure_reason() + ")");
+  int decoded_w = 0, decoded_h = 0;
+  std::unique_ptr<unsigned char, StbFree> decoded(stbi_load_from_memory(data, length, &decoded_w, &decoded_h, &file_channels, channels));
+  if (!decoded) return Status::bad_input(name + ": cannot decode image (" + stbi_failure_reason() + ")");
+  if (decoded_w != w || decoded_h != h)
+    return Status::bad_input(name + ": cannot decode image (header says " + std::to_string(w) + "x" + std::to_string(h) +
+                             ", pixels are " + std::to_string(decoded_w) + "x" + std::to_string(decoded_h) + ")");
 
   const int out_h = options.height ? options.height : h, out_w = options.width ? options.width : w;
+  const bool nchw = options.layout == ImageLayout::NCHW;
+  Dims shape = nchw ? Dims{1, channels, out_h, out_w} : Dims{1, out_h, out_w, channels};
+  auto checked = Tensor::create(DType::Float32, shape);
+  if (!checked) return checked.status().with_context(name);
+  Tensor t = std::move(checked).value();
+
   const unsigned char* pixels = decoded.get();
   std::vector<unsigned char> resized;
   if (out_h != h || out_w != w) {
     resized.resize(static_cast<size_t>(out_h) * static_cast<size_t>(out_w) * static_cast<size_t>(channels));
     if (!stbir_resize_uint8(pixels, w, h, 0, resized.data(), out_w, out_h, 0, channels))
-      return Status::internal(path + ": resizing the image failed");
+      return Status::internal(name + ": resizing the image failed");
     pixels = resized.data();
   }
 
-  const bool nchw = options.layout == ImageLayout::NCHW;
-  Dims shape = nchw ? Dims{1, channels, out_h, out_w} : Dims{1, out_h, out_w, channels};
-  Tensor t(DType::Float32, shape);
   float* out = t.data<float>();
   const size_t plane = static_cast<size_t>(out_h) * static_cast<size_t>(out_w);
   for (size_t p = 0; p < plane; ++p) {
