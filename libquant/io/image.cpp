@@ -99,6 +99,50 @@ std::string pnm_header(std::string_view b, size_t& pixels_at) {
   return "";
 }
 
+uint32_t read_be16(std::string_view b, size_t at) {
+  return at + 2 <= b.size() ? static_cast<uint32_t>(static_cast<unsigned char>(b[at])) << 8 | static_cast<unsigned char>(b[at + 1]) : 0;
+}
+
+// stb_image 2.27 builds a JPEG Huffman table (DHT, ISO 10918-1 B.2.4.2) from
+// its 16 code counts without checking that they add up to at most 256, the
+// size of its arrays: a larger total writes past them (found by fuzz_image).
+// Walks the marker segments the way stb meets them (entropy-coded data ends at
+// the first 0xFF not followed by 0x00, fill 0xFF or a restart marker) and
+// refuses such a table before stb sees the file; where stb would stop with an
+// error of its own, the walk stops too. Returns an error text or "".
+std::string check_jpeg_tables(std::string_view b) {
+  size_t pos = 2;  // after SOI
+  while (pos + 1 < b.size()) {
+    if (static_cast<unsigned char>(b[pos]) != 0xFF) {
+      ++pos;  // entropy-coded data or padding
+      continue;
+    }
+    const auto m = static_cast<unsigned char>(b[pos + 1]);
+    if (m == 0xFF || m == 0x00 || (m >= 0xD0 && m <= 0xD7)) {
+      pos += m == 0xFF ? 1 : 2;  // fill byte, stuffed 0xFF, restart marker
+      continue;
+    }
+    if (m == 0xD9) break;  // end of image
+    const int64_t length = read_be16(b, pos + 2);
+    if (m == 0xC4) {
+      int64_t left = length - 2;
+      size_t at = pos + 4;
+      while (left > 0) {
+        const auto q = at < b.size() ? static_cast<unsigned char>(b[at]) : 0;
+        if ((q >> 4) > 1 || (q & 15) > 3) return "";  // stb refuses the table
+        int64_t n = 0;
+        for (size_t i = 1; i <= 16; ++i) n += at + i < b.size() ? static_cast<unsigned char>(b[at + i]) : 0;
+        if (n > 256) return "JPEG Huffman table has " + std::to_string(n) + " codes, more than 256";
+        left -= 17 + n;
+        at += static_cast<size_t>(17 + n);
+      }
+      if (left != 0) return "";  // stb refuses the segment
+    }
+    pos += static_cast<size_t>(2 + length);
+  }
+  return "";
+}
+
 // stb_image pads a short BMP or JPEG with zeros and reports success; a file
 // cut short must be refused instead. `w`, `h` come from stbi_info.
 std::string check_complete(std::string_view b, int w, int h, int channels) {
@@ -189,12 +233,14 @@ Expected<Tensor> decode_image(std::string_view bytes, const std::string& name, c
   const int length = static_cast<int>(bytes.size());
   const int channels = options.channel_count();
   int w = 0, h = 0, file_channels = 0;
-  // The header first: sizes are checked before stb allocates for the pixels.
-  if (bytes.size() >= 2 && bytes[0] == 'P' && (bytes[1] == '5' || bytes[1] == '6')) {
-    size_t unused = 0;
-    std::string err = pnm_header(bytes, unused);
-    if (!err.empty()) return Status::bad_input(name + ": cannot decode image (" + err + ")");
-  }
+  // The header first: sizes are checked before stb allocates for the pixels,
+  // and what stb itself misreads is refused before it reads it.
+  std::string err;
+  size_t unused = 0;
+  if (bytes.size() >= 2 && bytes[0] == 'P' && (bytes[1] == '5' || bytes[1] == '6')) err = pnm_header(bytes, unused);
+  if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0xFF && static_cast<unsigned char>(bytes[1]) == 0xD8)
+    err = check_jpeg_tables(bytes);
+  if (!err.empty()) return Status::bad_input(name + ": cannot decode image (" + err + ")");
   if (!stbi_info_from_memory(data, length, &w, &h, &file_channels))
     return Status::bad_input(name + ": cannot decode image (" + stbi_failure_reason() + ")");
   if (w <= 0 || h <= 0)

@@ -140,3 +140,15 @@ TEST_CASE("dataset: a directory of images is one sample per image; mixing forms 
   REQUIRE_FALSE(mixed.has_value());
   CHECK(mixed.status().message().find("mixes .npy files (c.npy) with images (a.png)") != std::string::npos);
 }
+
+TEST_CASE("image: a JPEG Huffman table of more than 256 codes is refused before stb reads it", "[io][image]") {
+  // fuzz_image's finding: stb_image 2.27 writes past its 256-entry tables. The
+  // seed's first byte is the fuzz target's option byte.
+  auto seed = read_file(std::string(QTOOL_SOURCE_DIR) + "/tests/fuzz/corpus/image/regress_jpeg_dht_257_codes.jpg");
+  REQUIRE(seed.has_value());
+  auto r = io::decode_image(std::string_view(*seed).substr(1), "dht.jpg", options());
+  REQUIRE_FALSE(r.has_value());
+  INFO(r.status().message());
+  CHECK(r.status().code() == StatusCode::kBadInput);
+  CHECK(r.status().message().find("dht.jpg: cannot decode image (JPEG Huffman table has") != std::string::npos);
+}
