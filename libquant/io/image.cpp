@@ -111,15 +111,15 @@ uint32_t read_be16(std::string_view b, size_t at) {
 // refuses such a table before stb sees the file; where stb would stop with an
 // error of its own, the walk stops too. Returns an error text or "".
 std::string check_jpeg_tables(std::string_view b) {
-  size_t pos = 2;  // after SOI
+  size_t pos = 0;
   while (pos + 1 < b.size()) {
     if (static_cast<unsigned char>(b[pos]) != 0xFF) {
       ++pos;  // entropy-coded data or padding
       continue;
     }
     const auto m = static_cast<unsigned char>(b[pos + 1]);
-    if (m == 0xFF || m == 0x00 || (m >= 0xD0 && m <= 0xD7)) {
-      pos += m == 0xFF ? 1 : 2;  // fill byte, stuffed 0xFF, restart marker
+    if (m == 0xFF || m == 0x00 || (m >= 0xD0 && m <= 0xD8)) {
+      pos += m == 0xFF ? 1 : 2;  // fill byte, stuffed 0xFF, restart marker, start of image
       continue;
     }
     if (m == 0xD9) break;  // end of image
@@ -162,7 +162,7 @@ std::string check_complete(std::string_view b, int w, int h, int channels) {
     const uint64_t row = (static_cast<uint64_t>(w) * bpp + 7) / 8, stride = (static_cast<uint64_t>(w) * bpp + 31) / 32 * 4;
     const uint64_t need = offset + stride * static_cast<uint64_t>(h - 1) + row;
     if (size < need) return "BMP pixel data is truncated (" + std::to_string(size) + " of " + std::to_string(need) + " bytes)";
-  } else if (b.size() >= 2 && static_cast<unsigned char>(b[0]) == 0xFF && static_cast<unsigned char>(b[1]) == 0xD8) {
+  } else if (!b.empty() && static_cast<unsigned char>(b[0]) == 0xFF) {
     // Entropy-coded data escapes 0xFF (ISO 10918-1 B.1.1.5), so after the last
     // start-of-scan marker (FF DA) only the end-of-image marker is FF D9.
     const size_t sos = b.rfind("\xFF\xDA");
@@ -238,8 +238,8 @@ Expected<Tensor> decode_image(std::string_view bytes, const std::string& name, c
   std::string err;
   size_t unused = 0;
   if (bytes.size() >= 2 && bytes[0] == 'P' && (bytes[1] == '5' || bytes[1] == '6')) err = pnm_header(bytes, unused);
-  if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0xFF && static_cast<unsigned char>(bytes[1]) == 0xD8)
-    err = check_jpeg_tables(bytes);
+  // stb takes any file starting with 0xFF (fill bytes may precede SOI) as a JPEG.
+  if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0xFF) err = check_jpeg_tables(bytes);
   if (!err.empty()) return Status::bad_input(name + ": cannot decode image (" + err + ")");
   if (!stbi_info_from_memory(data, length, &w, &h, &file_channels))
     return Status::bad_input(name + ": cannot decode image (" + stbi_failure_reason() + ")");
