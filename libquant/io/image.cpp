@@ -143,6 +143,19 @@ std::string check_jpeg_tables(std::string_view b) {
   return "";
 }
 
+// stb_image 2.27 copies a PNG's first IDAT chunk into a buffer it has not
+// allocated yet when that chunk is empty (memcpy to null: undefined behaviour,
+// found by fuzz_image). Encoders never write an empty first IDAT; it is refused.
+std::string check_png_chunks(std::string_view b) {
+  size_t pos = 8;  // after the signature
+  while (pos + 8 <= b.size()) {
+    const uint64_t length = static_cast<uint64_t>(read_be16(b, pos)) << 16 | read_be16(b, pos + 2);
+    if (b.substr(pos + 4, 4) == "IDAT") return length == 0 ? "PNG's first IDAT chunk is empty" : "";
+    pos += static_cast<size_t>(std::min<uint64_t>(12 + length, b.size()));
+  }
+  return "";
+}
+
 // stb_image pads a short BMP or JPEG with zeros and reports success; a file
 // cut short must be refused instead. `w`, `h` come from stbi_info.
 std::string check_complete(std::string_view b, int w, int h, int channels) {
@@ -240,6 +253,7 @@ Expected<Tensor> decode_image(std::string_view bytes, const std::string& name, c
   if (bytes.size() >= 2 && bytes[0] == 'P' && (bytes[1] == '5' || bytes[1] == '6')) err = pnm_header(bytes, unused);
   // stb takes any file starting with 0xFF (fill bytes may precede SOI) as a JPEG.
   if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0xFF) err = check_jpeg_tables(bytes);
+  if (bytes.substr(0, 8) == std::string_view("\x89PNG\r\n\x1a\n", 8)) err = check_png_chunks(bytes);
   if (!err.empty()) return Status::bad_input(name + ": cannot decode image (" + err + ")");
   if (!stbi_info_from_memory(data, length, &w, &h, &file_channels))
     return Status::bad_input(name + ": cannot decode image (" + stbi_failure_reason() + ")");

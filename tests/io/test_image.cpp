@@ -141,6 +141,14 @@ TEST_CASE("dataset: a directory of images is one sample per image; mixing forms 
   CHECK(mixed.status().message().find("mixes .npy files (c.npy) with images (a.png)") != std::string::npos);
 }
 
+TEST_CASE("image: a PNG whose first IDAT chunk is empty is refused before stb reads it", "[io][image]") {
+  auto seed = read_file(std::string(QTOOL_SOURCE_DIR) + "/tests/fuzz/corpus/image/regress_png_empty_first_idat.png");
+  REQUIRE(seed.has_value());
+  auto r = io::decode_image(std::string_view(*seed).substr(1), "idat.png", options());
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.status().message() == "idat.png: cannot decode image (PNG's first IDAT chunk is empty)");
+}
+
 TEST_CASE("image: a JPEG Huffman table of more than 256 codes is refused before stb reads it", "[io][image]") {
   // fuzz_image's findings: stb_image 2.27 writes past its 256-entry tables
   // (the second file starts with fill bytes before SOI, which stb accepts). A
