@@ -149,6 +149,14 @@ TEST_CASE("image: a PNG whose first IDAT chunk is empty is refused before stb re
   CHECK(r.status().message() == "idat.png: cannot decode image (PNG's first IDAT chunk is empty)");
 }
 
+TEST_CASE("image: 16-bit PNM is refused (stb 2.27 reads past its buffer converting it)", "[io][image]") {
+  auto seed = read_file(std::string(QTOOL_SOURCE_DIR) + "/tests/fuzz/corpus/image/regress_pnm_16bit_gray_as_rgb.pgm");
+  REQUIRE(seed.has_value());
+  auto r = io::decode_image(std::string_view(*seed).substr(1), "16.pgm", options());
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.status().message() == "16.pgm: cannot decode image (16-bit PNM (maximum value 256) is not supported)");
+}
+
 TEST_CASE("image: a JPEG Huffman table of more than 256 codes is refused before stb reads it", "[io][image]") {
   // fuzz_image's findings: stb_image 2.27 writes past its 256-entry tables
   // (the second file starts with fill bytes before SOI, which stb accepts). A
