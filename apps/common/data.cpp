@@ -79,7 +79,9 @@ quant::Expected<DataReader> DataReader::create(const DataFlags& flags, const qua
     if (in->has_shape && in->shape.size() == 4) {
       bool nchw = r.image_.layout == quant::io::ImageLayout::NCHW;
       int64_t h = in->shape[nchw ? 2 : 1], w = in->shape[nchw ? 3 : 2];
-      if (h > 0 && w > 0) {
+      // A size beyond what qtool resizes to keeps the images' own size; the
+      // input shape check then names both (an int cast would wrap instead).
+      if (h > 0 && w > 0 && h <= quant::io::kMaxImageSide && w <= quant::io::kMaxImageSide) {
         r.image_.height = static_cast<int>(h);
         r.image_.width = static_cast<int>(w);
       }

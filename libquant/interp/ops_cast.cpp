@@ -16,7 +16,7 @@ Status run_cast(const ir::Node& node, const Tensor& x, DType to, Tensor& y) {
     y = x;
     return Status::ok();
   }
-  y = Tensor(to, x.shape());
+  QT_ASSIGN_OR_RETURN(y, Tensor::create(to, x.shape()));
   return dispatch_cast_type(x.dtype(), [&](auto src_tag) {
     using Src = decltype(src_tag);
     return dispatch_cast_type(to, [&](auto dst_tag) {

@@ -114,7 +114,7 @@ Expected<Tensor> stack(const std::vector<Tensor>& parts, int64_t axis, bool reve
   if (parts.empty()) {
     Dims shape = empty_shape;
     shape.insert(shape.begin() + std::clamp<int64_t>(axis, 0, static_cast<int64_t>(shape.size())), 0);
-    return Tensor(empty_dtype, shape);
+    return Tensor::create(empty_dtype, shape);
   }
   const Tensor& first = parts[0];
   if (axis < 0 || axis > first.rank()) return Status::bad_input("scan output axis " + std::to_string(axis) + " is out of range");
@@ -126,7 +126,7 @@ Expected<Tensor> stack(const std::vector<Tensor>& parts, int64_t axis, bool reve
   Dims shape = first.shape();
   const int64_t count = static_cast<int64_t>(parts.size());
   shape.insert(shape.begin() + axis, count);
-  Tensor out(first.dtype(), shape);
+  QT_ASSIGN_OR_RETURN(Tensor out, Tensor::create(first.dtype(), shape));
   const size_t es = dtype_size(first.dtype());
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < first.rank(); ++d) (d < axis ? outer : inner) *= first.dim(d);
@@ -223,7 +223,7 @@ Tensor take_slice(const Tensor& t, int64_t axis, int64_t index) {
   Dims shape = t.shape();
   const int64_t len = shape[static_cast<size_t>(axis)];
   shape.erase(shape.begin() + axis);
-  Tensor out(t.dtype(), shape);
+  Tensor out(t.dtype(), shape);  // a part of t: no larger than a tensor that exists
   const size_t es = dtype_size(t.dtype());
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < t.rank(); ++d)
@@ -317,7 +317,7 @@ class ScanKernel final : public ControlKernel {
         if (r.rank() >= 1 && r.dim(0) < seq) {
           Dims shape = r.shape();
           shape[0] = seq;
-          Tensor padded(r.dtype(), shape);
+          QT_ASSIGN_OR_RETURN(Tensor padded, Tensor::create(r.dtype(), shape));
           std::memcpy(padded.raw(), r.raw(), r.byte_size());
           r = std::move(padded);
         }

@@ -91,7 +91,7 @@ KernelResult make_conv_transpose(const KernelContext& ctx) {
     Dims shape{g.batch, g.out_channels};
     shape.insert(shape.end(), g.out_spatial.begin(), g.out_spatial.end());
     QT_RETURN_IF_ERROR(check_computed_shape(node, shape));
-    out[0] = Tensor(DType::Float32, shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, shape));
     kernels::conv_transpose_f32(g, x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr,
                                 out[0].data<float>());
     return Status::ok();

@@ -27,7 +27,7 @@ Status run_binary(const ir::Node& node, BinaryOp op, TypeSet allowed, const Tens
     y = narrow_from_float32(wide, a.dtype());
     return Status::ok();
   }
-  y = Tensor(a.dtype(), std::move(shape));
+  QT_ASSIGN_OR_RETURN(y, Tensor::create(a.dtype(), std::move(shape)));
   return dispatch_numeric(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     kernels::binary_broadcast<T>(op, a.data<T>(), a.shape(), b.data<T>(), b_shape, y.data<T>(), y.shape());
@@ -60,7 +60,7 @@ KernelResult make_variadic(const KernelContext& ctx, BinaryOp op, bool mean, Typ
     if (is_half_type(type)) {
       std::vector<Tensor> wide;
       for (const Tensor* t : in) wide.push_back(widen_to_float32(*t));
-      Tensor y(DType::Float32, shape);
+      QT_ASSIGN_OR_RETURN(Tensor y, Tensor::create(DType::Float32, shape));
       for (size_t k = 0; k < wide.size(); ++k) {
         if (k == 0)
           kernels::broadcast_copy(wide[0].raw(), wide[0].shape(), y.raw(), shape, sizeof(float));
@@ -75,7 +75,7 @@ KernelResult make_variadic(const KernelContext& ctx, BinaryOp op, bool mean, Typ
       out[0] = narrow_from_float32(y, type);
       return Status::ok();
     }
-    out[0] = Tensor(type, shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(type, shape));
     Tensor& y = out[0];
     return dispatch_numeric(type, [&](auto tag) {
       using T = decltype(tag);
@@ -171,7 +171,7 @@ KernelResult make_pow(const KernelContext& ctx) {
     const Tensor expo = is_half_type(in[1]->dtype()) ? widen_to_float32(*in[1]) : Tensor();
     const Tensor& b = base.empty() ? *in[0] : base;
     const Tensor& e = expo.empty() ? *in[1] : expo;
-    Tensor y(b.dtype(), std::move(shape));
+    QT_ASSIGN_OR_RETURN(Tensor y, Tensor::create(b.dtype(), std::move(shape)));
     QT_RETURN_IF_ERROR(dispatch_numeric(b.dtype(), [&](auto base_tag) {
       using TB = decltype(base_tag);
       if constexpr (std::is_same_v<TB, float> || std::is_same_v<TB, double> || std::is_same_v<TB, int32_t> ||

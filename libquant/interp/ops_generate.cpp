@@ -23,7 +23,7 @@ KernelResult make_constant_of_shape(const KernelContext& ctx) {
     QT_RETURN_IF_ERROR(require_dtype(node, *in[0], DType::Int64, "shape"));
     QT_ASSIGN_OR_RETURN(Dims shape, read_int_list(node, *in[0], "shape"));
     QT_RETURN_IF_ERROR(check_computed_shape(node, shape));
-    out[0] = Tensor(value.dtype(), shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(value.dtype(), shape));
     const size_t elem = dtype_size(value.dtype());
     auto* y = static_cast<unsigned char*>(out[0].raw());
     for (int64_t i = 0; i < out[0].size(); ++i) std::memcpy(y + static_cast<size_t>(i) * elem, value.raw(), elem);
@@ -46,7 +46,7 @@ KernelResult make_eye_like(const KernelContext& ctx) {
     const Tensor& x = *in[0];
     if (x.rank() != 2) return Status::bad_input("EyeLike input must be 2-D, got " + dims_to_string(x.shape()));
     const DType t = dtype.value_or(x.dtype());
-    out[0] = Tensor(t, x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(t, x.shape()));
     Tensor& y = out[0];
     return dispatch_numeric_or_bool(t, [&](auto tag) {
       using T = decltype(tag);
@@ -103,7 +103,7 @@ KernelResult make_range(const KernelContext& ctx) {
       using T = decltype(tag);
       const T start = in[0]->data<T>()[0], limit = in[1]->data<T>()[0], delta = in[2]->data<T>()[0];
       QT_ASSIGN_OR_RETURN(int64_t n, range_count(start, limit, delta));
-      out[0] = Tensor(t, {n});
+      QT_ASSIGN_OR_RETURN(out[0], Tensor::create(t, {n}));
       T* y = out[0].data<T>();
       T v = start;
       for (int64_t i = 0; i < n; ++i) {

@@ -85,7 +85,7 @@ KernelResult make_gather(const KernelContext& ctx) {
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < x.rank(); ++d)
       if (d != axis) (d < axis ? outer : inner) *= x.dim(d);
-    out[0] = Tensor(x.dtype(), shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), shape));
     kernels::gather(x.raw(), dtype_size(x.dtype()), outer, x.dim(axis), inner, idx.data(),
                     static_cast<int64_t>(idx.size()), out[0].raw());
     return Status::ok();
@@ -104,7 +104,7 @@ KernelResult make_gather_elements(const KernelContext& ctx) {
     QT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, axis_attr, x.rank()));
     QT_RETURN_IF_ERROR(check_elements_shapes(node, x, indices, axis));
     QT_ASSIGN_OR_RETURN(auto idx, read_indices(node, indices, x.dim(axis), "indices"));
-    out[0] = Tensor(x.dtype(), indices.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), indices.shape()));
     kernels::gather_elements(x.raw(), dtype_size(x.dtype()), x.shape(), idx.data(), indices.shape(), axis, out[0].raw());
     return Status::ok();
   });
@@ -130,7 +130,7 @@ KernelResult make_gather_nd(const KernelContext& ctx) {
     const size_t k = static_cast<size_t>(indices.dim(indices.rank() - 1));
     Dims shape(indices.shape().begin(), indices.shape().end() - 1);
     shape.insert(shape.end(), x.shape().begin() + static_cast<long>(b + k), x.shape().end());
-    out[0] = Tensor(x.dtype(), shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), shape));
     kernels::gather_nd(x.raw(), dtype_size(x.dtype()), x.shape(), idx.data(), indices.shape(), batch_dims, out[0].raw());
     return Status::ok();
   });
@@ -219,7 +219,7 @@ KernelResult make_one_hot(const KernelContext& ctx) {
     QT_RETURN_IF_ERROR(check_computed_shape(node, shape));
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < indices.rank(); ++d) (d < axis ? outer : inner) *= indices.dim(d);
-    out[0] = Tensor(values.dtype(), shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(values.dtype(), shape));
     const size_t elem = dtype_size(values.dtype());
     const auto* off = static_cast<const unsigned char*>(values.raw());
     auto* y = static_cast<unsigned char*>(out[0].raw());
@@ -254,7 +254,7 @@ KernelResult make_non_zero(const KernelContext& ctx) {
       return Status::ok();
     }));
     const int64_t rank = std::max<int64_t>(x.rank(), 1), n = static_cast<int64_t>(hits.size());
-    out[0] = Tensor(DType::Int64, {rank, n});
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Int64, {rank, n}));
     int64_t* y = out[0].data<int64_t>();
     for (int64_t j = 0; j < n; ++j) {
       int64_t flat = hits[static_cast<size_t>(j)];
@@ -298,7 +298,7 @@ KernelResult make_compress(const KernelContext& ctx) {
       shape = x.shape();
       shape[static_cast<size_t>(axis)] = static_cast<int64_t>(keep.size());
     }
-    out[0] = Tensor(x.dtype(), shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), shape));
     kernels::gather(x.raw(), dtype_size(x.dtype()), outer, dim, inner, keep.data(), static_cast<int64_t>(keep.size()),
                     out[0].raw());
     return Status::ok();
@@ -336,7 +336,7 @@ KernelResult make_unique(const KernelContext& ctx) {
       shape = x.shape();
       shape[static_cast<size_t>(axis)] = n;
     }
-    out[0] = Tensor(x.dtype(), shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), shape));
     kernels::gather(x.raw(), dtype_size(x.dtype()), outer, dim, inner, first.data(), n, out[0].raw());
     auto as_tensor = [](const std::vector<int64_t>& v) {
       return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v);

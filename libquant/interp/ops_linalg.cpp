@@ -35,7 +35,7 @@ Status run_gemm_any_type(const ir::Node& node, bool trans_a, bool trans_b, int64
                          Tensor& y) {
   if (b.dtype() != a.dtype() || (c && c->dtype() != a.dtype()))
     return Status::bad_input(node.op_type + " inputs must share one element type");
-  y = Tensor(a.dtype(), {M, N});
+  QT_ASSIGN_OR_RETURN(y, Tensor::create(a.dtype(), {M, N}));
   return dispatch_linalg(a.dtype(), [&](auto tag) -> Status {
     using T = decltype(tag);
     kernels::gemm<T>(trans_a, trans_b, M, N, K, alpha, a.data<T>(), b.data<T>(), beta, c ? c->data<T>() : nullptr, c_rows,
@@ -48,7 +48,7 @@ Status run_matmul_any_type(const ir::Node& node, const Tensor& a, const Tensor& 
   if (b.dtype() != a.dtype()) return Status::bad_input(node.op_type + " inputs must share one element type");
   auto shape = kernels::matmul_output_shape(a.shape(), b.shape());
   if (!shape) return Status::bad_input("MatMul shapes " + dims_to_string(a.shape()) + " and " + dims_to_string(b.shape()) + " do not fit");
-  y = Tensor(a.dtype(), *shape);
+  QT_ASSIGN_OR_RETURN(y, Tensor::create(a.dtype(), *shape));
   return dispatch_linalg(a.dtype(), [&](auto tag) -> Status {
     using T = decltype(tag);
     kernels::matmul<T>(a.data<T>(), a.shape(), b.data<T>(), b.shape(), y.data<T>());
@@ -74,7 +74,7 @@ KernelResult make_einsum(const KernelContext& ctx) {
     double steps = static_cast<double>(in.size());
     for (int64_t s : plan->sizes) steps *= static_cast<double>(s);
     if (steps > kMaxEinsumSteps) return Status::bad_input("Einsum '" + equation + "' is too large for the reference kernel");
-    out[0] = Tensor(in[0]->dtype(), plan->output_shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(in[0]->dtype(), plan->output_shape));
     return dispatch_linalg(in[0]->dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
       std::vector<const T*> ptrs;
@@ -96,7 +96,7 @@ KernelResult make_det(const KernelContext& ctx) {
     const int64_t M = x.dim(x.rank() - 1);
     const Dims shape(x.shape().begin(), x.shape().end() - 2);
     const int64_t batch = element_count(shape);
-    out[0] = Tensor(x.dtype(), shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), shape));
     std::vector<double> scratch(static_cast<size_t>(M * M));
     return dispatch_float(x.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
@@ -125,7 +125,7 @@ KernelResult make_trilu(const KernelContext& ctx) {
     }
     const int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
     const int64_t batch = rows * cols == 0 ? 0 : x.size() / (rows * cols);
-    out[0] = Tensor(x.dtype(), x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), x.shape()));
     kernels::trilu(x.raw(), batch, rows, cols, k, upper, dtype_size(x.dtype()), out[0].raw());
     return Status::ok();
   });

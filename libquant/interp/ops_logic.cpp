@@ -19,7 +19,7 @@ KernelResult make_logical(const KernelContext& ctx, kernels::BinaryOp op) {
     QT_RETURN_IF_ERROR(require_dtype(node, b, DType::Bool, "input B"));
     QT_ASSIGN_OR_RETURN(Dims b_shape, legacy_b_shape(node, legacy, a.shape(), b.shape()));
     QT_ASSIGN_OR_RETURN(Dims shape, broadcast_output_shape(node, {&a.shape(), &b_shape}));
-    out[0] = Tensor(DType::Bool, std::move(shape));
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Bool, std::move(shape)));
     kernels::binary_broadcast<uint8_t>(op, a.data<uint8_t>(), a.shape(), b.data<uint8_t>(), b_shape,
                                        out[0].data<uint8_t>(), out[0].shape());
     return Status::ok();
@@ -42,7 +42,7 @@ KernelResult make_compare(const KernelContext& ctx, kernels::CompareOp op, TypeS
     const Tensor wb = half ? widen_to_float32(*in[1]) : Tensor();
     const Tensor& a = half ? wa : *in[0];
     const Tensor& b = half ? wb : *in[1];
-    out[0] = Tensor(DType::Bool, std::move(shape));
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Bool, std::move(shape)));
     uint8_t* y = out[0].data<uint8_t>();
     if (a.dtype() == DType::Bool) {
       kernels::compare_broadcast<uint8_t>(op, a.data<uint8_t>(), a.shape(), b.data<uint8_t>(), b_shape, y,
@@ -93,7 +93,7 @@ KernelResult make_where(const KernelContext& ctx) {
     if (elem != 1 && elem != 2 && elem != 4 && elem != 8)
       return Status::bad_input("Where does not support element type " + std::string(dtype_name(x.dtype())));
     QT_ASSIGN_OR_RETURN(Dims shape, broadcast_output_shape(node, {&cond.shape(), &x.shape(), &y.shape()}));
-    out[0] = Tensor(x.dtype(), std::move(shape));
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), std::move(shape)));
     kernels::where_broadcast(cond.data<uint8_t>(), cond.shape(), x.raw(), x.shape(), y.raw(), y.shape(), out[0].raw(),
                              out[0].shape(), elem);
     return Status::ok();

@@ -116,7 +116,7 @@ KernelResult make_qlinear_lookup(const KernelContext& ctx) {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     const Tensor& x = *in[0];
     QT_RETURN_IF_ERROR(require_dtype(node, x, x_type, "input"));
-    out[0] = Tensor(table.dtype(), x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(table.dtype(), x.shape()));
     return dispatch_quantized(x_type, [&](auto xtag) {
       using X = decltype(xtag);
       const X* src = x.data<X>();

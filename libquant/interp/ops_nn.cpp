@@ -153,7 +153,7 @@ KernelResult make_gemm(const KernelContext& ctx) {
     // Other element types (double, integers: Gemm-9+) take the generic kernel.
     if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 || (c && c->dtype() != DType::Float32))
       return run_gemm_any_type(node, ta, tb, M, N, K, alpha, a, b, beta, c, c_rows, c_cols, out[0]);
-    out[0] = Tensor(DType::Float32, {M, N});
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, {M, N}));
     float* y = out[0].data<float>();
     kernels::GemmEpilogue ep;
     ep.alpha = alpha;

@@ -84,15 +84,15 @@ KernelResult make_batchnorm(const KernelContext& ctx) {
     const int64_t count = per_element ? C * spatial : C;
     static const char* names[] = {"", "scale", "B", "input_mean", "input_var"};
     for (size_t k = 1; k < 5; ++k) QT_RETURN_IF_ERROR(require_same_float(node, x, *in[k], names[k], count));
-    out[0] = Tensor(x.dtype(), x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), x.shape()));
     return dispatch_float(x.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
       const T* mean = in[3]->data<T>();
       const T* var = in[4]->data<T>();
       Tensor batch_mean, batch_var;
       if (training) {
-        batch_mean = Tensor(x.dtype(), in[3]->shape());
-        batch_var = Tensor(x.dtype(), in[4]->shape());
+        QT_ASSIGN_OR_RETURN(batch_mean, Tensor::create(x.dtype(), in[3]->shape()));
+        QT_ASSIGN_OR_RETURN(batch_var, Tensor::create(x.dtype(), in[4]->shape()));
         kernels::batch_stats<T>(x.data<T>(), N, C, spatial, per_element, batch_mean.data<T>(), batch_var.data<T>());
         mean = batch_mean.data<T>();
         var = batch_var.data<T>();
@@ -103,7 +103,7 @@ KernelResult make_batchnorm(const KernelContext& ctx) {
       for (size_t k = 1; k <= 2 && k < out.size(); ++k) {
         const Tensor& running = *in[k + 2];
         const T* batch = (k == 1 ? batch_mean : batch_var).data<T>();
-        out[k] = Tensor(x.dtype(), running.shape());
+        QT_ASSIGN_OR_RETURN(out[k], Tensor::create(x.dtype(), running.shape()));
         for (int64_t i = 0; i < count; ++i)
           out[k].data<T>()[i] = static_cast<T>(running.data<T>()[i] * momentum + batch[i] * (1 - momentum));
       }
@@ -145,7 +145,7 @@ KernelResult make_layer_norm(const KernelContext& ctx) {
         return Status::bad_input(std::string("LayerNormalization ") + what + " " + dims_to_string(p->shape()) +
                                  " does not broadcast to the normalized shape " + dims_to_string(norm_shape));
       if (p->size() == inner) continue;
-      expanded[k] = Tensor(x.dtype(), norm_shape);
+      QT_ASSIGN_OR_RETURN(expanded[k], Tensor::create(x.dtype(), norm_shape));
       const Dims strides = kernels::broadcast_strides(p->shape(), norm_shape);
       const size_t esize = dtype_size(x.dtype());
       Dims counter(norm_shape.size(), 0);
@@ -162,15 +162,15 @@ KernelResult make_layer_norm(const KernelContext& ctx) {
     }
     Dims stat_shape = x.shape();
     for (size_t d = static_cast<size_t>(axis); d < stat_shape.size(); ++d) stat_shape[d] = 1;
-    out[0] = Tensor(x.dtype(), x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), x.shape()));
     float* mean_out = nullptr;
     float* inv_std_out = nullptr;
     if (out.size() > 1) {
-      out[1] = Tensor(DType::Float32, stat_shape);
+      QT_ASSIGN_OR_RETURN(out[1], Tensor::create(DType::Float32, stat_shape));
       mean_out = out[1].data<float>();
     }
     if (out.size() > 2) {
-      out[2] = Tensor(DType::Float32, stat_shape);
+      QT_ASSIGN_OR_RETURN(out[2], Tensor::create(DType::Float32, stat_shape));
       inv_std_out = out[2].data<float>();
     }
     return dispatch_float(x.dtype(), [&](auto tag) -> Status {
@@ -192,7 +192,7 @@ KernelResult make_instance_norm(const KernelContext& ctx) {
     if (x.rank() < 2) return Status::bad_input("InstanceNormalization input must have rank >= 2, got " + dims_to_string(x.shape()));
     QT_RETURN_IF_ERROR(require_same_float(node, x, *in[1], "scale", x.dim(1)));
     QT_RETURN_IF_ERROR(require_same_float(node, x, *in[2], "B", x.dim(1)));
-    out[0] = Tensor(x.dtype(), x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), x.shape()));
     return dispatch_float(x.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
       kernels::instance_norm<T>(x.data<T>(), x.dim(0), x.dim(1), spatial_size(x), in[1]->data<T>(), in[2]->data<T>(), eps,
@@ -213,7 +213,7 @@ KernelResult make_lrn(const KernelContext& ctx) {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     const Tensor& x = *in[0];
     if (x.rank() < 2) return Status::bad_input("LRN input must have rank >= 2, got " + dims_to_string(x.shape()));
-    out[0] = Tensor(x.dtype(), x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), x.shape()));
     return dispatch_float(x.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
       kernels::lrn<T>(x.data<T>(), x.dim(0), x.dim(1), spatial_size(x), size, alpha, beta, bias, out[0].data<T>());
@@ -237,7 +237,7 @@ KernelResult make_mean_variance_norm(const KernelContext& ctx) {
     int64_t kept = 1;
     for (int64_t d = 0; d < x.rank(); ++d)
       if (!reduced[static_cast<size_t>(d)]) kept *= x.dim(d);
-    out[0] = Tensor(x.dtype(), x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), x.shape()));
     if (x.size() == 0) return dispatch_float(x.dtype(), [](auto) { return Status::ok(); });
     std::vector<double> scratch(static_cast<size_t>(2 * kept));
     return dispatch_float(x.dtype(), [&](auto tag) -> Status {
@@ -285,7 +285,7 @@ KernelResult make_dropout(const KernelContext& ctx) {
     if (!training || ratio == 0) {
       out[0] = x;
       if (want_mask) {
-        out[1] = Tensor(mask_type, x.shape());
+        QT_ASSIGN_OR_RETURN(out[1], Tensor::create(mask_type, x.shape()));
         if (mask_type == DType::Bool) {
           std::memset(out[1].raw(), 1, out[1].byte_size());
         } else {
@@ -298,8 +298,10 @@ KernelResult make_dropout(const KernelContext& ctx) {
       }
       return Status::ok();
     }
-    out[0] = Tensor(x.dtype(), x.shape());
-    if (want_mask) out[1] = Tensor(mask_type, x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), x.shape()));
+    if (want_mask) {
+      QT_ASSIGN_OR_RETURN(out[1], Tensor::create(mask_type, x.shape()));
+    }
     return dispatch_float(x.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
       NumpyUniform uniform(seed);

@@ -71,10 +71,10 @@ KernelResult make_maxpool(const KernelContext& ctx) {
     if (t != DType::Float32 && t != DType::Float64 && t != DType::Int8 && t != DType::UInt8)
       return Status::bad_input("MaxPool input must be float32, float64, int8 or uint8, got " + std::string(dtype_name(t)));
     QT_ASSIGN_OR_RETURN(auto g, pool_geometry(node, attrs, x));
-    out[0] = Tensor(t, pool_output_dims(g));
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(t, pool_output_dims(g)));
     int64_t* indices = nullptr;
     if (out.size() > 1) {
-      out[1] = Tensor(DType::Int64, pool_output_dims(g));
+      QT_ASSIGN_OR_RETURN(out[1], Tensor::create(DType::Int64, pool_output_dims(g)));
       indices = out[1].data<int64_t>();
     }
     Tensor& y = out[0];
@@ -98,7 +98,7 @@ KernelResult make_lppool(const KernelContext& ctx) {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     QT_RETURN_IF_ERROR(require_dtype(node, *in[0], DType::Float32, "input"));
     QT_ASSIGN_OR_RETURN(auto g, pool_geometry(node, attrs, *in[0]));
-    out[0] = Tensor(DType::Float32, pool_output_dims(g));
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, pool_output_dims(g)));
     kernels::lp_pool_f32(g, static_cast<float>(p), in[0]->data<float>(), out[0].data<float>());
     return Status::ok();
   });
@@ -144,7 +144,7 @@ KernelResult make_maxunpool(const KernelContext& ctx) {
       if (idx.data<int64_t>()[i] < 0 || idx.data<int64_t>()[i] >= count)
         return Status::bad_input("MaxUnpool index " + std::to_string(idx.data<int64_t>()[i]) + " is outside the output " +
                                  dims_to_string(shape));
-    out[0] = Tensor(DType::Float32, shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, shape));
     kernels::max_unpool_f32(x.data<float>(), idx.data<int64_t>(), x.size(), out[0].data<float>(), count);
     return Status::ok();
   });
@@ -185,7 +185,7 @@ KernelResult make_global_pool(const KernelContext& ctx, GlobalPool kind) {
     int64_t spatial = 1;
     for (int64_t d = 2; d < x.rank(); ++d) spatial *= x.dim(d);
     if (spatial == 0) return Status::bad_input(node.op_type + " over an empty spatial extent");
-    out[0] = Tensor(DType::Float32, shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, shape));
     float* y = out[0].data<float>();
     switch (kind) {
       case GlobalPool::Average: kernels::global_average_pool_f32(x.data<float>(), x.dim(0), x.dim(1), spatial, y); break;

@@ -64,7 +64,7 @@ Status run_reduce(const ir::Node& node, const ReduceAttrs& a, std::span<const Te
     if (!reduced[static_cast<size_t>(d)]) shape.push_back(x.dim(d));
     else if (a.keepdims) shape.push_back(1);
   }
-  out[0] = Tensor(x.dtype(), shape);
+  QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), shape));
   // std::vector<bool> is packed: copy into a plain array for the span.
   std::unique_ptr<bool[]> flags(new bool[reduced.size() + 1]);
   for (size_t i = 0; i < reduced.size(); ++i) flags[i] = reduced[i];
@@ -110,7 +110,7 @@ KernelResult make_arg_reduce(const KernelContext& ctx, bool is_max) {
     Dims shape = x.shape();
     if (keepdims) shape[static_cast<size_t>(axis)] = 1;
     else shape.erase(shape.begin() + axis);
-    out[0] = Tensor(DType::Int64, shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Int64, shape));
     return dispatch_numeric(x.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
       kernels::arg_reduce<T>(is_max, last, x.data<T>(), outer, len, inner, out[0].data<int64_t>());
@@ -155,7 +155,7 @@ KernelResult make_cumsum(const KernelContext& ctx) {
     QT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, axis_value, x.rank()));
     int64_t outer, len, inner;
     split_at_axis(x.shape(), axis, outer, len, inner);
-    out[0] = Tensor(x.dtype(), x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), x.shape()));
     return dispatch_numeric(x.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
       kernels::cumsum<T>(x.data<T>(), outer, len, inner, exclusive, reverse, out[0].data<T>());
@@ -191,12 +191,14 @@ KernelResult make_topk(const KernelContext& ctx) {
                                dims_to_string(x.shape()) + " along axis " + std::to_string(axis));
     Dims shape = x.shape();
     shape[static_cast<size_t>(axis)] = k;
-    out[0] = Tensor(x.dtype(), shape);
-    if (out.size() > 1) out[1] = Tensor(DType::Int64, shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), shape));
+    if (out.size() > 1) {
+      QT_ASSIGN_OR_RETURN(out[1], Tensor::create(DType::Int64, shape));
+    }
     Tensor indices_scratch;
     int64_t* indices = out.size() > 1 ? out[1].data<int64_t>() : nullptr;
     if (!indices) {
-      indices_scratch = Tensor(DType::Int64, shape);
+      QT_ASSIGN_OR_RETURN(indices_scratch, Tensor::create(DType::Int64, shape));
       indices = indices_scratch.data<int64_t>();
     }
     std::vector<int64_t> scratch(static_cast<size_t>(len));

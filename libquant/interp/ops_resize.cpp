@@ -141,7 +141,7 @@ KernelResult make_resize_like(const KernelContext& ctx, bool upsample) {
     std::vector<kernels::AxisTaps> taps(rank);
     for (size_t d = 0; d < rank; ++d)
       kernels::resize_axis_taps(config.params, x.shape()[d], p.out[d], p.scales[d], p.roi[d], p.roi[rank + d], taps[d]);
-    out[0] = Tensor(x.dtype(), p.out);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), p.out));
     Tensor& y = out[0];
     if (config.params.mode == kernels::ResizeMode::Nearest) {
       // One tap per output index: a per-axis index map, -1 where tf_crop_and_resize extrapolates.

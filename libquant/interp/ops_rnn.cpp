@@ -202,7 +202,8 @@ Status run_recurrent(const ir::Node& node, const RnnAttrs& a, std::span<const Te
     return Status::bad_input(std::string(op) + " is too large: sequence " + std::to_string(S) + " x batch " +
                              std::to_string(N) + " x " + std::to_string(GH) + " gate values");
 
-  // Time-major copies for layout 1.
+  // Time-major copies for layout 1 (transposes of tensors that exist; the
+  // outputs below are checked against the size limit).
   Tensor x_tm, h0_tm, c0_tm;
   const float* xp = x.data<float>();
   const float* h0p = h0 ? h0->data<float>() : nullptr;
@@ -226,9 +227,9 @@ Status run_recurrent(const ir::Node& node, const RnnAttrs& a, std::span<const Te
   const bool want_h = out.size() > 1 && node.outputs[1] != nullptr;
   const bool want_c = a.cell == Cell::Lstm && out.size() > 2 && node.outputs[2] != nullptr;
   // Time-major results: Y [S, D, N, H], Y_h / Y_c [D, N, H].
-  Tensor y(DType::Float32, want_y ? Dims{S, D, N, H} : Dims{0});
-  Tensor y_h(DType::Float32, want_h ? Dims{D, N, H} : Dims{0});
-  Tensor y_c(DType::Float32, want_c ? Dims{D, N, H} : Dims{0});
+  QT_ASSIGN_OR_RETURN(Tensor y, Tensor::create(DType::Float32, want_y ? Dims{S, D, N, H} : Dims{0}));
+  QT_ASSIGN_OR_RETURN(Tensor y_h, Tensor::create(DType::Float32, want_h ? Dims{D, N, H} : Dims{0}));
+  QT_ASSIGN_OR_RETURN(Tensor y_c, Tensor::create(DType::Float32, want_c ? Dims{D, N, H} : Dims{0}));
   std::vector<float> workspace(static_cast<size_t>(kernels::rnn_workspace_size(dims, a.gates)));
   const int64_t per_dir = static_cast<int64_t>(a.activations.size()) / D;
   for (int64_t d = 0; d < D; ++d) {

@@ -297,7 +297,7 @@ KernelResult make_expand(const KernelContext& ctx) {
       maps[d].resize(static_cast<size_t>((*shape)[d]));
       for (size_t o = 0; o < maps[d].size(); ++o) maps[d][o] = x_shape[d] == 1 ? 0 : static_cast<int64_t>(o);
     }
-    out[0] = Tensor(x.dtype(), *shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), *shape));
     kernels::remap_axes(x.raw(), dtype_size(x.dtype()), x_shape, maps, nullptr, out[0].raw());
     return Status::ok();
   });
@@ -327,7 +327,7 @@ KernelResult make_tile(const KernelContext& ctx) {
       maps[d].resize(static_cast<size_t>(shape[d]));
       for (size_t o = 0; o < maps[d].size(); ++o) maps[d][o] = static_cast<int64_t>(o) % x.shape()[d];
     }
-    out[0] = Tensor(x.dtype(), shape);
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), shape));
     kernels::remap_axes(x.raw(), dtype_size(x.dtype()), x.shape(), maps, nullptr, out[0].raw());
     return Status::ok();
   });

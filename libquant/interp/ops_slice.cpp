@@ -62,10 +62,10 @@ Expected<std::vector<Dims>> slice_maps(const ir::Node& node, const SliceArgs& a,
   return maps;
 }
 
-Tensor remap(const Tensor& x, const std::vector<Dims>& maps, const void* fill) {
+Expected<Tensor> remap(const Tensor& x, const std::vector<Dims>& maps, const void* fill) {
   Dims shape;
   for (const Dims& m : maps) shape.push_back(static_cast<int64_t>(m.size()));
-  Tensor y(x.dtype(), shape);
+  QT_ASSIGN_OR_RETURN(Tensor y, Tensor::create(x.dtype(), shape));
   kernels::remap_axes(x.raw(), dtype_size(x.dtype()), x.shape(), maps, fill, y.raw());
   return y;
 }
@@ -94,7 +94,7 @@ KernelResult make_slice(const KernelContext& ctx) {
       }
     }
     QT_ASSIGN_OR_RETURN(auto maps, slice_maps(node, a, x.shape()));
-    out[0] = remap(x, maps, nullptr);
+    QT_ASSIGN_OR_RETURN(out[0], remap(x, maps, nullptr));
     return Status::ok();
   });
 }
@@ -146,7 +146,7 @@ KernelResult make_split(const KernelContext& ctx) {
       offset += sizes[k];
       if (k >= out.size()) break;
       QT_ASSIGN_OR_RETURN(auto maps, slice_maps(node, a, x.shape()));
-      out[k] = remap(x, maps, nullptr);
+      QT_ASSIGN_OR_RETURN(out[k], remap(x, maps, nullptr));
     }
     return Status::ok();
   });
@@ -248,7 +248,7 @@ KernelResult make_pad(const KernelContext& ctx) {
       maps[d].resize(static_cast<size_t>(shape[d]));
       for (int64_t o = 0; o < shape[d]; ++o) maps[d][static_cast<size_t>(o)] = pad_source(mode, o, before[d], x.shape()[d]);
     }
-    out[0] = remap(x, maps, fill.raw());
+    QT_ASSIGN_OR_RETURN(out[0], remap(x, maps, fill.raw()));
     return Status::ok();
   });
 }
@@ -258,7 +258,7 @@ namespace {
 // DepthToSpace and SpaceToDepth are a reshape to 6-D, a transpose and a
 // reshape back; `blocksize` >= 1 checked by the factories.
 Tensor reshape_transpose(const Tensor& x, const Dims& shape6, const Dims& perm, const Dims& out_shape) {
-  Tensor y(x.dtype(), out_shape);
+  Tensor y(x.dtype(), out_shape);  // x's elements, rearranged
   kernels::transpose(x.raw(), dtype_size(x.dtype()), shape6, perm, y.raw());
   return y;
 }
@@ -326,7 +326,7 @@ KernelResult make_reverse_sequence(const KernelContext& ctx) {
     for (int64_t l : lens)
       if (l < 0 || l > time) return Status::bad_input("ReverseSequence length " + std::to_string(l) + " is out of range");
     const int64_t inner = time * batch == 0 ? 0 : x.size() / (time * batch);
-    out[0] = Tensor(x.dtype(), x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), x.shape()));
     kernels::reverse_sequence(x.raw(), dtype_size(x.dtype()), time, batch, inner, time_major, lens.data(), out[0].raw());
     return Status::ok();
   });

@@ -30,7 +30,7 @@ KernelResult make_softmax_family(const KernelContext& ctx, SoftmaxKind kind) {
       else if (d == axis || !single_axis) len *= x.dim(d);
       else inner *= x.dim(d);
     }
-    out[0] = Tensor(x.dtype(), x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), x.shape()));
     // An empty slice or an empty tensor: nothing to normalize.
     if (x.size() == 0) return dispatch_float(x.dtype(), [](auto) { return Status::ok(); });
     return dispatch_float(x.dtype(), [&](auto tag) -> Status {
@@ -83,7 +83,7 @@ Status run_nll(const ir::Node& node, const LossAttrs& a, const Tensor& log_prob,
   const int64_t D = N * C == 0 ? 0 : log_prob.size() / (N * C);
   std::vector<int64_t> t(static_cast<size_t>(target.size()));
   for (int64_t i = 0; i < target.size(); ++i) t[static_cast<size_t>(i)] = target.as_int64(i);
-  loss = Tensor(log_prob.dtype(), a.reduction == kernels::LossReduction::None ? target_shape : Dims{});
+  QT_ASSIGN_OR_RETURN(loss, Tensor::create(log_prob.dtype(), a.reduction == kernels::LossReduction::None ? target_shape : Dims{}));
   return dispatch_float(log_prob.dtype(), [&](auto tag) -> Status {
     using T = decltype(tag);
     const int64_t bad = kernels::nll_loss<T>(log_prob.data<T>(), t.data(), weight ? weight->data<T>() : nullptr, N, C, D,
@@ -122,7 +122,7 @@ KernelResult make_softmax_cross_entropy_loss(const KernelContext& ctx) {
     if (scores.rank() < 2) return Status::bad_input("SoftmaxCrossEntropyLoss scores must have rank >= 2, got " + dims_to_string(scores.shape()));
     const int64_t N = scores.dim(0), C = scores.dim(1);
     const int64_t D = N * C == 0 ? 0 : scores.size() / (N * C);
-    Tensor log_prob(scores.dtype(), scores.shape());
+    QT_ASSIGN_OR_RETURN(Tensor log_prob, Tensor::create(scores.dtype(), scores.shape()));
     QT_RETURN_IF_ERROR(dispatch_float(scores.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
       if (scores.size() > 0) kernels::log_softmax<T>(scores.data<T>(), N, C, D, log_prob.data<T>());

@@ -21,7 +21,7 @@ Status run_unary(const ir::Node& node, UnaryOp op, const UnaryParams& params, Ty
     y = narrow_from_float32(wide, x.dtype());
     return Status::ok();
   }
-  y = Tensor(x.dtype(), x.shape());
+  QT_ASSIGN_OR_RETURN(y, Tensor::create(x.dtype(), x.shape()));
   return dispatch_numeric(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     kernels::unary<T>(op, x.data<T>(), y.data<T>(), x.size(), params);
@@ -139,7 +139,7 @@ KernelResult make_clip(const KernelContext& ctx) {
     const bool half = is_half_type(x0.dtype());
     const Tensor wide_x = half ? widen_to_float32(x0) : Tensor();
     const Tensor& x = half ? wide_x : x0;
-    Tensor y(x.dtype(), x.shape());
+    QT_ASSIGN_OR_RETURN(Tensor y, Tensor::create(x.dtype(), x.shape()));
     QT_RETURN_IF_ERROR(dispatch_numeric(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
@@ -166,7 +166,7 @@ KernelResult make_isnan(const KernelContext& ctx) {
     QT_RETURN_IF_ERROR(require_type_in(node, in[0]->dtype(), kFloatTypes, "input"));
     const Tensor wide = is_half_type(in[0]->dtype()) ? widen_to_float32(*in[0]) : Tensor();
     const Tensor& x = wide.empty() ? *in[0] : wide;
-    out[0] = Tensor(DType::Bool, x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Bool, x.shape()));
     return dispatch_float(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       kernels::is_nan<T>(x.data<T>(), out[0].data<uint8_t>(), x.size());
@@ -185,7 +185,7 @@ KernelResult make_isinf(const KernelContext& ctx) {
     QT_RETURN_IF_ERROR(require_type_in(node, in[0]->dtype(), kFloatTypes, "input"));
     const Tensor wide = is_half_type(in[0]->dtype()) ? widen_to_float32(*in[0]) : Tensor();
     const Tensor& x = wide.empty() ? *in[0] : wide;
-    out[0] = Tensor(DType::Bool, x.shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Bool, x.shape()));
     return dispatch_float(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       kernels::is_inf<T>(x.data<T>(), out[0].data<uint8_t>(), x.size(), negative, positive);
@@ -200,7 +200,7 @@ KernelResult make_not(const KernelContext& ctx) {
   return make_kernel([&node](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     QT_RETURN_IF_ERROR(require_dtype(node, *in[0], DType::Bool, "input"));
-    out[0] = Tensor(DType::Bool, in[0]->shape());
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Bool, in[0]->shape()));
     kernels::logical_not(in[0]->data<uint8_t>(), out[0].data<uint8_t>(), in[0]->size());
     return Status::ok();
   });

@@ -48,7 +48,10 @@ Expected<std::vector<Tensor>> stack_samples(const std::vector<std::vector<Tensor
     }
     Dims shape = first.shape();
     shape[0] = rows;
-    Tensor stacked(first.dtype(), shape);
+    auto checked = Tensor::create(first.dtype(), shape);
+    if (!checked)
+      return checked.status().with_context("--batch " + std::to_string(samples.size()) + ": input '" + input_names[k] + "'");
+    Tensor stacked = std::move(checked).value();
     auto* dst = static_cast<std::byte*>(stacked.raw());
     for (const auto& sample : samples) {
       std::memcpy(dst, sample[k].raw(), sample[k].byte_size());

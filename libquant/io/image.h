@@ -15,6 +15,10 @@
 namespace quant::io {
 
 enum class ImageLayout { NCHW, NHWC };
+
+// The largest image height or width qtool resizes to (--image-size, or the
+// size a model's input declares).
+inline constexpr int kMaxImageSide = 16384;
 enum class ImageChannels { RGB, BGR, Gray };
 
 // How a decoded image becomes a float32 tensor:
@@ -43,9 +47,12 @@ Expected<ImageOptions> parse_image_options(const std::string& size, const std::s
 // True for the extensions read as images: .png .jpg .jpeg .bmp .ppm .pgm (any case).
 bool is_image_file(std::string_view name);
 
-// Decodes and preprocesses one image; a file stb_image cannot decode is
-// bad_input naming the file and stb's reason.
+// Decodes and preprocesses one image; a file stb_image cannot decode, one cut
+// short, or one whose declared size exceeds max_tensor_bytes() (checked from
+// the header, before decoding) is bad_input naming the file and the reason.
 Expected<Tensor> read_image(const std::string& path, const ImageOptions& options);
+// The same for the bytes of an image file; `name` names it in errors.
+Expected<Tensor> decode_image(std::string_view bytes, const std::string& name, const ImageOptions& options);
 
 // Writes `pixels` (rows top to bottom, `channels` bytes per pixel, 1..4) as a PNG,
 // atomically.

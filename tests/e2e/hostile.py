@@ -144,5 +144,34 @@ elif kind == "npy_int64":
     np.save(out, np.zeros([int(d) for d in arg.split(",")], np.int64))
 elif kind == "relu_model":
     save(relu_model())
+elif kind == "relu_shaped":  # ARG: the input shape, e.g. 1,3,8,8 or N,4 (names are dynamic dims)
+    shape = [int(d) if d.isdigit() else d for d in arg.split(",")]
+    save(model([helper.make_node("Relu", ["x"], ["y"], "relu")], [vi("x", shape)], [vi("y", shape)]))
+elif kind == "matmul_outer":  # x[N,1] x w[1,N], N = 2^17: 512 KiB inputs, a 64 GiB output
+    save(model([helper.make_node("MatMul", ["x", "w"], ["y"], "outer")], [vi("x", ["n", 1])], [vi("y", ["n", "m"])],
+               [numpy_helper.from_array(np.ones((1, 1 << 17), np.float32), "w")]))
+elif kind.startswith("image_"):
+    # Images: ARG is the image size HxW (default 8x8); every kind but
+    # image_ok has one thing wrong.
+    import io
+    from PIL import Image
+    h, w = (int(v) for v in (arg or "8x8").split("x"))
+    pixels = np.arange(h * w * 3, dtype=np.uint32).reshape(h, w, 3).astype(np.uint8)
+    def encoded(fmt):
+        buf = io.BytesIO()
+        Image.fromarray(pixels, "RGB").save(buf, format=fmt)
+        return buf.getvalue()
+    data = {
+        "image_ok": lambda: encoded("PNG"),
+        "image_corrupt": lambda: encoded("PNG")[:16] + b"\xde\xad" * 40,
+        "image_truncated_png": lambda: encoded("PNG")[:-30],
+        "image_truncated_jpg": lambda: encoded("JPEG")[:-40],
+        "image_truncated_bmp": lambda: encoded("BMP")[:-10],
+        "image_truncated_ppm": lambda: encoded("PPM")[:-1],
+        "image_absurd_ppm": lambda: b"P6\n100000 100000\n255\n" + b"\0" * 64,
+        "image_overflow_ppm": lambda: b"P6\n99999999999 1\n255\n" + b"\0" * 64,
+        "image_empty_ppm": lambda: b"P6\n0 8\n255\n",
+    }[kind]
+    open(out, "wb").write(data())
 else:
     sys.exit("hostile.py: unknown kind " + kind)

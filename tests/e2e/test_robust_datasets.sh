@@ -34,6 +34,14 @@ expect_refused "sample b: input 'x' has shape [2,4], the model expects [1,4]" "$
 expect_exit 2 "sample b: input 'x' has shape [2,4]" "$bin/qrun" "$tmp/relu.onnx" --data "$tmp/later" -o "$tmp/outdir"
 [ "$(ls -A "$tmp/outdir")" = a.out0.npy ] || fail "qrun -o left $(ls -A "$tmp/outdir") after failing on sample b"
 rm -rf "$tmp/outdir"
+# Mixed shapes or types cannot share a --batch (dim 0 dynamic here).
+hostile relu_shaped "$tmp/dyn.onnx" N,4
+mkdir -p "$tmp/ragged" && hostile npy_ok "$tmp/ragged/a.npy" 1,4 && hostile npy_ok "$tmp/ragged/b.npy" 1,5
+expect_refused "sample 'b': input 'x' is float32 [1,5], which cannot be stacked along dim 0 with sample 'a' (float32 [1,4])" \
+  "$tmp/out.json" "$bin/qprofile" "$tmp/dyn.onnx" --data "$tmp/ragged" --batch 2 -o "$tmp/out.json"
+mkdir -p "$tmp/types" && hostile npy_ok "$tmp/types/a.npy" 1,4 && hostile npy_int64 "$tmp/types/b.npy" 1,4
+expect_refused "sample 'b': input 'x' is int64 [1,4], which cannot be stacked" \
+  "$tmp/out.json" "$bin/qprofile" "$tmp/dyn.onnx" --data "$tmp/types" --batch 2 -o "$tmp/out.json"
 both "--input 'x' is not NAME=FILE" --input x
 both "$tmp/nothing.npy: cannot open" --input "x=$tmp/nothing.npy"
 both "no data: give --data DIR or --input NAME=FILE"

@@ -4,12 +4,15 @@
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$tmp/data" "$tmp/models"
 hostile npy_ok "$tmp/data/a.npy" 1,4
+hostile relu_model "$tmp/relu.onnx"
+"$bin/qprofile" "$tmp/relu.onnx" --data "$tmp/data" -o "$tmp/p.json" --quiet  # for qconvert (--force: another model)
 printf '0123456789abcdef' >"$tmp/outside.bin"  # exists, but outside the model's folder
 
 check() {
   local m=$1 pattern=$2
   expect_refused "$pattern" "$tmp/out.json" "$bin/qprofile" "$m" --data "$tmp/data" -o "$tmp/out.json"
   expect_refused "$pattern" "$tmp/outdir" "$bin/qrun" "$m" --data "$tmp/data" -o "$tmp/outdir"
+  expect_refused "$pattern" "$tmp/out.onnx" "$bin/qconvert" "$m" --profile "$tmp/p.json" -o "$tmp/out.onnx" --force
 }
 
 hostile ext_escape "$tmp/models/m.onnx"

@@ -23,6 +23,10 @@ p "--limit" --limit -1
 p "--data and --input cannot be combined" --input "x=$calib/0000.npy"
 p "--bogus" --bogus
 expect_refused "no output given" "$tmp/out.json" "$bin/qprofile" "$model" --data "$calib"
+p "--threads" --threads 0
+expect_refused "--output is required" "$tmp/out.json" "$bin/qprofile" merge "$tmp/p.json"
+expect_exit 2 "unknown calibration method 'magic'" "$bin/qprofile" show "$tmp/p.json" --calibration magic
+expect_exit 2 "p.json: no tensor named 'nosuch'" "$bin/qprofile" show "$tmp/p.json" --tensor nosuch
 r "--min-snr" --min-snr loud
 r "accuracy gates need --reference" --min-snr 20
 r "--max-accuracy-drop needs --labels" --reference "$model" --max-accuracy-drop 1

@@ -65,4 +65,12 @@ hostile broadcast_absurd "$tmp/m.onnx"
 mkdir -p "$tmp/data1m" && hostile npy_ok "$tmp/data1m/a.npy" 1048576
 expect_refused "Add node 'outer_sum': Add broadcast output [1048576,1048576] is too large" "$tmp/out.json" \
   "$bin/qprofile" "$tmp/m.onnx" --data "$tmp/data1m" -o "$tmp/out.json"
+# An output sized by the data (an outer product of two 512 KiB inputs, 64 GiB)
+# is refused by the kernel's checked allocation, not left to the OOM killer.
+hostile matmul_outer "$tmp/m.onnx"
+mkdir -p "$tmp/data128k" && hostile npy_ok "$tmp/data128k/a.npy" 131072,1
+expect_refused "MatMul node 'outer': shape [131072,131072] float32 needs more than" "$tmp/outdir" \
+  "$bin/qrun" "$tmp/m.onnx" --data "$tmp/data128k" -o "$tmp/outdir"
+expect_refused "MatMul node 'outer': shape [131072,131072] float32 needs more than" "$tmp/out.json" \
+  "$bin/qprofile" "$tmp/m.onnx" --data "$tmp/data128k" -o "$tmp/out.json"
 echo "robust models ok"

@@ -9,6 +9,7 @@ check() {
   local file=$1 pattern=$2
   expect_refused "$pattern" "$tmp/out.onnx" "$bin/qconvert" "$model" --profile "$file" -o "$tmp/out.onnx"
   expect_refused "$pattern" "$tmp/merged.json" "$bin/qprofile" merge "$tmp/good.json" "$file" -o "$tmp/merged.json"
+  expect_refused "$pattern" "$tmp/plots" "$bin/qprofile" show "$file" --plot "$tmp/plots"
 }
 edit() {  # edit OUT PYTHON-EXPR-ON-p: writes good.json changed by the expression
   /usr/bin/python3 - "$tmp/good.json" "$1" "$2" <<'PY'

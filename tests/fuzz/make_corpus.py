@@ -3,7 +3,8 @@
 
 Run from anywhere with Debian's python3-onnx and python3-numpy:
     /usr/bin/python3 tests/fuzz/make_corpus.py
-The profile seeds are hand-made minimal valid profiles (16 bins)."""
+The profile seeds are hand-made minimal valid profiles (16 bins); the image seeds
+need python3-pil."""
 import io
 import os
 import shutil
@@ -18,9 +19,13 @@ out = os.path.join(here, "corpus")
 
 
 def fresh(name):
+    """The seed folder `name`, emptied except for regress_* files: those are
+    reproducers of past fuzz findings, committed by hand, and must stay."""
     d = os.path.join(out, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        if not f.startswith("regress_"):
+            os.remove(os.path.join(d, f))
     return d
 
 
@@ -108,4 +113,30 @@ open(os.path.join(d, "small.json"), "w").write(
     '"sum":3.0,"nan":0,"inf":1,"histogram":{"lo":-1.0,"hi":3.0,"counts":' + str(counts).replace(" ", "") + '}},\n'
     '    "y": {"dtype":"float32","shape":[],"count":0,"min":null,"max":null,"mean":null,"sum":0,"nan":2,"inf":0,'
     '"histogram":{"lo":0,"hi":0,"counts":' + str([0] * 16).replace(" ", "") + '}}\n  }\n}\n')
+# --- images: one small file per format and pixel layout stb decodes for qtool.
+# The first byte of each seed is the fuzz target's option byte (channels,
+# layout, resize), the rest the file.
+from PIL import Image
+
+d = fresh("image")
+pixels = (rng.integers(0, 256, (5, 7, 3))).astype(np.uint8)
+rgb = Image.fromarray(pixels, "RGB")
+def save_image(name, image, config, **kw):
+    buf = io.BytesIO()
+    image.save(buf, **kw)
+    open(os.path.join(d, name), "wb").write(bytes([config]) + buf.getvalue())
+save_image("rgb.png", rgb, 0x00, format="PNG")
+save_image("gray_resized.png", rgb.convert("L"), 0x4e, format="PNG")
+save_image("rgba_bgr.png", rgb.convert("RGBA"), 0x01, format="PNG")
+save_image("palette.png", rgb.convert("P"), 0x0a, format="PNG")
+save_image("gray16.png", Image.fromarray((pixels[:, :, 0].astype(np.uint16) * 257), "I;16"), 0x02, format="PNG")
+save_image("baseline.jpg", rgb, 0x00, format="JPEG", quality=90)
+save_image("progressive_resized.jpg", rgb, 0x95, format="JPEG", quality=50, progressive=True)
+save_image("gray.jpg", rgb.convert("L"), 0x02, format="JPEG")
+save_image("rgb24.bmp", rgb, 0x08, format="BMP")
+save_image("palette8.bmp", rgb.convert("P"), 0x00, format="BMP")
+save_image("rgb.ppm", rgb, 0x0c, format="PPM")
+save_image("gray.pgm", rgb.convert("L"), 0x02, format="PPM")
+open(os.path.join(d, "commented.ppm"), "wb").write(b"\x00P6 # made by hand\n2 1\n255\n" + bytes(range(6)))
+
 print("seed corpora written to", out)
