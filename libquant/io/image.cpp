@@ -151,12 +151,24 @@ std::string check_jpeg_tables(std::string_view b) {
 // stb_image 2.27 copies a PNG's first IDAT chunk into a buffer it has not
 // allocated yet when that chunk is empty (memcpy to null: undefined behaviour,
 // found by fuzz_image). Encoders never write an empty first IDAT; it is refused.
+// stb also grows its IDAT buffer to a chunk's declared length before reading
+// the bytes (a 177-byte file declaring a 1.6 GB chunk made it ask for 2 GiB,
+// found by fuzz_image): a chunk longer than what is left of the file is refused.
 std::string check_png_chunks(std::string_view b) {
   size_t pos = 8;  // after the signature
+  bool seen_idat = false;
   while (pos + 8 <= b.size()) {
     const uint64_t length = static_cast<uint64_t>(read_be16(b, pos)) << 16 | read_be16(b, pos + 2);
-    if (b.substr(pos + 4, 4) == "IDAT") return length == 0 ? "PNG's first IDAT chunk is empty" : "";
-    pos += static_cast<size_t>(std::min<uint64_t>(12 + length, b.size()));
+    const std::string_view type = b.substr(pos + 4, 4);
+    if (12 + length > b.size() - pos)
+      return "PNG chunk '" + std::string(type) + "' declares " + std::to_string(length) +
+             " bytes, more than the file holds (truncated or corrupt)";
+    if (type == "IDAT" && !seen_idat) {
+      if (length == 0) return "PNG's first IDAT chunk is empty";
+      seen_idat = true;
+    }
+    if (type == "IEND") break;
+    pos += static_cast<size_t>(12 + length);
   }
   return "";
 }

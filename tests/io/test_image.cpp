@@ -149,6 +149,17 @@ TEST_CASE("image: a PNG whose first IDAT chunk is empty is refused before stb re
   CHECK(r.status().message() == "idat.png: cannot decode image (PNG's first IDAT chunk is empty)");
 }
 
+TEST_CASE("image: a PNG chunk longer than the file is refused before stb allocates for it", "[io][image]") {
+  // fuzz_image: a 177-byte PNG whose second IDAT declares 0x5f5f0056 bytes made
+  // stb_image 2.27 realloc 2 GiB before reading them.
+  auto seed = read_file(std::string(QTOOL_SOURCE_DIR) + "/tests/fuzz/corpus/image/regress_png_chunk_longer_than_file.png");
+  REQUIRE(seed.has_value());
+  auto r = io::decode_image(std::string_view(*seed).substr(1), "long.png", options());
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.status().message().find("long.png: cannot decode image (PNG chunk 'IDAT' declares") == 0);
+  CHECK(r.status().message().find("more than the file holds") != std::string::npos);
+}
+
 TEST_CASE("image: 16-bit PNM is refused (stb 2.27 reads past its buffer converting it)", "[io][image]") {
   auto seed = read_file(std::string(QTOOL_SOURCE_DIR) + "/tests/fuzz/corpus/image/regress_pnm_16bit_gray_as_rgb.pgm");
   REQUIRE(seed.has_value());
