@@ -8,19 +8,10 @@
 #include "libquant/calib/params.h"
 #include "libquant/kernels/int4_matmul.h"
 #include "libquant/kernels/quantize.h"
+#include "libquant/passes/graph_edit.h"
 
 namespace quant::passes {
 namespace {
-
-ir::Value* new_constant(ir::Graph& g, const std::string& base, Tensor t) {
-  ir::Value* v = g.add_value(g.unique_name(base));
-  v->dtype = t.dtype();
-  v->has_shape = true;
-  v->shape = t.shape();
-  v->dim_names.assign(v->shape.size(), "");
-  v->constant = std::make_unique<Tensor>(std::move(t));
-  return v;
-}
 
 ir::Value* new_value(ir::Graph& g, const std::string& base, DType dtype) {
   ir::Value* v = g.add_value(g.unique_name(base));
@@ -118,7 +109,7 @@ ir::Value* DynamicBuilder::constant(const std::string& base, Tensor t) {
   std::string key = std::to_string(static_cast<int>(t.dtype())) + dims_to_string(t.shape());
   key.append(static_cast<const char*>(t.raw()), t.byte_size());
   auto [it, fresh] = constants_by_content_.try_emplace(std::move(key), nullptr);
-  if (fresh) it->second = new_constant(g_, base, std::move(t));
+  if (fresh) it->second = add_constant(g_, base, std::move(t));
   return it->second;
 }
 

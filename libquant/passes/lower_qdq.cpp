@@ -6,6 +6,7 @@
 #include <set>
 
 #include "libquant/kernels/quantize.h"
+#include "libquant/passes/graph_edit.h"
 
 namespace quant::passes {
 namespace {
@@ -238,12 +239,7 @@ OutputMatch Lowerer::output_match(const ir::Node& n) const {
 }
 
 ir::Value* Lowerer::add_constant(const std::string& base, Tensor t) {
-  ir::Value* v = g_.add_value(g_.unique_name(base));
-  v->dtype = t.dtype();
-  v->has_shape = true;
-  v->shape = t.shape();
-  v->constant = std::make_unique<Tensor>(std::move(t));
-  return v;
+  return passes::add_constant(g_, base, std::move(t));
 }
 
 ir::Value* Lowerer::add_int_value(const std::string& base, const ir::Value& like, DType dtype) {

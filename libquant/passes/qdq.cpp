@@ -7,6 +7,7 @@
 #include <set>
 
 #include "libquant/kernels/quantize.h"
+#include "libquant/passes/graph_edit.h"
 #include "libquant/passes/shape_fold.h"
 
 namespace quant::passes {
@@ -41,16 +42,6 @@ namespace {
 
 bool is_float_activation(const ir::Value* v) {
   return v && !ir::constant_data(v) && (v->dtype == DType::Float32 || v->dtype == DType::Undefined);
-}
-
-ir::Value* add_constant(ir::Graph& g, const std::string& base, Tensor t) {
-  ir::Value* v = g.add_value(g.unique_name(base));
-  v->dtype = t.dtype();
-  v->has_shape = true;
-  v->shape = t.shape();
-  v->dim_names.assign(v->shape.size(), "");
-  v->constant = std::make_unique<Tensor>(std::move(t));
-  return v;
 }
 
 ir::Value* add_like(ir::Graph& g, const std::string& base, const ir::Value& like, DType dtype) {
