@@ -2,6 +2,7 @@
 // attributes, expected outputs).
 #pragma once
 
+#include <catch2/catch.hpp>
 #include <map>
 #include <string>
 #include <vector>
@@ -53,6 +54,22 @@ inline Expected<std::vector<Tensor>> run_node(const NodeSpec& spec) {
   g.outputs = outs;
   QT_ASSIGN_OR_RETURN(auto session, interp::Session::create(g));
   return session->run(feeds);
+}
+
+// The outputs of a node that must run; the test stops with the error otherwise.
+inline std::vector<Tensor> run_ok(const NodeSpec& spec) {
+  auto out = run_node(spec);
+  INFO(out.status().message());
+  REQUIRE(out.has_value());
+  return *out;
+}
+
+// The message of a node that must be refused as bad input.
+inline std::string run_error(const NodeSpec& spec) {
+  auto out = run_node(spec);
+  REQUIRE_FALSE(out.has_value());
+  CHECK(out.status().code() == StatusCode::kBadInput);
+  return out.status().message();
 }
 
 template <class T>

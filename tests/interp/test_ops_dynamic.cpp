@@ -10,7 +10,8 @@ using quant::Dims;
 using quant::Tensor;
 using quant::ir::Attribute;
 using quant::testing::NodeSpec;
-using quant::testing::run_node;
+using quant::testing::run_error;
+using quant::testing::run_ok;
 using quant::testing::values_of;
 
 namespace {
@@ -24,25 +25,12 @@ Tensor random_tensor(Dims shape, uint32_t seed, int lo, int hi) {
   return t;
 }
 
-std::vector<Tensor> run_all(const NodeSpec& spec) {
-  auto out = run_node(spec);
-  INFO(out.status().message());
-  REQUIRE(out.has_value());
-  return *out;
-}
-
-std::string error_of(const NodeSpec& spec) {
-  auto out = run_node(spec);
-  REQUIRE_FALSE(out.has_value());
-  return out.status().message();
-}
-
 }  // namespace
 
 TEST_CASE("DynamicQuantizeLinear gives y, scale and zero point", "[interp][dynamic]") {
   NodeSpec s{"DynamicQuantizeLinear", 11, {Tensor::from_vector<float>({2, 3}, {0, 2, -3, -2.5f, 1.34f, 0.5f})}};
   s.num_outputs = 3;
-  auto out = run_all(s);
+  auto out = run_ok(s);
   CHECK(out[0].dtype() == DType::UInt8);
   CHECK(out[0].shape() == Dims{2, 3});
   CHECK(values_of<uint8_t>(out[0]) == std::vector<uint8_t>{153, 255, 0, 26, 221, 179});
@@ -57,7 +45,7 @@ TEST_CASE("MatMulInteger: batched A, per-column B zero points, both type pairs",
   Tensor w = random_tensor<int8_t>({K, N}, 2, -128, 127);
   Tensor za = Tensor::scalar<uint8_t>(121);
   Tensor zb = random_tensor<int8_t>({N}, 3, -5, 5);
-  auto y = run_all(NodeSpec{"MatMulInteger", 10, {a, w, za, zb}})[0];
+  auto y = run_ok(NodeSpec{"MatMulInteger", 10, {a, w, za, zb}})[0];
   REQUIRE(y.shape() == Dims{B, M, N});
   REQUIRE(y.dtype() == DType::Int32);
   for (int64_t i = 0; i < B * M; ++i)
@@ -70,7 +58,7 @@ TEST_CASE("MatMulInteger: batched A, per-column B zero points, both type pairs",
   // int8 A x uint8 B, no zero points, B batched like A.
   Tensor a8 = random_tensor<int8_t>({B, M, K}, 4, -128, 127);
   Tensor b8 = random_tensor<uint8_t>({B, K, N}, 5, 0, 255);
-  auto y8 = run_all(NodeSpec{"MatMulInteger", 10, {a8, b8}})[0];
+  auto y8 = run_ok(NodeSpec{"MatMulInteger", 10, {a8, b8}})[0];
   for (int64_t b = 0; b < B; ++b)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) {
@@ -79,9 +67,9 @@ TEST_CASE("MatMulInteger: batched A, per-column B zero points, both type pairs",
           want += a8.data<int8_t>()[(b * M + m) * K + k] * b8.data<uint8_t>()[(b * K + k) * N + n];
         CHECK(y8.data<int32_t>()[(b * M + m) * N + n] == want);
       }
-  CHECK_THAT(error_of(NodeSpec{"MatMulInteger", 10, {a, w, Tensor::from_vector<uint8_t>({3}, {1, 2, 3})}}),
+  CHECK_THAT(run_error(NodeSpec{"MatMulInteger", 10, {a, w, Tensor::from_vector<uint8_t>({3}, {1, 2, 3})}}),
              Catch::Contains("per-tensor"));
-  CHECK_THAT(error_of(NodeSpec{"MatMulInteger", 10, {a, random_tensor<int8_t>({3, N}, 6, 0, 1)}}),
+  CHECK_THAT(run_error(NodeSpec{"MatMulInteger", 10, {a, random_tensor<int8_t>({3, N}, 6, 0, 1)}}),
              Catch::Contains("do not fit"));
 }
 
@@ -95,7 +83,7 @@ TEST_CASE("ConvInteger: groups, padding, strides, per-channel weight zero points
   s.attributes["group"] = Attribute::of_int(G);
   s.attributes["pads"] = Attribute::of_ints({1, 0, 2, 1});
   s.attributes["strides"] = Attribute::of_ints({2, 1});
-  auto y = run_all(s)[0];
+  auto y = run_ok(s)[0];
   const int64_t OH = (H + 1 + 2 - KH) / 2 + 1, OW = (W + 0 + 1 - KW) / 1 + 1;
   REQUIRE(y.shape() == Dims{N, M, OH, OW});
   for (int64_t n = 0; n < N; ++n)
@@ -143,7 +131,7 @@ TEST_CASE("MatMulNBits: float and int8 activation paths, refusals", "[interp][dy
     s.attributes["accuracy_level"] = Attribute::of_int(level);
     return s;
   };
-  auto y = run_all(spec(0, BS))[0];
+  auto y = run_ok(spec(0, BS))[0];
   REQUIRE(y.shape() == Dims{3, N});
   for (int64_t m = 0; m < 3; ++m)
     for (int64_t n = 0; n < N; ++n) {
@@ -154,8 +142,8 @@ TEST_CASE("MatMulNBits: float and int8 activation paths, refusals", "[interp][dy
     }
   // accuracy_level 4: A quantized per row to int8. A's rows hold integers
   // -3..3, a range of 6 / 255 per step that represents them to within half a step.
-  auto y4 = run_all(spec(4, BS))[0];
+  auto y4 = run_ok(spec(4, BS))[0];
   for (int64_t i = 0; i < y.size(); ++i) CHECK(y4.data<float>()[i] == Approx(y.data<float>()[i]).margin(0.5));
-  CHECK_THAT(error_of(spec(0, 24)), Catch::Contains("block_size must be a power of two"));
-  CHECK_THAT(error_of(spec(0, 32)), Catch::Contains("MatMulNBits B"));
+  CHECK_THAT(run_error(spec(0, 24)), Catch::Contains("block_size must be a power of two"));
+  CHECK_THAT(run_error(spec(0, 32)), Catch::Contains("MatMulNBits B"));
 }

@@ -11,6 +11,7 @@ using quant::Tensor;
 using quant::ir::Attribute;
 using quant::testing::NodeSpec;
 using quant::testing::run_node;
+using quant::testing::run_ok;
 using quant::testing::values_of;
 
 namespace {
@@ -28,13 +29,6 @@ Attribute strings(std::vector<std::string> v) {
 }
 
 // Runs and returns every output; fails the test on an error.
-std::vector<Tensor> run_ok(const NodeSpec& spec) {
-  auto out = run_node(spec);
-  INFO(out.status().message());
-  REQUIRE(out.has_value());
-  return *out;
-}
-
 void check_close(const std::vector<float>& got, const std::vector<float>& want) {
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(want[i]).margin(1e-6));
