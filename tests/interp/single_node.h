@@ -3,6 +3,7 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -23,6 +24,21 @@ struct NodeSpec {
   std::map<std::string, ir::Attribute> attributes;
   size_t num_outputs = 1;
 };
+
+// Tensor makers for op tests: shape and values in row-major order.
+template <class T>
+Tensor tensor_of(Dims shape, const std::vector<T>& v) {
+  return Tensor::from_vector<T>(std::move(shape), v);
+}
+inline Tensor f32(Dims shape, const std::vector<float>& v) { return tensor_of<float>(std::move(shape), v); }
+inline Tensor f64(Dims shape, const std::vector<double>& v) { return tensor_of<double>(std::move(shape), v); }
+inline Tensor i64(Dims shape, const std::vector<int64_t>& v) { return tensor_of<int64_t>(std::move(shape), v); }
+inline Tensor i32(Dims shape, const std::vector<int32_t>& v) { return tensor_of<int32_t>(std::move(shape), v); }
+inline Tensor boolean(Dims shape, const std::vector<uint8_t>& v) {
+  Tensor t(DType::Bool, std::move(shape));
+  std::copy(v.begin(), v.end(), t.data<uint8_t>());
+  return t;
+}
 
 // Runs the node; returns its outputs or the error of create/run.
 inline Expected<std::vector<Tensor>> run_node(const NodeSpec& spec) {
@@ -63,6 +79,9 @@ inline std::vector<Tensor> run_ok(const NodeSpec& spec) {
   REQUIRE(out.has_value());
   return *out;
 }
+
+// Output k of a node that must run.
+inline Tensor run_one(const NodeSpec& spec, size_t k = 0) { return run_ok(spec).at(k); }
 
 // The message of a node that must be refused as bad input.
 inline std::string run_error(const NodeSpec& spec) {

@@ -9,20 +9,13 @@ using quant::Tensor;
 using quant::ir::Attribute;
 using quant::testing::NodeSpec;
 using quant::testing::run_node;
+using quant::testing::f32;
+using quant::testing::f64;
+using quant::testing::i64;
+using quant::testing::run_one;
 using quant::testing::values_of;
 
 namespace {
-
-Tensor f32(Dims shape, std::vector<float> v) { return Tensor::from_vector<float>(std::move(shape), v); }
-Tensor f64(Dims shape, std::vector<double> v) { return Tensor::from_vector<double>(std::move(shape), v); }
-Tensor i64(Dims shape, std::vector<int64_t> v) { return Tensor::from_vector<int64_t>(std::move(shape), v); }
-
-Tensor run_one(const NodeSpec& spec) {
-  auto out = run_node(spec);
-  INFO(out.status().message());
-  REQUIRE(out.has_value());
-  return (*out)[0];
-}
 
 NodeSpec einsum(const std::string& eq, std::vector<Tensor> inputs) {
   NodeSpec s{"Einsum", 12, std::move(inputs)};

@@ -12,23 +12,17 @@ using quant::Tensor;
 using quant::ir::Attribute;
 using quant::testing::NodeSpec;
 using quant::testing::run_node;
+using quant::testing::f32;
+using quant::testing::f64;
+using quant::testing::run_ok;
 using quant::testing::values_of;
 
 namespace {
 
-Tensor f32(Dims shape, std::vector<float> v) { return Tensor::from_vector<float>(std::move(shape), v); }
-Tensor f64(Dims shape, std::vector<double> v) { return Tensor::from_vector<double>(std::move(shape), v); }
 Tensor bool_scalar(bool v) {
   Tensor t(DType::Bool, {});
   t.data<uint8_t>()[0] = v;
   return t;
-}
-
-std::vector<Tensor> run_all(const NodeSpec& spec) {
-  auto out = run_node(spec);
-  INFO(out.status().message());
-  REQUIRE(out.has_value());
-  return *out;
 }
 
 }  // namespace
@@ -37,7 +31,7 @@ TEST_CASE("BatchNormalization on double and with spatial=0 (opset 7)", "[interp]
   NodeSpec s{"BatchNormalization", 15,
              {f64({1, 2, 1, 1}, {1, 2}), f64({2}, {2, 1}), f64({2}, {0, 1}), f64({2}, {1, 0}), f64({2}, {4, 1})}};
   s.attributes["epsilon"] = Attribute::of_float(0);
-  auto y = run_all(s)[0];
+  auto y = run_ok(s)[0];
   CHECK(y.dtype() == DType::Float64);
   CHECK(values_of<double>(y) == std::vector<double>{0, 3});
   // spatial=0: one parameter per (channel, position); x [1, 1, 2].
@@ -45,7 +39,7 @@ TEST_CASE("BatchNormalization on double and with spatial=0 (opset 7)", "[interp]
              {f32({1, 1, 2}, {3, 3}), f32({1, 2}, {1, 2}), f32({1, 2}, {0, 0}), f32({1, 2}, {1, 2}), f32({1, 2}, {1, 1})}};
   p.attributes["epsilon"] = Attribute::of_float(0);
   p.attributes["spatial"] = Attribute::of_int(0);
-  CHECK(values_of<float>(run_all(p)[0]) == std::vector<float>{2, 2});
+  CHECK(values_of<float>(run_ok(p)[0]) == std::vector<float>{2, 2});
 }
 
 TEST_CASE("BatchNormalization training_mode uses batch statistics (opset 15)", "[interp][norm]") {
@@ -56,7 +50,7 @@ TEST_CASE("BatchNormalization training_mode uses batch statistics (opset 15)", "
   s.attributes["training_mode"] = Attribute::of_int(1);
   s.attributes["momentum"] = Attribute::of_float(0.5f);
   s.num_outputs = 3;
-  auto out = run_all(s);
+  auto out = run_ok(s);
   CHECK(values_of<float>(out[0]) == std::vector<float>{-1, 1});
   CHECK(values_of<float>(out[1]) == std::vector<float>{6});  // 10 * 0.5 + 2 * 0.5
   CHECK(values_of<float>(out[2]) == std::vector<float>{3});  // 5 * 0.5 + 1 * 0.5
@@ -71,7 +65,7 @@ TEST_CASE("LayerNormalization with axis, bias and the Mean/InvStdDev outputs", "
   NodeSpec s{"LayerNormalization", 17, {f32({2, 2}, {1, 3, 2, 6}), f32({2}, {1, 2}), f32({2}, {0, 10})}};
   s.attributes["epsilon"] = Attribute::of_float(0);
   s.num_outputs = 3;
-  auto out = run_all(s);
+  auto out = run_ok(s);
   CHECK(values_of<float>(out[0]) == std::vector<float>{-1, 12, -1, 12});
   CHECK(out[1].shape() == Dims{2, 1});
   CHECK(values_of<float>(out[1]) == std::vector<float>{2, 4});
@@ -81,7 +75,7 @@ TEST_CASE("LayerNormalization with axis, bias and the Mean/InvStdDev outputs", "
   NodeSpec all{"LayerNormalization", 17, {f32({2, 2}, {1, 3, 2, 6}), f32({1}, {2})}};
   all.attributes["axis"] = Attribute::of_int(0);
   all.attributes["epsilon"] = Attribute::of_float(0);
-  auto y = values_of<float>(run_all(all)[0]);
+  auto y = values_of<float>(run_ok(all)[0]);
   const float inv = 1.0f / std::sqrt(3.5f);
   CHECK(y[0] == Approx(2 * (1 - 3) * inv));
   CHECK(y[3] == Approx(2 * (6 - 3) * inv));
@@ -95,12 +89,12 @@ TEST_CASE("InstanceNormalization per sample and channel", "[interp][norm]") {
   // x [1, 2, 2]: channel 0 = [1, 3] (mean 2, var 1), channel 1 = [5, 5] (var 0).
   NodeSpec s{"InstanceNormalization", 6, {f32({1, 2, 2}, {1, 3, 5, 5}), f32({2}, {2, 1}), f32({2}, {0, 7})}};
   s.attributes["epsilon"] = Attribute::of_float(0);
-  auto y = values_of<float>(run_all(s)[0]);
+  auto y = values_of<float>(run_ok(s)[0]);
   CHECK(y[0] == Approx(-2));
   CHECK(y[1] == Approx(2));
   // 0 / sqrt(0) is NaN; with the default epsilon the channel maps to its bias.
   s.attributes.erase("epsilon");
-  y = values_of<float>(run_all(s)[0]);
+  y = values_of<float>(run_ok(s)[0]);
   CHECK(y[2] == Approx(7));
   CHECK(y[3] == Approx(7));
 }
@@ -112,7 +106,7 @@ TEST_CASE("LRN sums squares over neighbouring channels", "[interp][norm]") {
   s.attributes["alpha"] = Attribute::of_float(3);
   s.attributes["beta"] = Attribute::of_float(1);
   s.attributes["bias"] = Attribute::of_float(1);
-  auto y = values_of<float>(run_all(s)[0]);
+  auto y = values_of<float>(run_ok(s)[0]);
   CHECK(y[0] == Approx(1.0f / (1 + 1 * 5)));
   CHECK(y[1] == Approx(2.0f / (1 + 1 * 14)));
   CHECK(y[2] == Approx(3.0f / (1 + 1 * 13)));
@@ -123,7 +117,7 @@ TEST_CASE("LRN sums squares over neighbouring channels", "[interp][norm]") {
 TEST_CASE("MeanVarianceNormalization over the given axes", "[interp][norm]") {
   NodeSpec s{"MeanVarianceNormalization", 13, {f32({2, 2}, {1, 3, 10, 20})}};
   s.attributes["axes"] = Attribute::of_ints({1});
-  auto y = values_of<float>(run_all(s)[0]);
+  auto y = values_of<float>(run_ok(s)[0]);
   CHECK(y[0] == Approx(-1));
   CHECK(y[1] == Approx(1));
   CHECK(y[2] == Approx(-1));
@@ -134,21 +128,21 @@ TEST_CASE("Dropout is the identity in inference, with an all-true mask", "[inter
   Tensor x = f32({3}, {1, -2, 3});
   NodeSpec s{"Dropout", 13, {x, f32({}, {0.5f})}};
   s.num_outputs = 2;
-  auto out = run_all(s);
+  auto out = run_ok(s);
   CHECK(values_of<float>(out[0]) == std::vector<float>{1, -2, 3});
   CHECK(out[1].dtype() == DType::Bool);
   CHECK(values_of<uint8_t>(out[1]) == std::vector<uint8_t>{1, 1, 1});
   // Opset 7: the mask has the input's type.
   NodeSpec s7{"Dropout", 7, {x}};
   s7.num_outputs = 2;
-  CHECK(run_all(s7)[1].dtype() == DType::Float32);
+  CHECK(run_ok(s7)[1].dtype() == DType::Float32);
 }
 
 TEST_CASE("Dropout in training mode keeps x / (1 - ratio) where the mask is true", "[interp][norm]") {
   std::vector<float> ones(1000, 1.0f);
   NodeSpec s{"Dropout", 13, {f32({1000}, ones), f32({}, {0.25f}), bool_scalar(true)}};
   s.num_outputs = 2;
-  auto out = run_all(s);
+  auto out = run_ok(s);
   auto y = values_of<float>(out[0]);
   auto mask = values_of<uint8_t>(out[1]);
   int kept = 0;
@@ -159,7 +153,7 @@ TEST_CASE("Dropout in training mode keeps x / (1 - ratio) where the mask is true
   CHECK(kept > 650);  // ~750 expected
   CHECK(kept < 850);
   // Seeded: the same mask on every run.
-  CHECK(values_of<uint8_t>(run_all(s)[1]) == mask);
+  CHECK(values_of<uint8_t>(run_ok(s)[1]) == mask);
   s.inputs[1] = f32({}, {1.5f});
   REQUIRE_FALSE(run_node(s).has_value());
 }

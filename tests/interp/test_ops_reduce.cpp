@@ -13,20 +13,13 @@ using quant::Tensor;
 using quant::ir::Attribute;
 using quant::testing::NodeSpec;
 using quant::testing::run_node;
+using quant::testing::f32;
+using quant::testing::i32;
+using quant::testing::i64;
+using quant::testing::run_one;
 using quant::testing::values_of;
 
 namespace {
-
-Tensor f32(Dims shape, std::vector<float> v) { return Tensor::from_vector<float>(std::move(shape), v); }
-Tensor i64(Dims shape, std::vector<int64_t> v) { return Tensor::from_vector<int64_t>(std::move(shape), v); }
-Tensor i32(Dims shape, std::vector<int32_t> v) { return Tensor::from_vector<int32_t>(std::move(shape), v); }
-
-Tensor run_one(const NodeSpec& spec, size_t k = 0) {
-  auto out = run_node(spec);
-  INFO(out.status().message());
-  REQUIRE(out.has_value());
-  return (*out)[k];
-}
 
 // x = [[1, 2, 3], [4, 5, 6]]
 Tensor x23() { return f32({2, 3}, {1, 2, 3, 4, 5, 6}); }

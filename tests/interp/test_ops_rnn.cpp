@@ -11,13 +11,12 @@ using quant::Tensor;
 using quant::ir::Attribute;
 using quant::testing::NodeSpec;
 using quant::testing::run_node;
+using quant::testing::f32;
+using quant::testing::i32;
 using quant::testing::run_ok;
 using quant::testing::values_of;
 
 namespace {
-
-Tensor f32(quant::Dims shape, std::vector<float> v) { return Tensor::from_vector<float>(std::move(shape), v); }
-Tensor i32(quant::Dims shape, std::vector<int32_t> v) { return Tensor::from_vector<int32_t>(std::move(shape), v); }
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
