@@ -81,6 +81,53 @@ save_model(d, "qdq_matmul", [
     numpy_helper.from_array(f32(2), "bs"), numpy_helper.from_array(f32(2), "bb"),
     numpy_helper.from_array(f32(2), "bm"), numpy_helper.from_array(np.abs(f32(2)) + 1, "bv")])
 
+# Quantized seeds, so that mutations start inside the integer paths (QDQ
+# lowering, QLinear*/com.microsoft ops, lookup tables, dynamic and int4
+# MatMul): made by qtool's own qprofile + qconvert from a small float model,
+# when the tools are built (QTOOL_BIN, default build/). Own random stream,
+# so the other seeds stay as they were.
+qrng = np.random.default_rng(1)
+qf32 = lambda *s: qrng.standard_normal(s).astype(np.float32)
+save_model(d, "float_for_quant", [
+    helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
+    helper.make_node("Relu", ["c1"], ["r1"], "relu1"),
+    helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], "conv2", pads=[1, 1, 1, 1]),
+    helper.make_node("Add", ["c2", "r1"], ["a"], "residual"),
+    helper.make_node("Sigmoid", ["a"], ["s"], "sigmoid"),
+    helper.make_node("MaxPool", ["s"], ["p"], "pool", kernel_shape=[2, 2], strides=[2, 2]),
+    helper.make_node("GlobalAveragePool", ["p"], ["g"], "gap"),
+    helper.make_node("Flatten", ["g"], ["f"], "flat"),
+    helper.make_node("Gemm", ["f", "gw", "gb"], ["h"], "gemm", transB=1),
+    helper.make_node("MatMul", ["h", "mw"], ["y"], "matmul"),
+], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 6, 6])],
+   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])],
+   [numpy_helper.from_array(qf32(4, 2, 3, 3), "w1"), numpy_helper.from_array(qf32(4), "b1"),
+    numpy_helper.from_array(qf32(4, 4, 3, 3), "w2"), numpy_helper.from_array(qf32(4), "b2"),
+    numpy_helper.from_array(qf32(20, 4), "gw"), numpy_helper.from_array(qf32(20), "gb"),
+    numpy_helper.from_array(qf32(20, 3), "mw")])
+qtool_bin = os.environ.get("QTOOL_BIN", os.path.join(repo, "build"))
+if os.path.exists(os.path.join(qtool_bin, "qconvert")):
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(4):
+            np.save(os.path.join(tmp, f"{k}.npy"), qf32(1, 2, 6, 6))
+        src = os.path.join(d, "float_for_quant.onnx")
+        prof = os.path.join(tmp, "p.json")
+        subprocess.run([os.path.join(qtool_bin, "qprofile"), src, "--data", tmp, "-o", prof, "--quiet"], check=True)
+        variants = {
+            "quant_qdq": ["--profile", prof],
+            "quant_qoperator": ["--profile", prof, "--format", "qoperator"],
+            "quant_int16": ["--profile", prof, "--activations", "int16", "--per-tensor"],
+            "quant_dynamic": ["--dynamic"],
+            "quant_dynamic_int4": ["--dynamic", "--weights", "int4", "--group-size", "16"],
+        }
+        for name, flags in variants.items():
+            subprocess.run([os.path.join(qtool_bin, "qconvert"), src, "-o", os.path.join(d, name + ".onnx")] + flags,
+                           check=True)
+else:
+    print("make_corpus: no qconvert in", qtool_bin, "- quantized model seeds not made")
+
 # --- .npy: the digits model's first test sample and a few dtypes and ranks.
 d = fresh("npy")
 shutil.copy(os.path.join(repo, "samples/digits/test/0000.npy"), os.path.join(d, "digits_0000.npy"))
