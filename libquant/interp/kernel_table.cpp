@@ -178,6 +178,7 @@ constexpr std::array kKernels = {
     KernelEntry{"com.microsoft", "QLinearConcat", make_qlinear_concat},
     KernelEntry{"com.microsoft", "QLinearAveragePool", make_qlinear_averagepool},
     KernelEntry{"com.microsoft", "QLinearGlobalAveragePool", make_qlinear_global_averagepool},
+    KernelEntry{"com.microsoft", "QLinearSoftmax", make_qlinear_softmax},
     // dynamic quantization (ops_dynamic.cpp)
     KernelEntry{"", "DynamicQuantizeLinear", make_dynamic_quantize_linear},
     KernelEntry{"", "MatMulInteger", make_matmul_integer},

@@ -74,6 +74,7 @@ KernelResult make_qlinear_leaky_relu(const KernelContext&);
 KernelResult make_qlinear_concat(const KernelContext&);
 KernelResult make_qlinear_averagepool(const KernelContext&);
 KernelResult make_qlinear_global_averagepool(const KernelContext&);
+KernelResult make_qlinear_softmax(const KernelContext&);
 // ops_qgemm.cpp: com.microsoft QGemm (what the lowering turns Gemm into)
 KernelResult make_qgemm(const KernelContext&);
 // elementwise (ops-elem): ops_elementwise.cpp, ops_unary.cpp, ops_logic.cpp,

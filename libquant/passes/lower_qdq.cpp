@@ -134,6 +134,7 @@ class Lowerer {
   std::string lower_binary(ir::Node* n, const OutputMatch& m);
   std::string lower_pool(ir::Node* n, const OutputMatch& m);
   std::string lower_concat(ir::Node* n, const OutputMatch& m);
+  std::string lower_softmax(ir::Node* n, const OutputMatch& m);
   std::string lower_unary(ir::Node* n, const OutputMatch& m);
   std::string lower_move(ir::Node* n, const OutputMatch& m);
 
@@ -441,6 +442,25 @@ std::string Lowerer::lower_concat(ir::Node* n, const OutputMatch& m) {
   return "";
 }
 
+// ONNX Runtime's QDQ optimizer (1.20, CPU provider) replaces 8-bit
+// DequantizeLinear -> Softmax -> QuantizeLinear by com.microsoft QLinearSoftmax,
+// whose table-and-divide arithmetic (kernels/qsoftmax.h) rounds differently
+// from float Softmax + QuantizeLinear on a few % of the outputs; qrun lowers to
+// the same op so that it matches ONNX Runtime (--no-lower keeps the float path).
+std::string Lowerer::lower_softmax(ir::Node* n, const OutputMatch& m) {
+  auto x = input_params(*n, 0);
+  if (!x) return input_reason(*n, 0);
+  if (!m.q || m.act || !is_8bit_type(m.params.qtype) || m.params.qtype != x->qtype) return output_reason(*n, m);
+  if (!available("com.microsoft", "QLinearSoftmax")) return missing_kernel("com.microsoft", "QLinearSoftmax");
+  std::vector<ir::Value*> ins = x->values();
+  ins.insert(ins.end(), {m.params.scale, m.params.zero_point});
+  auto attrs = n->attributes;
+  attrs["opset"] = ir::Attribute::of_int(g_.opset());
+  replace(n, m, "QLinearSoftmax", "com.microsoft", ins, attrs);
+  g_.opset_imports.try_emplace("com.microsoft", 1);
+  return "";
+}
+
 // ONNX Runtime: com.microsoft QLinearSigmoid / QLinearLeakyRelu. Interpreter:
 // any table op through ai.qtool QLinearLookup (8- or 16-bit), Relu/Clip with
 // unchanged parameters as an integer Clip.
@@ -513,6 +533,7 @@ std::string Lowerer::lower(ir::Node* n) {
   if (op == "Add" || op == "Mul") return lower_binary(n, m);
   if (op == "GlobalAveragePool" || op == "AveragePool") return lower_pool(n, m);
   if (op == "Concat") return lower_concat(n, m);
+  if (op == "Softmax") return lower_softmax(n, m);
   if (!interp() && (op == "Sigmoid" || op == "LeakyRelu")) return lower_unary(n, m);
   if (interp() && table_ops().count(op)) return lower_unary(n, m);
   if (moves_data_only(*n)) {
@@ -581,6 +602,7 @@ std::optional<size_t> output_params_input(const ir::Node& n) {
       {{"com.microsoft", "QLinearSigmoid"}, 3},
       {{"com.microsoft", "QLinearLeakyRelu"}, 3},
       {{"com.microsoft", "QLinearConcat"}, 0},
+      {{"com.microsoft", "QLinearSoftmax"}, 3},
       {{"com.microsoft", "QGemm"}, 7},
       {{"ai.qtool", "QLinearLookup"}, 3},
   };

@@ -1,13 +1,12 @@
 #!/usr/bin/env python3
 """Compare two directories of model outputs written as <stem>.out0.npy.
 
-  /usr/bin/python3 tests/interop/compare_outputs.py DIR_A DIR_B [--top1] [--atol X] [--max-abs D] [--labels LABELS.npy]
-      [--min-snr DB] [--within-step MODEL.onnx [--min-fraction F]]
+  /usr/bin/python3 tests/interop/compare_outputs.py DIR_A DIR_B [--top1] [--atol X] [--labels LABELS.npy]
+      [--min-snr DB] [--within-step MODEL.onnx [--min-fraction F]] [--exact]
 
 Files are paired by name (the sets must match). --top1 requires the argmax over
-the last axis to agree for every sample; --atol requires max |A - B| <= X;
---max-abs requires |A - B| <= D for at least 99.9% of all elements (issue 6:
-D is one output quantization step, the scale of the output's DequantizeLinear).
+the last axis to agree for every sample; --atol requires max |A - B| <= X
+(output 0).
 --labels also prints DIR_A's top-1 accuracy, where label i belongs to the i-th
 file in name order (the layout of samples/*/test/NNNN.npy).
 --within-step requires that at least --min-fraction (default 0.999) of the
@@ -16,7 +15,10 @@ output quantization step of MODEL: the scale of the DequantizeLinear producing
 output k (through data-movement ops). When a float op computes the output from
 dequantized tensors (a model's last Gemm), the step is the largest scale of the
 nearest activation DequantizeLinear nodes feeding it: one step of the last
-quantized tensor on the way.
+quantized tensor on the way. (output_steps() is also what other tests import
+for "one output step".)
+--exact requires every element of every output k to be equal (bit-exactness
+tests of integer kernels against ONNX Runtime).
 
 Exit codes (as in DESIGN.md): 0 all checks pass, 1 a check failed, 2 bad input.
 """
@@ -97,22 +99,27 @@ def output_steps(model_path):
     return steps
 
 
-def within_step(dir_a, dir_b, model, min_fraction):
-    steps = output_steps(model)
+def paired_outputs(dir_a, dir_b):
+    """(k, name, A, B) for every <stem>.out<k>.npy file of both directories, as float64."""
     pattern = re.compile(r"\.out(\d+)\.npy$")
     names = sorted(f for f in os.listdir(dir_a) if pattern.search(f))
     if sorted(f for f in os.listdir(dir_b) if pattern.search(f)) != names or not names:
         raise BadInput(f"output sets of {dir_a} and {dir_b} differ (or are empty)")
-    within, total = [0] * len(steps), [0] * len(steps)
-    worst = [0.0] * len(steps)
     for name in names:
-        k = int(pattern.search(name).group(1))
-        if k >= len(steps):
-            raise BadInput(f"{name}: the model has {len(steps)} outputs")
         a = load(os.path.join(dir_a, name)).astype(np.float64)
         b = load(os.path.join(dir_b, name)).astype(np.float64)
         if a.shape != b.shape:
             raise BadInput(f"{name}: shapes differ: {a.shape} vs {b.shape}")
+        yield int(pattern.search(name).group(1)), name, a, b
+
+
+def within_step(dir_a, dir_b, model, min_fraction):
+    steps = output_steps(model)
+    within, total = [0] * len(steps), [0] * len(steps)
+    worst = [0.0] * len(steps)
+    for k, name, a, b in paired_outputs(dir_a, dir_b):
+        if k >= len(steps):
+            raise BadInput(f"{name}: the model has {len(steps)} outputs")
         diff = np.abs(a - b)
         # A relative slack of 1e-5 absorbs float rounding of values exactly one step apart.
         within[k] += int(np.sum(diff <= steps[k] * (1 + 1e-5)))
@@ -131,14 +138,28 @@ def within_step(dir_a, dir_b, model, min_fraction):
     return ok
 
 
+def exact(dir_a, dir_b):
+    """Every element of every output equal; prints the outputs that differ."""
+    outputs, elements, differing = set(), 0, {}
+    for k, _, a, b in paired_outputs(dir_a, dir_b):
+        outputs.add(k)
+        elements += a.size
+        bad = int(np.count_nonzero(a != b))
+        if bad:
+            n, worst = differing.get(k, (0, 0.0))
+            differing[k] = (n + bad, max(worst, float(np.max(np.abs(a - b)))))
+    for k, (n, worst) in sorted(differing.items()):
+        print(f"output {k}: {n} elements differ, max abs diff {worst:.6g}")
+    print(f"exact: {len(outputs) - len(differing)}/{len(outputs)} outputs equal ({elements} elements)")
+    return not differing
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir_a")
     parser.add_argument("dir_b")
     parser.add_argument("--top1", action="store_true", help="argmax over the last axis must agree")
     parser.add_argument("--atol", type=float, help="max abs difference allowed")
-    parser.add_argument("--max-abs", type=float,
-                        help="|A - B| <= D must hold for at least 99.9%% of the elements")
     parser.add_argument("--labels", help="int labels .npy; prints DIR_A's accuracy")
     parser.add_argument("--min-snr", type=float,
                         help="SNR of DIR_A against DIR_B (the reference) in dB must be at least this")
@@ -146,6 +167,7 @@ def main(argv):
                         help="elements must differ by at most one output quantization step of MODEL")
     parser.add_argument("--min-fraction", type=float, default=0.999,
                         help="fraction of elements --within-step requires (default 0.999)")
+    parser.add_argument("--exact", action="store_true", help="every element of every output must be equal")
     args = parser.parse_args(argv)
 
     names_a, names_b = list_outputs(args.dir_a), list_outputs(args.dir_b)
@@ -159,7 +181,6 @@ def main(argv):
 
     failed = False
     top1_a, mismatches, max_diff = [], [], 0.0
-    elements = within = 0
     signal = noise = 0.0
     for name in names_a:
         a = load(os.path.join(args.dir_a, name))
@@ -175,16 +196,14 @@ def main(argv):
             mismatches.append((name, pa.tolist(), pb.tolist()))
         diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
         max_diff = max(max_diff, float(diff.max()))
-        elements += diff.size
-        if args.max_abs is not None:
-            # A relative slack of 1e-5 absorbs float rounding of dequantized steps.
-            within += int(np.count_nonzero(diff <= args.max_abs * (1 + 1e-5)))
         signal += float(np.sum(b.astype(np.float64) ** 2))
         noise += float(np.sum(diff ** 2))
 
     n = len(names_a)
     print(f"compared {n} outputs, max abs diff: {max_diff:.6g}")
     if args.within_step and not within_step(args.dir_a, args.dir_b, args.within_step, args.min_fraction):
+        failed = True
+    if args.exact and not exact(args.dir_a, args.dir_b):
         failed = True
     if args.top1:
         print(f"top1 agreement: {n - len(mismatches)}/{n}")
@@ -194,12 +213,6 @@ def main(argv):
     if args.atol is not None and max_diff > args.atol:
         print(f"max abs diff {max_diff:.6g} exceeds --atol {args.atol:g}")
         failed = True
-    if args.max_abs is not None:
-        share = within / elements
-        print(f"within {args.max_abs:g}: {within}/{elements} elements ({100 * share:.3f}%)")
-        if share < 0.999:
-            print(f"fewer than 99.9% of the elements are within --max-abs {args.max_abs:g}")
-            failed = True
     if args.min_snr is not None:
         snr = float("inf") if noise == 0 else 10 * np.log10(signal / noise)
         print(f"SNR of {args.dir_a} vs {args.dir_b}: {snr:.2f} dB")

@@ -27,29 +27,10 @@ check() {
     node "$src/tests/interop/ort_run.js" "$d/$format.onnx" "$data" "$d/ort_$format" >/dev/null
     echo "$name ($format): $(head -n1 "$d/$format.plan")"
     cmp=(/usr/bin/python3 "$src/tests/interop/compare_outputs.py")
-    if [[ " ${float_path_differs[*]} " == *" $name "* ]]; then
-      # Known gap: here ONNX Runtime differs from the QDQ float semantics
-      # itself (qrun --no-lower misses it as much), so require that lowering
-      # does not move qrun away from ONNX Runtime: lowered == float path within
-      # a step, and print the ONNX Runtime comparison.
-      "$bin/qrun" "$d/$format.onnx" --data "$data" -o "$d/float_$format" --no-lower --quiet >/dev/null
-      "${cmp[@]}" "$d/qrun_$format" "$d/ort_$format" --within-step "$d/$format.onnx" --min-fraction 0.9 ||
-        { echo "FAIL $name $format (vs ONNX Runtime)"; return 1; }
-      "${cmp[@]}" "$d/float_$format" "$d/ort_$format" --within-step "$d/$format.onnx" --min-fraction 0 | tail -n 1
-      "${cmp[@]}" "$d/qrun_$format" "$d/float_$format" --within-step "$d/$format.onnx" --min-fraction 0.995 ||
-        { echo "FAIL $name $format (lowered vs float path)"; return 1; }
-      continue
-    fi
     "${cmp[@]}" "$d/qrun_$format" "$d/ort_$format" --within-step "$d/$format.onnx" --min-fraction 0.999 ||
       { echo "FAIL $name $format"; return 1; }
   done
 }
-
-# Models whose float tail (LayerNormalization on the graph output, after
-# attention) ONNX Runtime computes differently from DequantizeLinear -> float
-# op: qrun --no-lower is as far from it (95.0% of elements within a step) as
-# the lowered run (95.2%). Open issue, see the report of branch wt-lower.
-float_path_differs=(transformer_encoder)
 
 if [ "${1:-}" = "--zoo" ]; then
   export ZOO_DIR=${ZOO_DIR:-$src/.cache/zoo}

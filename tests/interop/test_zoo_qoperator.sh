@@ -25,13 +25,10 @@ for name in resnet18 squeezenet1_1 efficientnet_b0; do
   "$bin/qconvert" "$d/model.onnx" --profile "$tmp/$name.json" -o "$tmp/$name.onnx" --format qoperator >/dev/null
   "$bin/qrun" "$tmp/$name.onnx" --data "$d/inputs" -o "$tmp/$name.qrun" --quiet
   node "$src/tests/interop/ort_run.js" "$tmp/$name.onnx" "$d/inputs" "$tmp/$name.ort" >/dev/null
-  # Known gap (issue 6, open): on the BatchNorm-calibrated resnet18 (zoo recipe 2) qrun's QLinearAdd differs from
-  # ONNX Runtime's by one LSB on ~1e-4 of the elements of the first residual Add (the float operation order of
-  # MLAS's vectorised QLinearAdd is not matched exactly), and this random-weight network amplifies that to ~3
-  # output steps on 16% of the logits. Top-1 still agrees; the fraction is gated at what holds today so that a
-  # further regression fails, until QLinearAdd matches bit for bit and this goes back to 0.999.
+  # QLinearAdd/QLinearMul follow MLAS's x86 arithmetic to the bit (libquant/kernels/qlinear_eltwise.h), so
+  # the recipe-2 resnet18, whose random weights amplify any 1-LSB difference in its residual Adds, holds the
+  # same 99.9% as the others.
   frac=0.999
-  [ "$name" = resnet18 ] && frac=0.80
   if ! /usr/bin/python3 "$src/tests/interop/compare_outputs.py" "$tmp/$name.qrun" "$tmp/$name.ort" --top1 \
       --within-step "$tmp/$name.onnx" --min-fraction "$frac" >"$tmp/log"; then
     echo "FAIL $name: qrun vs ONNX Runtime"

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -17,27 +18,41 @@ T saturate(double v) {
   return static_cast<T>(std::fmin(std::fmax(v, std::numeric_limits<T>::min()), std::numeric_limits<T>::max()));
 }
 
-// ONNX Runtime's x86 formulas (qladd_avx2.cpp, qlmul.cpp), written out per element.
+// The instructions MLAS ends with, one by one: cvtps2dq (round half to even;
+// NaN or out of int32 -> 0x80000000), packssdw (int32 -> int16, saturating),
+// then packuswb / packsswb (int16 -> T, saturating).
+template <class T>
+T cvtps2dq_pack(float v) {
+  int32_t i32 = std::numeric_limits<int32_t>::min();
+  if (std::isfinite(v) && std::fabs(double(v)) < 2147483648.0) i32 = static_cast<int32_t>(std::nearbyint(double(v)));
+  const int32_t i16 = std::clamp<int32_t>(i32, -32768, 32767);
+  return static_cast<T>(std::clamp<int32_t>(i16, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+}
+
+// ONNX Runtime 1.20's x86-64 arithmetic written out per element: MlasQLinearAdd*KernelAvx2
+// (qladd_avx2.cpp, as its GCC -mfma build contracts it) and qlmul.cpp's SSE2 MlasQLinearMulKernel.
 template <class T>
 T naive_add(T a, T b, bool scalar_b, const QLinearBinaryParams& p) {
-  const float ra = p.a_scale / p.c_scale, rb = p.b_scale / p.c_scale;
-  const float za = static_cast<float>(p.a_zero_point), zb = static_cast<float>(p.b_zero_point);
-  const float base = static_cast<float>(p.c_zero_point) - (ra * za + rb * zb);
-  float v;
-  if (scalar_b) {
-    const float fixed = base + static_cast<float>(b) * rb;
-    v = std::fma(static_cast<float>(a), ra, fixed);
-  } else {
-    v = std::fma(static_cast<float>(a), ra, std::fma(static_cast<float>(b), rb, base));
-  }
-  return saturate<T>(std::nearbyint(v));
+  const float ScaleRatio_AC = p.a_scale / p.c_scale;
+  const float ScaleRatio_BC = p.b_scale / p.c_scale;
+  const float ZeroPointA = static_cast<float>(p.a_zero_point), ZeroPointB = static_cast<float>(p.b_zero_point);
+  // (float)ZeroPointC - (ScaleRatio_AC * ZeroPointA + ScaleRatio_BC * ZeroPointB), the first product fused.
+  float FixedPart = static_cast<float>(p.c_zero_point) - std::fma(ScaleRatio_AC, ZeroPointA, ScaleRatio_BC * ZeroPointB);
+  // IsScalarB: VectorFixedPart = _mm256_add_ps(VectorFixedPart, _mm256_mul_ps(vb, VectorScaleRatio_BC)), fused.
+  if (scalar_b) FixedPart = std::fma(static_cast<float>(b), ScaleRatio_BC, FixedPart);
+  // _mm256_fmadd_ps(b, ratio_bc, fixed) then _mm256_fmadd_ps(a, ratio_ac, that); with a scalar b only the latter.
+  const float partial = scalar_b ? FixedPart : std::fma(static_cast<float>(b), ScaleRatio_BC, FixedPart);
+  return cvtps2dq_pack<T>(std::fma(static_cast<float>(a), ScaleRatio_AC, partial));
 }
 
 template <class T>
 T naive_mul(T a, T b, const QLinearBinaryParams& p) {
-  const float r = p.a_scale * p.b_scale / p.c_scale;
+  const float ScaleRatio = p.a_scale * p.b_scale / p.c_scale;
+  // _mm_mullo_epi16 / _mm_mulhi_epi16 of the debiased int16 values: the exact int32 product.
   const int32_t prod = (int32_t{a} - p.a_zero_point) * (int32_t{b} - p.b_zero_point);
-  return saturate<T>(std::nearbyint(static_cast<float>(prod) * r + static_cast<float>(p.c_zero_point)));
+  // _mm_add_ps(_mm_mul_ps(float(prod), ratio), zc): two roundings.
+  const float scaled = static_cast<float>(prod) * ScaleRatio;
+  return cvtps2dq_pack<T>(scaled + static_cast<float>(p.c_zero_point));
 }
 
 // The real-valued result, rounded once.
@@ -80,7 +95,108 @@ void sweep_binary() {
   }
 }
 
+// Scale ratios from 2^-24 to 1e5, across and beyond the [2^-14, 2^8) range where ARM's MLAS switches to
+// fixed point (x86 stays in float throughout), every pair of values, zero points at the ends and inside;
+// products past int32 take cvtps2dq's 0x80000000 path.
+template <class T>
+void sweep_binary_wide_ratios() {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> exponent(-24.0f, 12.0f), mantissa(1.0f, 2.0f);
+  std::uniform_int_distribution<int> vd(std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+  const int lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+  std::vector<T> a, b;
+  for (int x = lo; x <= hi; ++x)
+    for (int y = lo; y <= hi; ++y) a.push_back(static_cast<T>(x)), b.push_back(static_cast<T>(y));
+  std::vector<T> c(a.size());
+  const int64_t n = static_cast<int64_t>(a.size());
+  int overflowed = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    QLinearBinaryParams p;
+    p.c_scale = 0.01f * mantissa(rng);
+    p.a_scale = p.c_scale * std::exp2(std::floor(exponent(rng))) * mantissa(rng);
+    p.b_scale = p.c_scale * std::exp2(std::floor(exponent(rng))) * mantissa(rng);
+    if (trial % 6 == 5) p.a_scale = 1.0f, p.b_scale = 0.5f, p.c_scale = 1e-5f;  // mul products past int32
+    const int zps[] = {lo, hi, 0, vd(rng)};
+    p.a_zero_point = zps[trial % 4], p.b_zero_point = zps[(trial / 4) % 4], p.c_zero_point = vd(rng);
+    qlinear_add<T>(a.data(), b.data(), false, c.data(), n, p);
+    for (int64_t i = 0; i < n; ++i) REQUIRE(c[i] == naive_add<T>(a[i], b[i], false, p));
+    qlinear_mul<T>(a.data(), b.data(), false, c.data(), n, p);
+    for (int64_t i = 0; i < n; ++i) {
+      REQUIRE(c[i] == naive_mul<T>(a[i], b[i], p));
+      const float v = float((a[i] - p.a_zero_point) * (b[i] - p.b_zero_point)) * (p.a_scale * p.b_scale / p.c_scale);
+      overflowed += v >= 2147483648.0f;
+    }
+    // Scalar b: every b value once, over all a.
+    for (size_t j = 0; j < 256; j += 17) {
+      const T bv = b[j * 256];
+      qlinear_add<T>(a.data(), &bv, true, c.data(), 256, p);
+      for (int64_t i = 0; i < 256; ++i) REQUIRE(c[i] == naive_add<T>(a[i], bv, true, p));
+      qlinear_mul<T>(a.data(), &bv, true, c.data(), 256, p);
+      for (int64_t i = 0; i < 256; ++i) REQUIRE(c[i] == naive_mul<T>(a[i], bv, p));
+    }
+  }
+  CHECK(overflowed > 0);
+}
+
+// Values ONNX Runtime 1.20.1 (onnxruntime-node, x86-64 with AVX2) computed for these operands, each a case
+// where the unfused float orders (or a saturation to 255 on overflow) give another answer.
+struct OrtCase {
+  float sa;
+  int za;
+  float sb;
+  int zb;
+  float sc;
+  int zc, a, b, c;
+};
+
+template <class T>
+void check_ort_cases(const std::vector<OrtCase>& cases, bool scalar_b, bool mul) {
+  for (const OrtCase& k : cases) {
+    const QLinearBinaryParams p{k.sa, k.sb, k.sc, k.za, k.zb, k.zc};
+    const T a = static_cast<T>(k.a), b = static_cast<T>(k.b);
+    T c = 0;
+    if (mul) qlinear_mul<T>(&a, &b, scalar_b, &c, 1, p);
+    else qlinear_add<T>(&a, &b, scalar_b, &c, 1, p);
+    INFO("a=" << k.a << " b=" << k.b << " scales " << k.sa << " " << k.sb << " " << k.sc);
+    CHECK(int(c) == k.c);
+    CHECK(int(mul ? naive_mul<T>(a, b, p) : naive_add<T>(a, b, scalar_b, p)) == k.c);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("qlinear_add / qlinear_mul over wide scale ratios match MLAS bit for bit", "[kernels][qlinear_eltwise]") {
+  sweep_binary_wide_ratios<uint8_t>();
+  sweep_binary_wide_ratios<int8_t>();
+}
+
+TEST_CASE("qlinear_add / qlinear_mul give ONNX Runtime's recorded results", "[kernels][qlinear_eltwise]") {
+  // Both operands vectors (QLinearAdd's base term fused as fma(ra, za, rb * zb)).
+  check_ort_cases<uint8_t>({{0.166042522f, 163, 0.71562171f, 10, 4.00036214e-07f, 123, 163, 10, 113},
+                            {0.474629223f, 172, 0.202909008f, 18, 0.348402351f, 169, 123, 15, 100},
+                            {0.474629223f, 172, 0.202909008f, 18, 0.348402351f, 169, 14, 203, 61}},
+                           false, false);
+  check_ort_cases<int8_t>({{0.0438530967f, -105, 0.531931162f, 27, 6.74162663e-07f, 33, -105, 27, 32},
+                           {0.533803821f, -93, 0.000945335487f, -57, 0.000387487089f, -35, -93, 1, 106}},
+                          false, false);
+  // b a broadcast scalar (its term folded into the base with one more fma).
+  check_ort_cases<uint8_t>({{0.0224485956f, 240, 0.162087977f, 62, 0.00402404461f, 85, 108, 83, 195},
+                            {0.000417648494f, 240, 0.00343109318f, 202, 0.000556362153f, 165, 119, 198, 49},
+                            {0.429778546f, 152, 0.0129032014f, 86, 0.00350077683f, 219, 150, 140, 173},
+                            {0.00379208708f, 66, 0.241433024f, 181, 0.0367431231f, 143, 248, 177, 136},
+                            {0.238760367f, 193, 0.000196224311f, 130, 0.00024092797f, 178, 193, 95, 149}},
+                           true, false);
+  check_ort_cases<int8_t>({{0.00614148285f, 42, 0.0132182091f, -87, 0.0149837276f, -69, 19, -10, -11},
+                           {0.00542497495f, 20, 0.0198446475f, 55, 0.000102720682f, -124, -128, 96, -20},
+                           {0.0143506117f, -23, 0.0698070601f, -22, 0.000147227533f, 2, 64, -40, -52},
+                           {0.00932165422f, -56, 0.967080116f, -106, 0.0342788883f, -55, 78, -101, 122},
+                           {0.000952963135f, -31, 0.0123607768f, -101, 0.0632472113f, 23, -9, 125, 67}},
+                          true, false);
+  // QLinearMul past int32: 244 * 21 * 420260.1 = 2.15e9 -> cvtps2dq's 0x80000000 -> 0; one step less stays 255.
+  check_ort_cases<uint8_t>({{0.174352452f, 9, 0.365840048f, 165, 1.51775311e-07f, 224, 253, 186, 0},
+                            {0.174352452f, 9, 0.365840048f, 165, 1.51775311e-07f, 224, 250, 186, 255}},
+                           false, true);
+}
 
 TEST_CASE("qlinear_add / qlinear_mul uint8 match ONNX Runtime's formulas", "[kernels][qlinear_eltwise]") {
   sweep_binary<uint8_t>();

@@ -286,11 +286,11 @@ TEST_CASE("Data movement runs on integer data; different parameters add an ident
 TEST_CASE("Ops without an integer form stay float islands with a reason; explain shows the break", "[passes][lower]") {
   QdqGraph b;
   Value* x = b.qdq(b.input("x"), 0.02f, 120);
-  Value* s = b.op("Softmax", {x}, "s");
+  Value* s = b.op("Hardmax", {x}, "s");
   Value* sq = b.qdq(s, 1.0f / 256, 0);
   b.g.outputs = {b.op("Sigmoid", {sq}, "out")};
   auto l = lower(b.g);
-  CHECK(l.float_reasons.at("s_node") == "no integer kernel for Softmax");
+  CHECK(l.float_reasons.at("s_node") == "no integer kernel for Hardmax");
   CHECK(l.float_reasons.at("out_node") == "output 'out' is a float graph output");
   auto plan = passes::describe_plan(b.g, &l);
   REQUIRE(plan.islands.size() == 2);
@@ -302,10 +302,23 @@ TEST_CASE("Ops without an integer form stay float islands with a reason; explain
   CHECK(plan.boundaries.size() == 4);
   const std::string text = passes::plan_to_text(plan);
   CHECK_THAT(text, Catch::Contains("quantization boundary break: integer data leaves at 'x_DequantizeLinear' and re-enters at 's_QuantizeLinear'"));
-  CHECK_THAT(text, Catch::Contains("Softmax node 's_node': no integer kernel for Softmax"));
+  CHECK_THAT(text, Catch::Contains("Hardmax node 's_node': no integer kernel for Hardmax"));
   auto j = passes::plan_to_json(plan);
   CHECK(j["summary"]["boundary_breaks"] == 1);
-  CHECK(j["islands"][0]["nodes"][0]["reason"] == "no integer kernel for Softmax");
+  CHECK(j["islands"][0]["nodes"][0]["reason"] == "no integer kernel for Hardmax");
+}
+
+TEST_CASE("Softmax between Q/DQ lowers to ONNX Runtime's QLinearSoftmax", "[passes][lower]") {
+  QdqGraph b;
+  Value* x = b.qdq(b.input("x"), 0.02f, 120);
+  b.g.outputs = {b.qdq(b.op("Softmax", {x}, "s"), 1.0f / 256, 0)};
+  auto l = lower(b.g);
+  CHECK(l.float_reasons.count("s_node") == 0);
+  const Node* q = producer_of(b.g, "s_quantized");
+  REQUIRE(q != nullptr);
+  CHECK(q->op_type == "QLinearSoftmax");
+  CHECK(q->domain == "com.microsoft");
+  CHECK(q->attr_int("opset", 0) == b.g.opset());
 }
 
 TEST_CASE("Gemm lowers to QGemm, with a float output at the end of a model", "[passes][lower]") {
