@@ -6,6 +6,13 @@
 // goes through the same output stage as the GEMM path (bias, requantization).
 // The line loop is plain C++ compiled three times, for AVX-512, AVX2 and the
 // baseline, and the CPU picks one (the compiler vectorises it).
+// The line loops are meant to be vectorised; GCC's -O2 cost model ("very
+// cheap") refuses loops whose trip count is not known, so this file asks for
+// the dynamic model (as qgemm.cpp does).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=dynamic")
+#endif
+
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -24,8 +31,9 @@ namespace {
 // tap: the interior, where every tap is inside the line, is one vectorisable
 // loop; the edges check each tap (taps in the padding add nothing).
 template <class TX, int KW, int S>
-__attribute__((always_inline)) inline void add_line(const TX* line, int64_t in_w, const uint32_t* wv, const int64_t* off,
-                                                    const uint32_t* shift, int64_t out_w, uint32_t* a) {
+__attribute__((always_inline)) inline void add_line(const TX* __restrict line, int64_t in_w, const uint32_t* wv,
+                                                    const int64_t* off, const uint32_t* shift, int64_t out_w,
+                                                    uint32_t* __restrict a) {
   int64_t lo = 0, hi = out_w;
   uint32_t shift_all = 0;
   for (int k = 0; k < KW; ++k) {
@@ -43,9 +51,9 @@ __attribute__((always_inline)) inline void add_line(const TX* line, int64_t in_w
   for (int64_t o = 0; o < lo; ++o) edge(o);
   for (int64_t o = hi; o < out_w; ++o) edge(o);
   if constexpr (KW == 3) {
-    const TX* l0 = line + off[0];
-    const TX* l1 = line + off[1];
-    const TX* l2 = line + off[2];
+    const TX* __restrict l0 = line + off[0];
+    const TX* __restrict l1 = line + off[1];
+    const TX* __restrict l2 = line + off[2];
     const uint32_t w0 = wv[0], w1 = wv[1], w2 = wv[2];
     for (int64_t o = lo; o < hi; ++o)
       a[o] += shift_all + static_cast<uint32_t>(static_cast<int32_t>(l0[o * S])) * w0 +
@@ -60,10 +68,68 @@ __attribute__((always_inline)) inline void add_line(const TX* line, int64_t in_w
   }
 }
 
+// The common 2-D case (3x3 or 5x5 kernel, stride 1 or 2 in both dims, no
+// dilation): the channel is first copied into a buffer padded with zx (so
+// every tap is inside it and a padded tap adds (zx - zx) * w = 0), with
+// output (oy, ox) at q = oy * pw + ox, reading the padded input at S * q +
+// ky * pw + kx. One long loop over q then sums all KH*KW taps; the columns
+// ox >= out_w are computed and dropped. Long loops vectorise where the
+// per-line ones (7 to 112 outputs) mostly ran their scalar tails.
+template <class TX, int K, int S>
+__attribute__((always_inline)) inline void padded_plane(const Spatial3& s, const TX* x, int32_t zx, const int32_t* w,
+                                                        TX* __restrict pad, uint32_t* __restrict wide,
+                                                        uint32_t* __restrict acc) {
+  const int64_t ih = s.in[1], iw = s.in[2], oh = s.out[1], ow = s.out[2];
+  const int64_t pw = iw + s.pads_begin[2] + s.pads_end[2];
+  const int64_t q_count = oh * pw;
+  const int64_t pad_size = S * (q_count - 1) + (K - 1) * pw + K;
+  std::fill(pad, pad + pad_size, static_cast<TX>(zx));
+  for (int64_t y = 0; y < ih; ++y) {
+    const int64_t at = (y + s.pads_begin[1]) * pw + s.pads_begin[2];
+    if (at >= pad_size) break;  // rows below every output's reach
+    std::copy(x + y * iw, x + y * iw + std::min(iw, pad_size - at), pad + at);
+  }
+  uint32_t wv[K * K], c = 0;
+  int64_t off[K * K];
+  for (int t = 0; t < K * K; ++t) {
+    wv[t] = static_cast<uint32_t>(w[t]);
+    off[t] = (t / K) * pw + t % K;
+    c -= static_cast<uint32_t>(zx) * wv[t];
+  }
+  for (int64_t q = 0; q < q_count; ++q) {
+    uint32_t v = c;
+#pragma GCC unroll 25
+    for (int t = 0; t < K * K; ++t) v += static_cast<uint32_t>(static_cast<int32_t>(pad[S * q + off[t]])) * wv[t];
+    wide[q] = v;
+  }
+  for (int64_t y = 0; y < oh; ++y) std::copy(wide + y * pw, wide + y * pw + ow, acc + y * ow);
+}
+
+// Scratch sizes of padded_plane (elements of the padded input and of the wide accumulators).
+inline int64_t padded_input_size(const Spatial3& s) {
+  const int64_t pw = s.in[2] + s.pads_begin[2] + s.pads_end[2];
+  return s.strides[2] * (s.out[1] * pw - 1) + (s.kernel[2] - 1) * pw + s.kernel[2];
+}
+
+inline bool padded_path(const Spatial3& s) {
+  const int64_t k = s.kernel[2];
+  return s.in[0] == 1 && s.kernel[0] == 1 && s.kernel[1] == k && (k == 3 || k == 5) && s.strides[1] == s.strides[2] &&
+         (s.strides[2] == 1 || s.strides[2] == 2) && s.dilations[1] == 1 && s.dilations[2] == 1 && s.out[1] >= 1 &&
+         s.out[2] >= 1;
+}
+
 // One channel: acc[out_plane] = sum over taps of (x - zx) * w'.
 template <class TX>
 __attribute__((always_inline)) inline void depthwise_plane(const Spatial3& s, const TX* x, int32_t zx, const int32_t* w,
-                                                           uint32_t* acc) {
+                                                           uint32_t* acc, TX* pad, uint32_t* wide) {
+  if (padded_path(s)) {
+    const bool s1 = s.strides[2] == 1;
+    if (s.kernel[2] == 3 && s1) padded_plane<TX, 3, 1>(s, x, zx, w, pad, wide, acc);
+    else if (s.kernel[2] == 3) padded_plane<TX, 3, 2>(s, x, zx, w, pad, wide, acc);
+    else if (s1) padded_plane<TX, 5, 1>(s, x, zx, w, pad, wide, acc);
+    else padded_plane<TX, 5, 2>(s, x, zx, w, pad, wide, acc);
+    return;
+  }
   const int64_t out_line = s.out[2], out_plane = s.out[0] * s.out[1] * s.out[2], kw = s.kernel[2];
   const bool fast = (kw == 3 || kw == 5) && (s.strides[2] == 1 || s.strides[2] == 2);
   std::fill(acc, acc + out_plane, 0);
@@ -107,25 +173,27 @@ __attribute__((always_inline)) inline void depthwise_plane(const Spatial3& s, co
 }
 
 template <class TX>
-void plane_default(const Spatial3& s, const TX* x, int32_t zx, const int32_t* w, uint32_t* acc) {
-  depthwise_plane(s, x, zx, w, acc);
+void plane_default(const Spatial3& s, const TX* x, int32_t zx, const int32_t* w, uint32_t* acc, TX* pad,
+                   uint32_t* wide) {
+  depthwise_plane(s, x, zx, w, acc, pad, wide);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 template <class TX>
 __attribute__((target("avx2"))) void plane_avx2(const Spatial3& s, const TX* x, int32_t zx, const int32_t* w,
-                                                uint32_t* acc) {
-  depthwise_plane(s, x, zx, w, acc);
+                                                uint32_t* acc, TX* pad, uint32_t* wide) {
+  depthwise_plane(s, x, zx, w, acc, pad, wide);
 }
 template <class TX>
 __attribute__((target("avx512f,avx512bw"))) void plane_avx512(const Spatial3& s, const TX* x, int32_t zx,
-                                                              const int32_t* w, uint32_t* acc) {
-  depthwise_plane(s, x, zx, w, acc);
+                                                              const int32_t* w, uint32_t* acc, TX* pad,
+                                                              uint32_t* wide) {
+  depthwise_plane(s, x, zx, w, acc, pad, wide);
 }
 #endif
 
 template <class TX>
-using PlaneFn = void (*)(const Spatial3&, const TX*, int32_t, const int32_t*, uint32_t*);
+using PlaneFn = void (*)(const Spatial3&, const TX*, int32_t, const int32_t*, uint32_t*, TX*, uint32_t*);
 
 template <class TX>
 PlaneFn<TX> best_plane_fn() {
@@ -155,10 +223,16 @@ void qconv_depthwise(const ConvGeometry& g, const TX* x, TX x_zero_point, const 
   o.ldy = out_plane;
   const QFinish finish = packed.isa().finish;
   parallel_for(threads, g.batch * channels, [&](int64_t task) {
-    thread_local std::vector<uint32_t> acc;
+    thread_local std::vector<uint32_t> acc, wide;
+    thread_local std::vector<TX> pad;
     acc.resize(static_cast<size_t>(out_plane));
+    if (padded_path(s)) {
+      pad.resize(static_cast<size_t>(padded_input_size(s)));
+      wide.resize(static_cast<size_t>(s.out[1] * (s.in[2] + s.pads_begin[2] + s.pads_end[2])));
+    }
     const int64_t n = task / channels, ch = task % channels;
-    plane(s, x + (n * channels + ch) * in_plane, x_zero_point, packed.centered() + ch * taps, acc.data());
+    plane(s, x + (n * channels + ch) * in_plane, x_zero_point, packed.centered() + ch * taps, acc.data(), pad.data(),
+          wide.data());
     QOutput ot = o;
     ot.y = y + n * channels * out_plane;
     finish(reinterpret_cast<const int32_t*>(acc.data()), out_plane, 1, out_plane, ch, 0, ot);
