@@ -143,10 +143,12 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
     }
   }
   if (col_sum) {
-    std::fill(col_sum, col_sum + count, 0);
+    // uint32 sums: they wrap (defined) for K past 2^31 / 255, as the accumulators do.
+    uint32_t* sums = reinterpret_cast<uint32_t*>(col_sum);
+    std::fill(sums, sums + count, 0u);
     for (int64_t kk = 0; kk < c.k; ++kk) {
       const TX* r = reinterpret_cast<const TX*>(rows[static_cast<size_t>(kk)]);
-      for (int64_t j = 0; j < count; ++j) col_sum[j] += stored_value(r[j], flip);
+      for (int64_t j = 0; j < count; ++j) sums[j] += static_cast<uint32_t>(stored_value(r[j], flip));
     }
   }
 }

@@ -56,9 +56,9 @@ void pack_q_rows(const T* src, int64_t row_stride, int64_t count, int64_t k, int
     }
     for (int64_t t = g; t < k; ++t) d[g * mr + (t - g)] = static_cast<uint8_t>(row[t]) ^ x;
     if (sums) {
-      int32_t s = 0;
-      for (int64_t t = 0; t < k; ++t) s += stored_value(row[t], flip);
-      sums[r] = s;
+      uint32_t s = 0;  // wraps (defined) for K past 2^31 / 255, as the accumulators do
+      for (int64_t t = 0; t < k; ++t) s += static_cast<uint32_t>(stored_value(row[t], flip));
+      sums[r] = static_cast<int32_t>(s);
     }
   }
 }
@@ -81,13 +81,13 @@ PackedQB PackedQB::pack(const TB* b, int64_t ldb, BLayout layout, int64_t k, int
   p.col_zp_.assign(static_cast<size_t>(n), 0);
   for (int64_t j = 0; j < n; ++j) {
     uint8_t* col = d + (j / kQNr) * kp * kQNr + (j % kQNr) * kQKGroup;
-    int32_t s = 0;
+    uint32_t s = 0;  // wraps (defined) for K past 2^31 / 255, as the accumulators do
     for (int64_t t = 0; t < k; ++t) {
       const TB v = layout == BLayout::KxN ? b[t * ldb + j] : b[j * ldb + t];
       col[(t / kQKGroup) * kQNr * kQKGroup + t % kQKGroup] = static_cast<uint8_t>(v) ^ (flip ? 0x80 : 0);
-      s += detail::stored_value(v, flip);
+      s += static_cast<uint32_t>(detail::stored_value(v, flip));
     }
-    p.col_sum_[static_cast<size_t>(j)] = s;
+    p.col_sum_[static_cast<size_t>(j)] = static_cast<int32_t>(s);
     const TB z = zero_point_count == 0 ? TB{0} : zero_points[zero_point_count == 1 ? 0 : j];
     p.col_zp_[static_cast<size_t>(j)] = detail::stored_value(z, flip);
     p.has_zp_ = p.has_zp_ || p.col_zp_[static_cast<size_t>(j)] != 0;
