@@ -158,7 +158,7 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
 template <class TW>
 PackedQConvWeights::PackedQConvWeights(const TW* w, int64_t out_channels, int64_t group, int64_t depth_per_group,
                                        const TW* zero_points, int64_t zero_point_count, const detail::QGemmIsa& isa)
-    : isa_(&isa), out_channels_(out_channels), group_(group), depth_(depth_per_group) {
+    : isa_(&isa), out_channels_(out_channels), depth_(depth_per_group) {
   const bool flip = std::is_unsigned_v<TW>;  // the kernels take the weights as int8
   const int mr = isa.mr;
   const int64_t group_out = out_channels / group, panels = (group_out + mr - 1) / mr, kp = q_padded_k(depth_per_group);

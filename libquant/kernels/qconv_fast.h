@@ -45,7 +45,7 @@ class PackedQConvWeights {
  private:
   AlignedBytes data_;
   const detail::QGemmIsa* isa_ = nullptr;
-  int64_t out_channels_ = 0, group_ = 0, depth_ = 0, group_bytes_ = 0;
+  int64_t out_channels_ = 0, depth_ = 0, group_bytes_ = 0;
   std::vector<int32_t> row_sum_, row_zp_, centered_;
   bool has_zp_ = false;
 };
