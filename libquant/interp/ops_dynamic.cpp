@@ -7,8 +7,8 @@
 #include "libquant/interp/ops.h"
 #include "libquant/kernels/dynamic_quantize.h"
 #include "libquant/kernels/int4_matmul.h"
-#include "libquant/kernels/qconv.h"
-#include "libquant/kernels/qgemm.h"
+#include "libquant/kernels/qconv_fast.h"
+#include "libquant/kernels/qgemm_packed.h"
 
 namespace quant::interp {
 namespace {
@@ -41,7 +41,7 @@ Status check_b_zero_point(const ir::Node& node, const Tensor* zp, DType want, in
 
 template <class TA, class TB>
 void run_qgemm(int64_t m, int64_t n, int64_t k, const TA* a, int32_t za, const TB* b, kernels::BLayout layout,
-               const Tensor* zb, int32_t* c, int64_t ldc) {
+               const Tensor* zb, int32_t* c, int64_t ldc, int threads) {
   kernels::QGemmArgs<TA, TB> args;
   args.m = m;
   args.n = n;
@@ -56,7 +56,7 @@ void run_qgemm(int64_t m, int64_t n, int64_t k, const TA* a, int32_t za, const T
   args.b_zero_point_count = zb ? zb->size() : 0;
   args.c = c;
   args.ldc = ldc;
-  kernels::qgemm(args);
+  kernels::qgemm_fast(args, threads);
 }
 
 // Dispatches on the (A, B) pair of 8-bit types.
@@ -93,7 +93,8 @@ KernelResult make_dynamic_quantize_linear(const KernelContext& ctx) {
 // (ONNX Runtime's CPU kernel has the same limits on a_zero_point).
 KernelResult make_matmul_integer(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
-  return make_kernel([&node](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, threads](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
@@ -126,7 +127,7 @@ KernelResult make_matmul_integer(const KernelContext& ctx) {
       using TB = decltype(tb);
       for (int64_t r = 0; r < runs; ++r)
         run_qgemm<TA, TB>(rows, N, K, a.data<TA>() + r * M * K, za, b.data<TB>() + r * K * N, kernels::BLayout::KxN, zb,
-                          out[0].data<int32_t>() + r * M * N, N);
+                          out[0].data<int32_t>() + r * M * N, N, threads);
     });
     return Status::ok();
   });
@@ -134,11 +135,15 @@ KernelResult make_matmul_integer(const KernelContext& ctx) {
 
 // ConvInteger-10: int32 Y = conv(X - x_zero_point, W - w_zero_point), padding
 // contributing 0 (it stands for x_zero_point, as in ONNX Runtime); w_zero_point
-// per tensor or per output channel. Runs on kernels::qconv_s32.
+// per tensor or per output channel. Runs on kernels::qconv_fast (weights
+// packed per run: dynamic quantization keeps them as int8 constants, but
+// ConvInteger models are rare enough that prepare-time packing is not worth
+// its code here).
 KernelResult make_conv_integer(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   QT_ASSIGN_OR_RETURN(ConvAttrs attrs, parse_conv_attrs(node));
-  return make_kernel([&node, attrs](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, attrs, threads](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     const Tensor& x = *in[0];
     const Tensor& w = *in[1];
@@ -152,18 +157,13 @@ KernelResult make_conv_integer(const KernelContext& ctx) {
     Dims shape{g.batch, g.out_channels};
     shape.insert(shape.end(), g.out_spatial.begin(), g.out_spatial.end());
     QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Int32, shape));
-    // Scratch for the im2row tiles; its size depends on the input's shape.
-    std::vector<int32_t> workspace(kernels::qconv_workspace_bytes(g) / sizeof(int32_t) + 1);
     with_8bit_types(x.dtype(), w.dtype(), [&](auto tx, auto tw) {
       using TX = decltype(tx);
       using TW = decltype(tw);
-      kernels::QConvArgs<TX, TW> args;
-      args.x = x.data<TX>();
-      args.x_zero_point = static_cast<TX>(zx);
-      args.w = w.data<TW>();
-      args.w_zero_point = zw ? zw->data<TW>() : nullptr;
-      args.w_zero_point_count = zw ? zw->size() : 0;
-      kernels::qconv_s32(g, args, out[0].data<int32_t>(), workspace.data());
+      const kernels::PackedQConvWeights packed(w.data<TW>(), g.out_channels, g.group, w.size() / std::max<int64_t>(g.out_channels, 1),
+                                               zw ? zw->data<TW>() : nullptr, zw ? zw->size() : 0);
+      kernels::qconv_fast<TX, int32_t>(g, x.data<TX>(), static_cast<TX>(zx), packed, nullptr, nullptr,
+                                       out[0].data<int32_t>(), threads);
     });
     return Status::ok();
   });

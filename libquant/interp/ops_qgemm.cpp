@@ -10,11 +10,16 @@
 // column n is alpha * a_scale * b_scale[n] / y_scale in float32, in that
 // order; without y_scale the output is float32: float(acc) * alpha * a_scale *
 // b_scale[n]. b_scale / b_zero_point are per tensor or per column (N values).
+//
+// B, when constant (the weights), is packed once at prepare time for the fast
+// integer GEMM (kernels/qgemm_packed.h); without C and with an integer output
+// the requantization runs in the GEMM's output stage.
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "libquant/interp/ops_qlinear.h"
-#include "libquant/kernels/qgemm.h"
+#include "libquant/kernels/qgemm_packed.h"
 
 namespace quant::interp {
 namespace {
@@ -75,9 +80,37 @@ Status add_c(const Tensor& c, int64_t m, int64_t n, std::vector<int32_t>& acc) {
   return Status::ok();
 }
 
+// B constant (with its zero point), packed.
+struct PackedB {
+  const Tensor* b = nullptr;
+  const Tensor* bz = nullptr;
+  kernels::PackedQB packed;
+};
+
+std::shared_ptr<PackedB> pack_constant_b(const ir::Node& node, bool trans_b) {
+  auto p = std::make_shared<PackedB>();
+  const ir::Value* bv = node.input(kB);
+  const ir::Value* zv = node.input(kBZero);
+  const Tensor* b = bv ? ir::constant_data(bv) : nullptr;
+  const Tensor* bz = zv ? ir::constant_data(zv) : nullptr;
+  if (!b || !bz || b->rank() != 2 || b->dtype() != bz->dtype() || !is_8bit(b->dtype())) return p;
+  const int64_t n = trans_b ? b->dim(0) : b->dim(1), k = trans_b ? b->dim(1) : b->dim(0);
+  if (bz->size() != 1 && bz->size() != n) return p;
+  (void)dispatch_8bit(b->dtype(), "B", [&](auto tb) {
+    using TB = decltype(tb);
+    p->packed = kernels::PackedQB::pack(b->data<TB>(), b->dim(1), trans_b ? kernels::BLayout::NxK : kernels::BLayout::KxN,
+                                        k, n, bz->data<TB>(), bz->size());
+    return Status::ok();
+  });
+  p->b = b, p->bz = bz;
+  return p;
+}
+
+// (A' - za)(B' - zb) into `out` (int32 accumulators, or requantized when out
+// says so), with the packed B when given.
 template <class TA, class TB>
-void accumulate(const QGemmParams& p, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, int64_t m, int64_t n,
-                int64_t k, std::vector<int32_t>& acc) {
+void accumulate(const QGemmParams& p, const Tensor& a, const Tensor& b, const kernels::PackedQB* packed, bool trans_a,
+                bool trans_b, int64_t m, int64_t n, int64_t k, const kernels::QGemmOutput& out, int threads) {
   std::vector<TA> a_rows;
   const TA* a_data = a.data<TA>();
   if (trans_a) {  // A is [K, M]: the kernel reads rows of K
@@ -86,13 +119,16 @@ void accumulate(const QGemmParams& p, const Tensor& a, const Tensor& b, bool tra
       for (int64_t kk = 0; kk < k; ++kk) a_rows[static_cast<size_t>(i * k + kk)] = a_data[kk * m + i];
     a_data = a_rows.data();
   }
+  const TA za = static_cast<TA>(p.a_zero_point);
+  if (packed) {
+    kernels::qgemm_packed<TA>(m, a_data, k, za, *packed, nullptr, out, threads);
+    return;
+  }
   const std::vector<TB> b_zero_points(p.b_zero_points.begin(), p.b_zero_points.end());
-  kernels::QGemmArgs<TA, TB> q;
-  q.m = m, q.n = n, q.k = k, q.a = a_data, q.lda = k, q.a_zero_point = static_cast<TA>(p.a_zero_point);
-  q.b = b.data<TB>(), q.ldb = trans_b ? k : n, q.b_layout = trans_b ? kernels::BLayout::NxK : kernels::BLayout::KxN;
-  q.b_zero_point = b_zero_points.data(), q.b_zero_point_count = static_cast<int64_t>(b_zero_points.size());
-  q.c = acc.data(), q.ldc = n;
-  kernels::qgemm(q);
+  const kernels::PackedQB local =
+      kernels::PackedQB::pack(b.data<TB>(), trans_b ? k : n, trans_b ? kernels::BLayout::NxK : kernels::BLayout::KxN, k, n,
+                              b_zero_points.data(), static_cast<int64_t>(b_zero_points.size()));
+  kernels::qgemm_packed<TA>(m, a_data, k, za, local, nullptr, out, threads);
 }
 
 }  // namespace
@@ -104,7 +140,10 @@ KernelResult make_qgemm(const KernelContext& ctx) {
   const kernels::RequantMode mode = requant_mode(ctx);
   auto build = [alpha, mode](std::span<const Tensor* const> in) { return qgemm_params(in, alpha, mode); };
   QT_ASSIGN_OR_RETURN(auto params, (prepare_params<QGemmParams>(node, {kAScale, kAZero, kBScale, kBZero, kYScale, kYZero}, build)));
-  return make_kernel([&node, params, trans_a, trans_b](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  const std::shared_ptr<PackedB> packed = pack_constant_b(node, trans_b);
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, params, trans_a, trans_b, packed, threads](std::span<const Tensor* const> in,
+                                                                        std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_present(node, in, {kA, kAScale, kB, kBScale, kBZero}));
     std::optional<QGemmParams> scratch;
     QT_ASSIGN_OR_RETURN(const QGemmParams* p, params.get(in, scratch));
@@ -118,14 +157,31 @@ KernelResult make_qgemm(const KernelContext& ctx) {
     if (k != kb) return Status::bad_input("QGemm shapes " + dims_to_string(a.shape()) + " and " + dims_to_string(b.shape()) + " do not fit");
     if (p->b_zero_points.size() != 1 && static_cast<int64_t>(p->b_zero_points.size()) != n)
       return Status::bad_input("QGemm b_scale has " + std::to_string(p->b_zero_points.size()) + " values for " + std::to_string(n) + " columns");
+    const kernels::PackedQB* pb = &b == packed->b && in[kBZero] == packed->bz ? &packed->packed : nullptr;
+    const Tensor* c = optional_input(in, kC);
+    if (!c && p->float_scale.empty()) {  // requantized in the GEMM's output stage
+      QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->y_type, {m, n}));
+      kernels::QGemmOutput o;
+      o.requant = &p->requant;
+      o.type = p->y_type == DType::UInt8 ? kernels::detail::QOutType::U8 : kernels::detail::QOutType::S8;
+      o.y = out[0].raw(), o.ldy = n;
+      return dispatch_8bit(a.dtype(), "A", [&](auto ta) {
+        return dispatch_8bit(b.dtype(), "B", [&](auto tb) {
+          accumulate<decltype(ta), decltype(tb)>(*p, a, b, pb, trans_a, trans_b, m, n, k, o, threads);
+          return Status::ok();
+        });
+      });
+    }
     std::vector<int32_t> acc(static_cast<size_t>(m * n));
+    kernels::QGemmOutput o;
+    o.y = acc.data(), o.ldy = n;
     QT_RETURN_IF_ERROR(dispatch_8bit(a.dtype(), "A", [&](auto ta) {
       return dispatch_8bit(b.dtype(), "B", [&](auto tb) {
-        accumulate<decltype(ta), decltype(tb)>(*p, a, b, trans_a, trans_b, m, n, k, acc);
+        accumulate<decltype(ta), decltype(tb)>(*p, a, b, pb, trans_a, trans_b, m, n, k, o, threads);
         return Status::ok();
       });
     }));
-    if (const Tensor* c = optional_input(in, kC)) QT_RETURN_IF_ERROR(add_c(*c, m, n, acc));
+    if (c) QT_RETURN_IF_ERROR(add_c(*c, m, n, acc));
     if (p->float_scale.size()) {
       QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, {m, n}));
       float* y = out[0].data<float>();

@@ -1,9 +1,11 @@
-// QLinearConv (ONNX opset 10) on the integer convolution kernel.
+// QLinearConv (ONNX opset 10) on the fast integer convolution kernel
+// (kernels/qconv_fast.h); constant weights are packed once, at prepare time.
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "libquant/interp/ops_qlinear.h"
-#include "libquant/kernels/qconv.h"
+#include "libquant/kernels/qconv_fast.h"
 
 namespace quant::interp {
 namespace {
@@ -46,14 +48,33 @@ Expected<ConvParams> conv_params(std::span<const Tensor* const> in, kernels::Req
   return p;
 }
 
-template <class TX, class TW, class TY>
-void run_typed(const kernels::ConvGeometry& g, const ConvParams& p, const Tensor& x, const Tensor& w, const int32_t* bias,
-               const std::vector<TW>& w_zero_points, Tensor& y) {
-  kernels::QConvArgs<TX, TW> a;
-  a.x = x.data<TX>(), a.x_zero_point = static_cast<TX>(p.x_zero_point), a.w = w.data<TW>();
-  a.w_zero_point = w_zero_points.data(), a.w_zero_point_count = static_cast<int64_t>(w_zero_points.size());
-  std::vector<unsigned char> workspace(kernels::qconv_workspace_bytes(g));
-  kernels::qlinear_conv<TX, TW, TY>(g, a, bias, p.requant, y.data<TY>(), workspace.data());
+// The weights packed for the kernel: at prepare time when the weights and
+// their zero points are constants of the graph, else per run.
+struct ConvWeights {
+  const Tensor* w = nullptr;   // the constant packed below, or null
+  const Tensor* wz = nullptr;
+  kernels::PackedQConvWeights packed;
+};
+
+const Tensor* constant_input(const ir::Node& node, size_t i) {
+  const ir::Value* v = node.input(i);
+  return v ? ir::constant_data(v) : nullptr;
+}
+
+// Packs w [M, C/group, k...] with zero points wz (1 or M values), or returns
+// an empty PackedQConvWeights when their types or shapes do not fit (the run
+// then reports the error).
+kernels::PackedQConvWeights pack_weights(const Tensor& w, const Tensor& wz, int64_t group) {
+  if (w.dtype() != wz.dtype() || !is_8bit(w.dtype()) || w.rank() < 3 || group < 1 || w.dim(0) < 1 ||
+      w.dim(0) % group != 0 || (wz.size() != 1 && wz.size() != w.dim(0)))
+    return {};
+  kernels::PackedQConvWeights packed;
+  (void)dispatch_8bit(w.dtype(), "w", [&](auto tw) {
+    using TW = decltype(tw);
+    packed = kernels::PackedQConvWeights(w.data<TW>(), w.dim(0), group, w.size() / w.dim(0), wz.data<TW>(), wz.size());
+    return Status::ok();
+  });
+  return packed;
 }
 
 }  // namespace
@@ -64,7 +85,14 @@ KernelResult make_qlinear_conv(const KernelContext& ctx) {
   const kernels::RequantMode mode = requant_mode(ctx);
   auto build = [mode](std::span<const Tensor* const> in) { return conv_params(in, mode); };
   QT_ASSIGN_OR_RETURN(auto params, (prepare_params<ConvParams>(node, {kXScale, kXZero, kWScale, kWZero, kYScale, kYZero}, build)));
-  return make_kernel([&node, attrs, params](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  auto weights = std::make_shared<ConvWeights>();
+  weights->w = constant_input(node, kW);
+  weights->wz = constant_input(node, kWZero);
+  if (weights->w && weights->wz) weights->packed = pack_weights(*weights->w, *weights->wz, attrs.group);
+  if (weights->packed.empty()) weights->w = weights->wz = nullptr;
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, attrs, params, weights, threads](std::span<const Tensor* const> in,
+                                                              std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 8));
     std::optional<ConvParams> scratch;
     QT_ASSIGN_OR_RETURN(const ConvParams* p, params.get(in, scratch));
@@ -84,14 +112,20 @@ KernelResult make_qlinear_conv(const KernelContext& ctx) {
     shape.insert(shape.end(), g.out_spatial.begin(), g.out_spatial.end());
     QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->y_type, shape));
     const int32_t* bias = b ? b->data<int32_t>() : nullptr;
+    kernels::PackedQConvWeights local;
+    const kernels::PackedQConvWeights* packed = &weights->packed;
+    if (&w != weights->w || in[kWZero] != weights->wz) {
+      local = pack_weights(w, *in[kWZero], g.group);
+      if (local.empty()) return Status::bad_input("QLinearConv w and w_zero_point do not fit");
+      packed = &local;
+    }
     return dispatch_8bit(x.dtype(), "x", [&](auto tx) {
-      return dispatch_8bit(w.dtype(), "w", [&](auto tw) {
-        using TW = decltype(tw);
-        const std::vector<TW> wz(p->w_zero_points.begin(), p->w_zero_points.end());
-        return dispatch_8bit(p->y_type, "y", [&](auto ty) {
-          run_typed<decltype(tx), TW, decltype(ty)>(g, *p, x, w, bias, wz, out[0]);
-          return Status::ok();
-        });
+      using TX = decltype(tx);
+      return dispatch_8bit(p->y_type, "y", [&](auto ty) {
+        using TY = decltype(ty);
+        kernels::qconv_fast<TX, TY>(g, x.data<TX>(), static_cast<TX>(p->x_zero_point), *packed, bias, &p->requant,
+                                    out[0].data<TY>(), threads);
+        return Status::ok();
       });
     });
   });

@@ -1,10 +1,14 @@
-// QLinearMatMul (ONNX opset 10 and 21) on qgemm + requantize.
+// QLinearMatMul (ONNX opset 10 and 21) on the fast integer GEMM
+// (kernels/qgemm_packed.h): a constant 2-D b (the weights) is packed once at
+// prepare time and the requantization is fused into the GEMM's output stage;
+// any other b is packed per product and requantized after it.
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "libquant/interp/ops_qlinear.h"
 #include "libquant/kernels/matmul.h"
-#include "libquant/kernels/qgemm.h"
+#include "libquant/kernels/qgemm_packed.h"
 
 namespace quant::interp {
 namespace {
@@ -63,7 +67,7 @@ Expected<int64_t> b_param_stride(const Dims& param_shape, int64_t count, const D
 
 template <class TA, class TB, class TY>
 void run_typed(const MatMulParams& p, const Tensor& a, const Dims& a_shape, const Tensor& b, const Dims& b_shape,
-               int64_t param_stride, Tensor& y) {
+               int64_t param_stride, Tensor& y, int threads) {
   const int64_t m = a_shape[a_shape.size() - 2], k = a_shape.back(), n = b_shape.back();
   const Dims a_batch(a_shape.begin(), a_shape.end() - 2), b_batch(b_shape.begin(), b_shape.end() - 2);
   const Dims batch = *kernels::broadcast_shapes(a_batch, b_batch);
@@ -86,10 +90,47 @@ void run_typed(const MatMulParams& p, const Tensor& a, const Dims& a_shape, cons
     const int64_t first = param_stride * b_index;
     q.b_zero_point = b_zero_points.data() + first;
     q.b_zero_point_count = p.requant.count() == 1 ? 1 : n;
-    kernels::qgemm(q);
+    kernels::qgemm_fast(q, threads);
     kernels::requantize<TY>(acc.data(), m, n, n, nullptr, p.requant, p.requant.count() == 1 ? 0 : first,
                             y.data<TY>() + i * m * n, n, 1);
   }
+}
+
+// A constant 2-D b with its zero points (per tensor or per column), packed.
+struct PackedB {
+  const Tensor* b = nullptr;
+  const Tensor* bz = nullptr;
+  kernels::PackedQB packed;
+};
+
+std::shared_ptr<PackedB> pack_constant_b(const ir::Node& node) {
+  auto p = std::make_shared<PackedB>();
+  const ir::Value* bv = node.input(kB);
+  const ir::Value* zv = node.input(kBZero);
+  const Tensor* b = bv ? ir::constant_data(bv) : nullptr;
+  const Tensor* bz = zv ? ir::constant_data(zv) : nullptr;
+  if (!b || !bz || b->rank() != 2 || b->dtype() != bz->dtype() || !is_8bit(b->dtype()) ||
+      (bz->size() != 1 && bz->size() != b->dim(1)))
+    return p;
+  (void)dispatch_8bit(b->dtype(), "b", [&](auto tb) {
+    using TB = decltype(tb);
+    p->packed = kernels::PackedQB::pack(b->data<TB>(), b->dim(1), kernels::BLayout::KxN, b->dim(0), b->dim(1),
+                                        bz->data<TB>(), bz->size());
+    return Status::ok();
+  });
+  p->b = b, p->bz = bz;
+  return p;
+}
+
+// y = requantize((a - za)(b - zb)) for every row of a at once with the packed b.
+template <class TA, class TY>
+void run_packed(const MatMulParams& p, const Tensor& a, const kernels::PackedQB& b, Tensor& y, int threads) {
+  kernels::QGemmOutput out;
+  out.requant = &p.requant;
+  out.type = std::is_same_v<TY, uint8_t> ? kernels::detail::QOutType::U8 : kernels::detail::QOutType::S8;
+  out.y = y.data<TY>(), out.ldy = b.n();
+  const int64_t rows = b.k() == 0 ? y.size() / std::max<int64_t>(b.n(), 1) : a.size() / b.k();
+  kernels::qgemm_packed<TA>(rows, a.data<TA>(), b.k(), static_cast<TA>(p.a_zero_point), b, nullptr, out, threads);
 }
 
 }  // namespace
@@ -99,7 +140,9 @@ KernelResult make_qlinear_matmul(const KernelContext& ctx) {
   const kernels::RequantMode mode = requant_mode(ctx);
   auto build = [mode](std::span<const Tensor* const> in) { return matmul_params(in, mode); };
   QT_ASSIGN_OR_RETURN(auto params, (prepare_params<MatMulParams>(node, {kAScale, kAZero, kBScale, kBZero, kYScale, kYZero}, build)));
-  return make_kernel([&node, params](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  const std::shared_ptr<PackedB> packed = pack_constant_b(node);
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, params, packed, threads](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 8));
     std::optional<MatMulParams> scratch;
     QT_ASSIGN_OR_RETURN(const MatMulParams* p, params.get(in, scratch));
@@ -115,10 +158,17 @@ KernelResult make_qlinear_matmul(const KernelContext& ctx) {
     if (b_shape.size() == 1) b_shape.push_back(1);
     QT_ASSIGN_OR_RETURN(int64_t param_stride, b_param_stride(p->b_param_shape, static_cast<int64_t>(p->requant.count()), b_shape));
     QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->y_type, *shape));
+    if (&b == packed->b && in[kBZero] == packed->bz && param_stride == 0)
+      return dispatch_8bit(a.dtype(), "a", [&](auto ta) {
+        return dispatch_8bit(p->y_type, "y", [&](auto ty) {
+          run_packed<decltype(ta), decltype(ty)>(*p, a, packed->packed, out[0], threads);
+          return Status::ok();
+        });
+      });
     return dispatch_8bit(a.dtype(), "a", [&](auto ta) {
       return dispatch_8bit(b.dtype(), "b", [&](auto tb) {
         return dispatch_8bit(p->y_type, "y", [&](auto ty) {
-          run_typed<decltype(ta), decltype(tb), decltype(ty)>(*p, a, a_shape, b, b_shape, param_stride, out[0]);
+          run_typed<decltype(ta), decltype(tb), decltype(ty)>(*p, a, a_shape, b, b_shape, param_stride, out[0], threads);
           return Status::ok();
         });
       });

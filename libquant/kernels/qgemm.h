@@ -49,7 +49,8 @@ struct QGemmArgs {
   int64_t ldc = 0;
 };
 
-// The kernel: subtracts A's zero point on the fly and applies B's zero points
+// The portable kernel (the interpreter runs the fast packed one of
+// qgemm_packed.h; tests compare both against qgemm_reference): subtracts A's zero point on the fly and applies B's zero points
 // afterwards through the row sums of (A - za),
 //   sum_k (a - za)(b - zb) = sum_k (a - za) b - zb * sum_k (a - za),
 // so the inner loop is a plain widening multiply-add that the compiler

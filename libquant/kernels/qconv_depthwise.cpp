@@ -1,0 +1,253 @@
+// Depthwise integer convolution (one input and one output channel per
+// group): direct loops per channel plane. Each kernel tap adds
+//   (x - x_zero_point) * (w - w_zero_point[c])
+// to the int32 accumulators of the output line it reaches (taps in the
+// padding add nothing, the padded input being x_zero_point), then the plane
+// goes through the same output stage as the GEMM path (bias, requantization).
+// The line loop is plain C++ compiled three times, for AVX-512, AVX2 and the
+// baseline, and the CPU picks one (the compiler vectorises it).
+// The line loops are meant to be vectorised; GCC's -O2 cost model ("very
+// cheap") refuses loops whose trip count is not known, so this file asks for
+// the dynamic model (as qgemm.cpp does).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=dynamic")
+#endif
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "libquant/kernels/qconv_fast.h"
+#include "libquant/kernels/spatial.h"
+#include "libquant/kernels/threadpool.h"
+
+namespace quant::kernels::detail {
+namespace {
+
+// Adds (x - zx) * w of the taps k2 = 0..KW-1 of one input line to the output
+// line a; tap k reads line[o * S + off[k]] for output o, weight wv[k], and
+// shift[k] = -zx * wv[k]. uint32 arithmetic, so that a (huge-kernel) overflow
+// wraps like the reference's int32 sum. One pass per line rather than per
+// tap: the interior, where every tap is inside the line, is one vectorisable
+// loop; the edges check each tap (taps in the padding add nothing).
+template <class TX, int KW, int S>
+__attribute__((always_inline)) inline void add_line(const TX* __restrict line, int64_t in_w, const uint32_t* wv,
+                                                    const int64_t* off, const uint32_t* shift, int64_t out_w,
+                                                    uint32_t* __restrict a) {
+  int64_t lo = 0, hi = out_w;
+  uint32_t shift_all = 0;
+  for (int k = 0; k < KW; ++k) {
+    const IndexRange r = valid_range(off[k], S, in_w, out_w);
+    lo = std::max(lo, r.lo), hi = std::min(hi, r.hi);
+    shift_all += shift[k];
+  }
+  if (hi < lo) hi = lo;
+  auto edge = [&](int64_t o) {
+    for (int k = 0; k < KW; ++k) {
+      const int64_t i = o * S + off[k];
+      if (i >= 0 && i < in_w) a[o] += static_cast<uint32_t>(static_cast<int32_t>(line[i])) * wv[k] + shift[k];
+    }
+  };
+  for (int64_t o = 0; o < lo; ++o) edge(o);
+  for (int64_t o = hi; o < out_w; ++o) edge(o);
+  if constexpr (KW == 3) {
+    const TX* __restrict l0 = line + off[0];
+    const TX* __restrict l1 = line + off[1];
+    const TX* __restrict l2 = line + off[2];
+    const uint32_t w0 = wv[0], w1 = wv[1], w2 = wv[2];
+    for (int64_t o = lo; o < hi; ++o)
+      a[o] += shift_all + static_cast<uint32_t>(static_cast<int32_t>(l0[o * S])) * w0 +
+              static_cast<uint32_t>(static_cast<int32_t>(l1[o * S])) * w1 +
+              static_cast<uint32_t>(static_cast<int32_t>(l2[o * S])) * w2;
+  } else {
+    for (int64_t o = lo; o < hi; ++o) {
+      uint32_t v = shift_all;
+      for (int k = 0; k < KW; ++k) v += static_cast<uint32_t>(static_cast<int32_t>(line[o * S + off[k]])) * wv[k];
+      a[o] += v;
+    }
+  }
+}
+
+// The common 2-D case (3x3 or 5x5 kernel, stride 1 or 2 in both dims, no
+// dilation): the channel is first copied into a buffer padded with zx (so
+// every tap is inside it and a padded tap adds (zx - zx) * w = 0), with
+// output (oy, ox) at q = oy * pw + ox, reading the padded input at S * q +
+// ky * pw + kx. One long loop over q then sums all KH*KW taps; the columns
+// ox >= out_w are computed and dropped. Long loops vectorise where the
+// per-line ones (7 to 112 outputs) mostly ran their scalar tails.
+template <class TX, int K, int S>
+__attribute__((always_inline)) inline void padded_plane(const Spatial3& s, const TX* x, int32_t zx, const int32_t* w,
+                                                        TX* __restrict pad, uint32_t* __restrict wide,
+                                                        uint32_t* __restrict acc) {
+  const int64_t ih = s.in[1], iw = s.in[2], oh = s.out[1], ow = s.out[2];
+  const int64_t pw = iw + s.pads_begin[2] + s.pads_end[2];
+  const int64_t q_count = oh * pw;
+  const int64_t pad_size = S * (q_count - 1) + (K - 1) * pw + K;
+  std::fill(pad, pad + pad_size, static_cast<TX>(zx));
+  for (int64_t y = 0; y < ih; ++y) {
+    const int64_t at = (y + s.pads_begin[1]) * pw + s.pads_begin[2];
+    if (at >= pad_size) break;  // rows below every output's reach
+    std::copy(x + y * iw, x + y * iw + std::min(iw, pad_size - at), pad + at);
+  }
+  uint32_t wv[K * K], c = 0;
+  int64_t off[K * K];
+  for (int t = 0; t < K * K; ++t) {
+    wv[t] = static_cast<uint32_t>(w[t]);
+    off[t] = (t / K) * pw + t % K;
+    c -= static_cast<uint32_t>(zx) * wv[t];
+  }
+  for (int64_t q = 0; q < q_count; ++q) {
+    uint32_t v = c;
+#pragma GCC unroll 25
+    for (int t = 0; t < K * K; ++t) v += static_cast<uint32_t>(static_cast<int32_t>(pad[S * q + off[t]])) * wv[t];
+    wide[q] = v;
+  }
+  for (int64_t y = 0; y < oh; ++y) std::copy(wide + y * pw, wide + y * pw + ow, acc + y * ow);
+}
+
+// Scratch sizes of padded_plane (elements of the padded input and of the wide accumulators).
+inline int64_t padded_input_size(const Spatial3& s) {
+  const int64_t pw = s.in[2] + s.pads_begin[2] + s.pads_end[2];
+  return s.strides[2] * (s.out[1] * pw - 1) + (s.kernel[2] - 1) * pw + s.kernel[2];
+}
+
+inline bool padded_path(const Spatial3& s) {
+  const int64_t k = s.kernel[2];
+  return s.in[0] == 1 && s.kernel[0] == 1 && s.kernel[1] == k && (k == 3 || k == 5) && s.strides[1] == s.strides[2] &&
+         (s.strides[2] == 1 || s.strides[2] == 2) && s.dilations[1] == 1 && s.dilations[2] == 1 && s.out[1] >= 1 &&
+         s.out[2] >= 1;
+}
+
+// One channel: acc[out_plane] = sum over taps of (x - zx) * w'.
+template <class TX>
+__attribute__((always_inline)) inline void depthwise_plane(const Spatial3& s, const TX* x, int32_t zx, const int32_t* w,
+                                                           uint32_t* acc, TX* pad, uint32_t* wide) {
+  if (padded_path(s)) {
+    const bool s1 = s.strides[2] == 1;
+    if (s.kernel[2] == 3 && s1) padded_plane<TX, 3, 1>(s, x, zx, w, pad, wide, acc);
+    else if (s.kernel[2] == 3) padded_plane<TX, 3, 2>(s, x, zx, w, pad, wide, acc);
+    else if (s1) padded_plane<TX, 5, 1>(s, x, zx, w, pad, wide, acc);
+    else padded_plane<TX, 5, 2>(s, x, zx, w, pad, wide, acc);
+    return;
+  }
+  const int64_t out_line = s.out[2], out_plane = s.out[0] * s.out[1] * s.out[2], kw = s.kernel[2];
+  const bool fast = (kw == 3 || kw == 5) && (s.strides[2] == 1 || s.strides[2] == 2);
+  std::fill(acc, acc + out_plane, 0);
+  for (int64_t o0 = 0; o0 < s.out[0]; ++o0)
+    for (int64_t o1 = 0; o1 < s.out[1]; ++o1) {
+      uint32_t* a = acc + (o0 * s.out[1] + o1) * out_line;
+      for (int64_t k0 = 0; k0 < s.kernel[0]; ++k0) {
+        const int64_t i0 = o0 * s.strides[0] + k0 * s.dilations[0] - s.pads_begin[0];
+        if (i0 < 0 || i0 >= s.in[0]) continue;
+        for (int64_t k1 = 0; k1 < s.kernel[1]; ++k1) {
+          const int64_t i1 = o1 * s.strides[1] + k1 * s.dilations[1] - s.pads_begin[1];
+          if (i1 < 0 || i1 >= s.in[1]) continue;
+          const TX* line = x + (i0 * s.in[1] + i1) * s.in[2];
+          const int32_t* wl = w + (k0 * s.kernel[1] + k1) * kw;
+          if (fast) {
+            uint32_t wv[5], shift[5];
+            int64_t off[5];
+            for (int64_t k2 = 0; k2 < kw; ++k2) {
+              wv[k2] = static_cast<uint32_t>(wl[k2]);
+              shift[k2] = 0u - static_cast<uint32_t>(zx) * wv[k2];
+              off[k2] = k2 * s.dilations[2] - s.pads_begin[2];
+            }
+            const bool s1 = s.strides[2] == 1;
+            if (kw == 3 && s1) add_line<TX, 3, 1>(line, s.in[2], wv, off, shift, out_line, a);
+            else if (kw == 3) add_line<TX, 3, 2>(line, s.in[2], wv, off, shift, out_line, a);
+            else if (s1) add_line<TX, 5, 1>(line, s.in[2], wv, off, shift, out_line, a);
+            else add_line<TX, 5, 2>(line, s.in[2], wv, off, shift, out_line, a);
+            continue;
+          }
+          for (int64_t k2 = 0; k2 < kw; ++k2) {
+            const uint32_t wv = static_cast<uint32_t>(wl[k2]);
+            const uint32_t shift = 0u - static_cast<uint32_t>(zx) * wv;
+            const int64_t off = k2 * s.dilations[2] - s.pads_begin[2];
+            const IndexRange r = valid_range(off, s.strides[2], s.in[2], out_line);
+            for (int64_t o = r.lo; o < r.hi; ++o)
+              a[o] += static_cast<uint32_t>(static_cast<int32_t>(line[o * s.strides[2] + off])) * wv + shift;
+          }
+        }
+      }
+    }
+}
+
+template <class TX>
+void plane_default(const Spatial3& s, const TX* x, int32_t zx, const int32_t* w, uint32_t* acc, TX* pad,
+                   uint32_t* wide) {
+  depthwise_plane(s, x, zx, w, acc, pad, wide);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+template <class TX>
+__attribute__((target("avx2"))) void plane_avx2(const Spatial3& s, const TX* x, int32_t zx, const int32_t* w,
+                                                uint32_t* acc, TX* pad, uint32_t* wide) {
+  depthwise_plane(s, x, zx, w, acc, pad, wide);
+}
+template <class TX>
+__attribute__((target("avx512f,avx512bw"))) void plane_avx512(const Spatial3& s, const TX* x, int32_t zx,
+                                                              const int32_t* w, uint32_t* acc, TX* pad,
+                                                              uint32_t* wide) {
+  depthwise_plane(s, x, zx, w, acc, pad, wide);
+}
+#endif
+
+template <class TX>
+using PlaneFn = void (*)(const Spatial3&, const TX*, int32_t, const int32_t*, uint32_t*, TX*, uint32_t*);
+
+template <class TX>
+PlaneFn<TX> best_plane_fn() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) return plane_avx512<TX>;
+  if (__builtin_cpu_supports("avx2")) return plane_avx2<TX>;
+#endif
+  return plane_default<TX>;
+}
+
+}  // namespace
+
+template <class TX, class TY>
+void qconv_depthwise(const ConvGeometry& g, const TX* x, TX x_zero_point, const PackedQConvWeights& packed,
+                     const int32_t* bias, const Requantizer* requant, TY* y, int threads) {
+  static const PlaneFn<TX> plane = best_plane_fn<TX>();
+  const Spatial3 s = to_spatial3(g.in_spatial, g.out_spatial, g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end);
+  const int64_t channels = g.out_channels, taps = s.kernel[0] * s.kernel[1] * s.kernel[2];
+  const int64_t in_plane = s.in[0] * s.in[1] * s.in[2], out_plane = s.out[0] * s.out[1] * s.out[2];
+  QOutput o;
+  o.row_add = bias;
+  o.requant = requant;
+  o.channel_is_row = true;
+  o.vector_ok = requant_vector_ok(requant);
+  o.type = std::is_same_v<TY, int32_t> ? QOutType::S32 : std::is_same_v<TY, uint8_t> ? QOutType::U8 : QOutType::S8;
+  o.ldy = out_plane;
+  const QFinish finish = packed.isa().finish;
+  parallel_for(threads, g.batch * channels, [&](int64_t task) {
+    thread_local std::vector<uint32_t> acc, wide;
+    thread_local std::vector<TX> pad;
+    acc.resize(static_cast<size_t>(out_plane));
+    if (padded_path(s)) {
+      pad.resize(static_cast<size_t>(padded_input_size(s)));
+      wide.resize(static_cast<size_t>(s.out[1] * (s.in[2] + s.pads_begin[2] + s.pads_end[2])));
+    }
+    const int64_t n = task / channels, ch = task % channels;
+    plane(s, x + (n * channels + ch) * in_plane, x_zero_point, packed.centered() + ch * taps, acc.data(), pad.data(),
+          wide.data());
+    QOutput ot = o;
+    ot.y = y + n * channels * out_plane;
+    finish(reinterpret_cast<const int32_t*>(acc.data()), out_plane, 1, out_plane, ch, 0, ot);
+  });
+}
+
+#define QT_INSTANTIATE_QCONV_DW(TX, TY)                                                                             \
+  template void qconv_depthwise<TX, TY>(const ConvGeometry&, const TX*, TX, const PackedQConvWeights&, const int32_t*, \
+                                        const Requantizer*, TY*, int);
+QT_INSTANTIATE_QCONV_DW(uint8_t, uint8_t)
+QT_INSTANTIATE_QCONV_DW(uint8_t, int8_t)
+QT_INSTANTIATE_QCONV_DW(uint8_t, int32_t)
+QT_INSTANTIATE_QCONV_DW(int8_t, uint8_t)
+QT_INSTANTIATE_QCONV_DW(int8_t, int8_t)
+QT_INSTANTIATE_QCONV_DW(int8_t, int32_t)
+#undef QT_INSTANTIATE_QCONV_DW
+
+}  // namespace quant::kernels::detail

@@ -1,0 +1,274 @@
+#include "libquant/kernels/qconv_fast.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <type_traits>
+
+#include "libquant/kernels/spatial.h"
+#include "libquant/kernels/threadpool.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace quant::kernels {
+
+using detail::kQKGroup;
+using detail::kQNr;
+using detail::q_padded_k;
+using detail::stored_value;
+
+namespace {
+
+// Output pixels per packed block: the block's panels (K x pixels bytes) stay
+// within this many bytes, so they sit in L2 while every weight panel sweeps them.
+constexpr int64_t kBlockBytes = int64_t{192} << 10;
+
+// Four rows of 16 bytes (row t at rows[t] + j) into one 64-byte panel group:
+// column c's four bytes at dst + 4c, every byte xor `flip`.
+void transpose_4x16(const uint8_t* const rows[4], int64_t j, uint8_t flip, uint8_t* dst) {
+#if defined(__SSE2__)
+  const __m128i x = _mm_set1_epi8(static_cast<char>(flip));
+  const __m128i r0 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[0] + j)), x);
+  const __m128i r1 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[1] + j)), x);
+  const __m128i r2 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[2] + j)), x);
+  const __m128i r3 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[3] + j)), x);
+  const __m128i t01l = _mm_unpacklo_epi8(r0, r1), t01h = _mm_unpackhi_epi8(r0, r1);
+  const __m128i t23l = _mm_unpacklo_epi8(r2, r3), t23h = _mm_unpackhi_epi8(r2, r3);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi16(t01l, t23l));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm_unpackhi_epi16(t01l, t23l));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32), _mm_unpacklo_epi16(t01h, t23h));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 48), _mm_unpackhi_epi16(t01h, t23h));
+#else
+  for (int c = 0; c < kQNr; ++c)
+    for (int t = 0; t < kQKGroup; ++t) dst[c * 4 + t] = rows[t][j + c] ^ flip;
+#endif
+}
+
+struct Shape {
+  detail::Spatial3 s;
+  int64_t group_in = 0, group_out = 0, taps = 0, k = 0, in_plane = 0, out_plane = 0;
+  bool pointwise = false;  // 1x1, stride 1, no padding: the input planes are the patch rows
+};
+
+Shape conv_shape(const ConvGeometry& g) {
+  Shape c;
+  c.s = detail::to_spatial3(g.in_spatial, g.out_spatial, g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end);
+  c.group_in = g.in_channels / g.group;
+  c.group_out = g.out_channels / g.group;
+  c.taps = c.s.kernel[0] * c.s.kernel[1] * c.s.kernel[2];
+  c.k = c.group_in * c.taps;
+  c.in_plane = c.s.in[0] * c.s.in[1] * c.s.in[2];
+  c.out_plane = c.s.out[0] * c.s.out[1] * c.s.out[2];
+  c.pointwise = true;
+  for (int d = 0; d < 3; ++d)
+    c.pointwise = c.pointwise && c.s.kernel[d] == 1 && c.s.strides[d] == 1 && c.s.pads_begin[d] == 0 &&
+                  c.s.pads_end[d] == 0;
+  return c;
+}
+
+// Patch row k (weight order c, k0, k1, k2) for output pixels [p0, p0+count)
+// of one image and group: input values under tap k, x_zero_point in padding.
+template <class TX>
+void gather_row(const Shape& c, const TX* x, TX zx, int64_t kk, int64_t p0, int64_t count, TX* dst) {
+  const detail::Spatial3& s = c.s;
+  const int64_t ch = kk / c.taps, tap = kk % c.taps;
+  const int64_t k2 = tap % s.kernel[2], k1 = (tap / s.kernel[2]) % s.kernel[1], k0 = tap / (s.kernel[2] * s.kernel[1]);
+  const TX* plane = x + ch * c.in_plane;
+  const int64_t off2 = k2 * s.dilations[2] - s.pads_begin[2];
+  const detail::IndexRange valid = detail::valid_range(off2, s.strides[2], s.in[2], s.out[2]);
+  int64_t p = p0, j = 0;
+  while (j < count) {
+    const int64_t o2 = p % s.out[2], o1 = (p / s.out[2]) % s.out[1], o0 = p / (s.out[2] * s.out[1]);
+    const int64_t len = std::min(s.out[2] - o2, count - j);
+    const int64_t i0 = o0 * s.strides[0] + k0 * s.dilations[0] - s.pads_begin[0];
+    const int64_t i1 = o1 * s.strides[1] + k1 * s.dilations[1] - s.pads_begin[1];
+    TX* d = dst + j;
+    if (i0 < 0 || i0 >= s.in[0] || i1 < 0 || i1 >= s.in[1]) {
+      std::fill(d, d + len, zx);
+    } else {
+      const TX* line = plane + (i0 * s.in[1] + i1) * s.in[2];
+      const int64_t lo = std::clamp(valid.lo, o2, o2 + len), hi = std::clamp(valid.hi, lo, o2 + len);
+      std::fill(d, d + (lo - o2), zx);
+      if (s.strides[2] == 1) {
+        std::memcpy(d + (lo - o2), line + lo + off2, static_cast<size_t>(hi - lo) * sizeof(TX));
+      } else {
+        for (int64_t o = lo; o < hi; ++o) d[o - o2] = line[o * s.strides[2] + off2];
+      }
+      std::fill(d + (hi - o2), d + len, zx);
+    }
+    j += len;
+    p += len;
+  }
+}
+
+// Packs output pixels [p0, p0+count) of one image and group as B panels
+// (uint8 domain) and, when col_sum is not null, their column sums.
+template <class TX>
+void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, uint8_t* rows_buf, uint8_t* panels,
+                int32_t* col_sum) {
+  const bool flip = std::is_signed_v<TX>;
+  const int64_t kp = q_padded_k(c.k), stride = (count + kQNr - 1) / kQNr * kQNr;
+  // Row pointers: the input planes themselves (pointwise) or gathered rows.
+  thread_local std::vector<const uint8_t*> rows;
+  thread_local AlignedBytes zero_row;
+  rows.resize(static_cast<size_t>(kp));
+  uint8_t* zeros = zero_row.reserve(static_cast<size_t>(stride));
+  std::memset(zeros, flip ? 0x80 : 0, static_cast<size_t>(stride));  // flipped to 0 while packing
+  for (int64_t kk = 0; kk < c.k; ++kk) {
+    if (c.pointwise) {
+      rows[static_cast<size_t>(kk)] = reinterpret_cast<const uint8_t*>(x + kk * c.in_plane + p0);
+    } else {
+      TX* r = reinterpret_cast<TX*>(rows_buf + kk * stride);
+      gather_row(c, x, zx, kk, p0, count, r);
+      rows[static_cast<size_t>(kk)] = reinterpret_cast<const uint8_t*>(r);
+    }
+  }
+  for (int64_t kk = c.k; kk < kp; ++kk) rows[static_cast<size_t>(kk)] = zeros;
+  const uint8_t flip_byte = flip ? 0x80 : 0;
+  const int64_t full = count / kQNr * kQNr;
+  for (int64_t g = 0; g < kp; g += kQKGroup) {
+    const uint8_t* const* r = rows.data() + g;
+    for (int64_t j = 0; j < full; j += kQNr) transpose_4x16(r, j, flip_byte, panels + (j / kQNr) * kp * kQNr + g * kQNr);
+    if (full < count) {  // last partial panel: copy the tails, padded with (flipped) zeros
+      uint8_t tail[4][kQNr];
+      const uint8_t* tr[4];
+      for (int t = 0; t < 4; ++t) {
+        std::memset(tail[t], flip_byte, kQNr);
+        std::memcpy(tail[t], r[t] + full, static_cast<size_t>(count - full));
+        tr[t] = tail[t];
+      }
+      transpose_4x16(tr, 0, flip_byte, panels + (full / kQNr) * kp * kQNr + g * kQNr);
+    }
+  }
+  if (col_sum) {
+    // uint32 sums: they wrap (defined) for K past 2^31 / 255, as the accumulators do.
+    uint32_t* sums = reinterpret_cast<uint32_t*>(col_sum);
+    std::fill(sums, sums + count, 0u);
+    for (int64_t kk = 0; kk < c.k; ++kk) {
+      const TX* r = reinterpret_cast<const TX*>(rows[static_cast<size_t>(kk)]);
+      for (int64_t j = 0; j < count; ++j) sums[j] += static_cast<uint32_t>(stored_value(r[j], flip));
+    }
+  }
+}
+
+}  // namespace
+
+template <class TW>
+PackedQConvWeights::PackedQConvWeights(const TW* w, int64_t out_channels, int64_t group, int64_t depth_per_group,
+                                       const TW* zero_points, int64_t zero_point_count, const detail::QGemmIsa& isa)
+    : isa_(&isa), out_channels_(out_channels), depth_(depth_per_group) {
+  const bool flip = std::is_unsigned_v<TW>;  // the kernels take the weights as int8
+  const int mr = isa.mr;
+  const int64_t group_out = out_channels / group, panels = (group_out + mr - 1) / mr, kp = q_padded_k(depth_per_group);
+  group_bytes_ = panels * mr * kp;
+  uint8_t* d = data_.reserve(static_cast<size_t>(std::max<int64_t>(group_bytes_ * group, 1)));
+  row_sum_.assign(static_cast<size_t>(out_channels), 0);
+  row_zp_.assign(static_cast<size_t>(out_channels), 0);
+  centered_.resize(static_cast<size_t>(out_channels * depth_per_group));
+  for (int64_t g = 0; g < group; ++g)
+    for (int64_t p = 0; p < panels; ++p) {
+      const int64_t m0 = g * group_out + p * mr;
+      detail::pack_q_rows(w + m0 * depth_per_group, depth_per_group, std::min<int64_t>(mr, group_out - p * mr),
+                          depth_per_group, mr, flip, d + g * group_bytes_ + p * mr * kp, row_sum_.data() + m0);
+    }
+  for (int64_t m = 0; m < out_channels; ++m) {
+    const TW z = zero_point_count == 0 ? TW{0} : zero_points[zero_point_count == 1 ? 0 : m];
+    row_zp_[static_cast<size_t>(m)] = stored_value(z, flip);
+    has_zp_ = has_zp_ || row_zp_[static_cast<size_t>(m)] != 0;
+    for (int64_t t = 0; t < depth_per_group; ++t)
+      centered_[static_cast<size_t>(m * depth_per_group + t)] =
+          static_cast<int32_t>(w[m * depth_per_group + t]) - static_cast<int32_t>(z);
+  }
+}
+
+template <class TX, class TY>
+void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const PackedQConvWeights& packed,
+                const int32_t* bias, const Requantizer* requant, TY* y, int threads) {
+  const Shape c = conv_shape(g);
+  assert(packed.out_channels() == g.out_channels && packed.depth() == c.k);
+  if (c.group_in == 1 && c.group_out == 1 && !c.pointwise) {
+    detail::qconv_depthwise(g, x, x_zero_point, packed, bias, requant, y, threads);
+    return;
+  }
+  if (c.out_plane == 0 || g.batch == 0 || g.out_channels == 0) return;
+  const detail::QGemmIsa& isa = packed.isa();
+  const bool flip = std::is_signed_v<TX>;
+  const uint32_t zx = static_cast<uint32_t>(stored_value(x_zero_point, flip));
+  const int64_t kp = q_padded_k(c.k), groups = kp / kQKGroup;
+  // The row terms of the product, - zx' rowsum(w') + K zw' zx', plus the bias.
+  thread_local std::vector<int32_t> row_add;
+  row_add.resize(static_cast<size_t>(g.out_channels));
+  for (int64_t m = 0; m < g.out_channels; ++m) {
+    uint32_t v = static_cast<uint32_t>(c.k) * static_cast<uint32_t>(packed.row_zp()[m]) * zx -
+                 zx * static_cast<uint32_t>(packed.row_sum()[m]);
+    if (bias) v += static_cast<uint32_t>(bias[m]);
+    row_add[static_cast<size_t>(m)] = static_cast<int32_t>(v);
+  }
+  detail::QOutput o;
+  o.row_add = row_add.data();
+  o.row_zp = packed.has_zero_points() ? packed.row_zp() : nullptr;
+  o.requant = requant;
+  o.channel_is_row = true;
+  o.vector_ok = detail::requant_vector_ok(requant);
+  o.type = std::is_same_v<TY, int32_t> ? detail::QOutType::S32
+           : std::is_same_v<TY, uint8_t> ? detail::QOutType::U8
+                                         : detail::QOutType::S8;
+  o.ldy = c.out_plane;
+
+  const int mr = isa.mr;
+  const int64_t nc = std::clamp<int64_t>(kBlockBytes / kp / kQNr * kQNr, kQNr, (c.out_plane + kQNr - 1) / kQNr * kQNr);
+  const int64_t blocks = (c.out_plane + nc - 1) / nc, row_panels = (c.group_out + mr - 1) / mr;
+  const int64_t outer = g.batch * g.group * blocks;
+  int64_t chunks = 1;  // few pixel blocks (late, small layers): split the output channels too
+  if (threads > 1 && outer < 2 * threads) chunks = std::min<int64_t>(row_panels, (2 * threads + outer - 1) / outer);
+  const int64_t per_chunk = (row_panels + chunks - 1) / chunks;
+  parallel_for(threads, outer * chunks, [&](int64_t task) {
+    thread_local AlignedBytes rows_buf, panel_buf;
+    thread_local std::vector<int32_t> col_sum;
+    const int64_t chunk = task % chunks, b = task / chunks;
+    const int64_t blk = b % blocks, grp = (b / blocks) % g.group, n = b / (blocks * g.group);
+    const int64_t p0 = blk * nc, count = std::min(nc, c.out_plane - p0);
+    const int64_t stride = (count + kQNr - 1) / kQNr * kQNr;
+    const TX* xg = x + (n * g.in_channels + grp * c.group_in) * c.in_plane;
+    uint8_t* rb = c.pointwise ? nullptr : rows_buf.reserve(static_cast<size_t>(c.k * stride * sizeof(TX)));
+    uint8_t* pb = panel_buf.reserve(static_cast<size_t>(kp * stride));
+    col_sum.resize(static_cast<size_t>(stride));
+    pack_block(c, xg, x_zero_point, p0, count, rb, pb, o.row_zp ? col_sum.data() : nullptr);
+    detail::QOutput ot = o;
+    alignas(64) int32_t tile[detail::kQMaxMr * kQNr];
+    const uint8_t* wg = packed.panels(grp);
+    const int64_t p_begin = chunk * per_chunk, p_end = std::min(row_panels, p_begin + per_chunk);
+    for (int64_t p = p_begin; p < p_end; ++p) {
+      const int64_t i0 = grp * c.group_out + p * mr;
+      const int64_t mv = std::min<int64_t>(mr, c.group_out - p * mr);
+      for (int64_t j = 0; j < count; j += kQNr) {
+        (isa.a_signed)(groups, wg + p * mr * kp, pb + j * kp, tile);
+        ot.y = y + n * g.out_channels * c.out_plane + p0 + j;
+        ot.col_sum = o.row_zp ? col_sum.data() + j : nullptr;
+        isa.finish(tile, kQNr, mv, std::min<int64_t>(kQNr, count - j), i0, 0, ot);
+      }
+    }
+  });
+}
+
+#define QT_INSTANTIATE_PACKED_QCONV(TW)                                                                        \
+  template PackedQConvWeights::PackedQConvWeights(const TW*, int64_t, int64_t, int64_t, const TW*, int64_t, \
+                                                  const detail::QGemmIsa&);
+QT_INSTANTIATE_PACKED_QCONV(uint8_t)
+QT_INSTANTIATE_PACKED_QCONV(int8_t)
+#undef QT_INSTANTIATE_PACKED_QCONV
+
+#define QT_INSTANTIATE_QCONV_FAST(TX, TY)                                                                      \
+  template void qconv_fast<TX, TY>(const ConvGeometry&, const TX*, TX, const PackedQConvWeights&, const int32_t*, \
+                                   const Requantizer*, TY*, int);
+QT_INSTANTIATE_QCONV_FAST(uint8_t, uint8_t)
+QT_INSTANTIATE_QCONV_FAST(uint8_t, int8_t)
+QT_INSTANTIATE_QCONV_FAST(uint8_t, int32_t)
+QT_INSTANTIATE_QCONV_FAST(int8_t, uint8_t)
+QT_INSTANTIATE_QCONV_FAST(int8_t, int8_t)
+QT_INSTANTIATE_QCONV_FAST(int8_t, int32_t)
+#undef QT_INSTANTIATE_QCONV_FAST
+
+}  // namespace quant::kernels

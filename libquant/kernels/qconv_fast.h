@@ -1,0 +1,68 @@
+// Fast integer convolution (QLinearConv, ConvInteger): the same contract as
+// the reference qlinear_conv / qconv_s32 (qconv.h), which the tests compare
+// it against bit for bit.
+//
+// Paths, chosen per call from the geometry:
+//  - depthwise (one input and one output channel per group): direct loops per
+//    channel, vectorised along the output line (qconv_depthwise.cpp);
+//  - otherwise the integer GEMM of qgemm_packed.h with the weights as the
+//    row operand (packed once, output channels as rows, so the output comes
+//    out in NCHW order) and the input patches (im2col, gathered per block of
+//    output pixels; for 1x1 stride-1 unpadded convolutions the input planes
+//    themselves) packed as the column operand.
+// Zero points: the weights are taken as int8 (uint8 weights flipped), the
+// input as uint8 (int8 input flipped); see qgemm_packed.h for the algebra.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "libquant/kernels/qconv.h"
+#include "libquant/kernels/qgemm_packed.h"
+
+namespace quant::kernels {
+
+// Conv weights [M, C/group, k...] with their zero points (0, 1 or M values),
+// packed once (at prepare time) for one ISA.
+class PackedQConvWeights {
+ public:
+  PackedQConvWeights() = default;
+  template <class TW>
+  PackedQConvWeights(const TW* w, int64_t out_channels, int64_t group, int64_t depth_per_group, const TW* zero_points,
+                     int64_t zero_point_count, const detail::QGemmIsa& isa = detail::best_qgemm_isa());
+  bool empty() const { return out_channels_ == 0; }
+  const detail::QGemmIsa& isa() const { return *isa_; }
+  int64_t out_channels() const { return out_channels_; }
+  int64_t depth() const { return depth_; }
+  // Row panels of group g (rows = its output channels).
+  const uint8_t* panels(int64_t g) const { return data_.data() + g * group_bytes_; }
+  const int32_t* row_sum() const { return row_sum_.data(); }  // per output channel, int8 domain
+  const int32_t* row_zp() const { return row_zp_.data(); }    // per output channel, int8 domain
+  bool has_zero_points() const { return has_zp_; }
+  // w - zero point per output channel and tap, for the depthwise path.
+  const int32_t* centered() const { return centered_.data(); }
+
+ private:
+  AlignedBytes data_;
+  const detail::QGemmIsa* isa_ = nullptr;
+  int64_t out_channels_ = 0, depth_ = 0, group_bytes_ = 0;
+  std::vector<int32_t> row_sum_, row_zp_, centered_;
+  bool has_zp_ = false;
+};
+
+// y = int32 accumulators (requant null: ConvInteger, TY = int32_t) or
+// requantize(acc + bias[m]) (QLinearConv, TY = uint8_t / int8_t). `packed`
+// holds args.w packed (it must have been packed from the same weights and
+// zero points). Work split over `threads` threads.
+template <class TX, class TY>
+void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const PackedQConvWeights& packed,
+                const int32_t* bias, const Requantizer* requant, TY* y, int threads);
+
+namespace detail {
+// The depthwise path alone (g.group == C == M), for qconv_fast and tests.
+template <class TX, class TY>
+void qconv_depthwise(const ConvGeometry& g, const TX* x, TX x_zero_point, const PackedQConvWeights& packed,
+                     const int32_t* bias, const Requantizer* requant, TY* y, int threads);
+}  // namespace detail
+
+}  // namespace quant::kernels

@@ -1,0 +1,85 @@
+#include "libquant/kernels/qgemm_ukernel.h"
+
+#include <cmath>
+#include <type_traits>
+
+namespace quant::kernels::detail {
+namespace {
+
+constexpr int kPortableMr = 4;
+
+// The definition of every micro-kernel: plain loops over the packed layout.
+template <bool kAUnsigned>
+void q8_gemm_portable_4x16(int64_t groups, const uint8_t* a, const uint8_t* b, int32_t* tile) {
+  using TA = std::conditional_t<kAUnsigned, uint8_t, int8_t>;
+  using TB = std::conditional_t<kAUnsigned, int8_t, uint8_t>;
+  uint32_t acc[kPortableMr * kQNr] = {};
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int r = 0; r < kPortableMr; ++r)
+      for (int c = 0; c < kQNr; ++c)
+        for (int q = 0; q < kQKGroup; ++q)
+          acc[r * kQNr + c] += static_cast<uint32_t>(static_cast<int32_t>(static_cast<TA>(a[r * 4 + q])) *
+                                                     static_cast<int32_t>(static_cast<TB>(b[c * 4 + q])));
+    a += kPortableMr * kQKGroup;
+    b += kQNr * kQKGroup;
+  }
+  for (int i = 0; i < kPortableMr * kQNr; ++i) tile[i] = static_cast<int32_t>(acc[i]);
+}
+
+const QGemmIsa kPortable{"portable", kPortableMr, q8_gemm_portable_4x16<true>, q8_gemm_portable_4x16<false>,
+                         q_finish_scalar};
+
+}  // namespace
+
+bool requant_vector_ok(const Requantizer* r) {
+  if (!r || r->mode != RequantMode::Float) return false;
+  for (float s : r->scale)
+    if (!std::isfinite(s)) return false;
+  return true;
+}
+
+void q_finish_one(uint32_t v, int64_t i, int64_t j, const QOutput& o) {
+  if (o.row_add) v += static_cast<uint32_t>(o.row_add[i]);
+  if (o.col_add) v += static_cast<uint32_t>(o.col_add[j]);
+  if (o.row_zp) v -= static_cast<uint32_t>(o.row_zp[i]) * static_cast<uint32_t>(o.col_sum[j]);
+  if (o.row_sum) v -= static_cast<uint32_t>(o.row_sum[i]) * static_cast<uint32_t>(o.col_zp[j]);
+  const int64_t at = i * o.ldy + j;
+  const int64_t channel = o.channel_is_row ? i : j;
+  switch (o.type) {
+    case QOutType::S32: static_cast<int32_t*>(o.y)[at] = static_cast<int32_t>(v); break;
+    case QOutType::U8: static_cast<uint8_t*>(o.y)[at] = requantize_one<uint8_t>(static_cast<int32_t>(v), *o.requant, channel); break;
+    case QOutType::S8: static_cast<int8_t*>(o.y)[at] = requantize_one<int8_t>(static_cast<int32_t>(v), *o.requant, channel); break;
+  }
+}
+
+void q_finish_scalar(const int32_t* acc, int64_t acc_stride, int64_t rows, int64_t cols, int64_t i0, int64_t j0,
+                     const QOutput& o) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) q_finish_one(static_cast<uint32_t>(acc[i * acc_stride + j]), i0 + i, j0 + j, o);
+}
+
+std::vector<const QGemmIsa*> supported_qgemm_isas() {
+  std::vector<const QGemmIsa*> isas{&kPortable};
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (kQGemmIsaAvx2 && __builtin_cpu_supports("avx2")) isas.push_back(kQGemmIsaAvx2);
+  // GCC 12's __builtin_cpu_supports has no "avxvnni": read CPUID leaf 7
+  // subleaf 1, EAX bit 4 (AVX-VNNI), with the OS's AVX state checked by avx2.
+  if (kQGemmIsaAvxVnni && __builtin_cpu_supports("avx2")) {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(1));
+    if (eax & (1u << 4)) isas.push_back(kQGemmIsaAvxVnni);
+  }
+  if (kQGemmIsaAvx512Vnni && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vnni"))
+    isas.push_back(kQGemmIsaAvx512Vnni);
+#endif
+  return isas;
+}
+
+const QGemmIsa& best_qgemm_isa() {
+  static const QGemmIsa* best = supported_qgemm_isas().back();
+  return *best;
+}
+
+}  // namespace quant::kernels::detail

@@ -1,0 +1,101 @@
+// Integer GEMM micro-kernels and output stages (internal to qgemm_packed.cpp,
+// qconv_fast.cpp and their tests).
+//
+// Operands are 8-bit and packed for the dot-product instructions (x86
+// VPDPBUSD: four u8 x s8 products summed into one int32 lane):
+//  - the row operand A (broadcast): panels of MR rows; for each group of four
+//    k, the panel holds MR x 4 bytes (row r's four bytes at r*4);
+//  - the column operand B: panels of kQNr = 16 columns; for each group of four
+//    k, 64 bytes (column c's four bytes at c*4).
+// K is padded with zeros to a multiple of 4, so padding adds nothing. One
+// operand holds uint8 and the other int8 bytes (callers flip the sign bit of
+// an operand of the other type and correct with the zero points); the
+// micro-kernel variant says which: a_unsigned (A u8, B s8) or a_signed.
+//
+// A micro-kernel computes the full MR x 16 tile of raw dot products
+//   tile[r][c] = sum_k A[r][k] * B[k][c]   (int32, wrapping modulo 2^32)
+// over `groups` groups of four k. Every ISA's kernel is exact: VPDPBUSD does
+// not saturate (only VPDPBUSDS does), and the AVX2 kernel widens to int16 and
+// uses VPMADDWD, whose pair sums fit int32, instead of VPMADDUBSW, whose
+// int16 pair sums saturate for u8 x s8 (255*127*2 > 32767; MLAS's AVX2 U8S8
+// kernel accepts that saturation, its U8U8 kernel widens to int16 as here).
+//
+// The output stage (QOutput) then applies the zero-point corrections, bias
+// and requantization:
+//   acc(i, j) = tile + row_add[i] + col_add[j] - row_zp[i] * col_sum[j] - row_sum[i] * col_zp[j]
+// (uint32 arithmetic, wrapping like the reference kernels) and stores acc as
+// int32, or requantize_one(acc) as uint8 / int8, at y[i * ldy + j].
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "libquant/kernels/requant.h"
+
+namespace quant::kernels::detail {
+
+inline constexpr int kQNr = 16;      // columns per B panel
+inline constexpr int kQKGroup = 4;   // k per dot-product group
+inline constexpr int kQMaxMr = 8;    // the tallest A panel of any ISA
+
+inline int64_t q_padded_k(int64_t k) { return (k + kQKGroup - 1) / kQKGroup * kQKGroup; }
+
+// tile: MR x kQNr int32, row-major, overwritten.
+using QMicroKernel = void (*)(int64_t groups, const uint8_t* a, const uint8_t* b, int32_t* tile);
+
+enum class QOutType { S32, U8, S8 };
+
+struct QOutput {
+  const int32_t* row_add = nullptr;  // each pointer may be null (term absent)
+  const int32_t* col_add = nullptr;
+  const int32_t* row_zp = nullptr;   // with col_sum
+  const int32_t* col_sum = nullptr;
+  const int32_t* row_sum = nullptr;  // with col_zp
+  const int32_t* col_zp = nullptr;
+  const Requantizer* requant = nullptr;  // for U8 / S8
+  bool channel_is_row = false;           // the Requantizer's channel is i (else j)
+  bool vector_ok = false;                // Float mode with finite multipliers: SIMD rounding is exact
+  QOutType type = QOutType::S32;
+  void* y = nullptr;
+  int64_t ldy = 0;
+};
+
+// True when a Requantizer's float multipliers let the vector output stage
+// reproduce requantize_one exactly (all finite, so no NaN reaches the clamp).
+bool requant_vector_ok(const Requantizer* r);
+
+// Applies the output stage to rows [i0, i0+rows) x columns [j0, j0+cols);
+// acc(i - i0, j - j0) at acc[(i - i0) * acc_stride + (j - j0)].
+using QFinish = void (*)(const int32_t* acc, int64_t acc_stride, int64_t rows, int64_t cols, int64_t i0, int64_t j0,
+                         const QOutput& o);
+
+struct QGemmIsa {
+  const char* name;
+  int mr;
+  QMicroKernel a_unsigned;  // A u8, B s8
+  QMicroKernel a_signed;    // A s8, B u8
+  QFinish finish;
+};
+
+// The fastest ISA this CPU runs (chosen once), and every ISA it runs,
+// portable first (tests compare each against the reference kernels).
+const QGemmIsa& best_qgemm_isa();
+std::vector<const QGemmIsa*> supported_qgemm_isas();
+
+// The portable output stage (scalar; the definition the SIMD ones match).
+void q_finish_scalar(const int32_t* acc, int64_t acc_stride, int64_t rows, int64_t cols, int64_t i0, int64_t j0,
+                     const QOutput& o);
+// One value of the output stage, for SIMD tails.
+void q_finish_one(uint32_t v, int64_t i, int64_t j, const QOutput& o);
+
+// ISA kernels, defined in qgemm_ukernel_<isa>.cpp; null when not compiled in.
+extern const QGemmIsa* const kQGemmIsaAvx2;
+extern const QGemmIsa* const kQGemmIsaAvxVnni;
+extern const QGemmIsa* const kQGemmIsaAvx512Vnni;
+#if defined(__x86_64__) && defined(__GNUC__)
+// The AVX2 output stage, shared by the x86 ISAs (qgemm_ukernel_avx2.cpp).
+void q_finish_avx2(const int32_t* acc, int64_t acc_stride, int64_t rows, int64_t cols, int64_t i0, int64_t j0,
+                   const QOutput& o);
+#endif
+
+}  // namespace quant::kernels::detail

@@ -1,0 +1,141 @@
+// The fast integer convolution (qconv_fast.h) against the reference kernels
+// (qconv_s32, qlinear_conv), bit for bit: every ISA this CPU runs (weights
+// packed for each), pointwise / im2col / grouped / depthwise geometries with
+// padding, strides, dilations and tails, 1-D to 3-D, every 8-bit type pair,
+// weight zero points absent / per tensor / per channel, both requantization
+// modes, 1 and 2 threads.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "libquant/kernels/qconv_fast.h"
+
+using namespace quant::kernels;
+
+namespace {
+
+struct Case {
+  int64_t batch, in_channels, out_channels, group;
+  Dims in, kernel, strides, dilations, pads_begin, pads_end;
+};
+
+std::vector<Case> cases() {
+  return {
+      {1, 5, 7, 1, {6, 9}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},      // pointwise, 54 pixels (panel tail)
+      {2, 16, 24, 1, {4, 4}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},    // pointwise, batch 2
+      {1, 3, 9, 1, {7, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},      // 3x3 pad 1, K = 27
+      {1, 4, 6, 1, {9, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 0}, {1, 1}},      // stride 2, asymmetric pads
+      {1, 6, 4, 2, {5, 6}, {2, 3}, {1, 2}, {2, 1}, {0, 1}, {1, 0}},      // groups, dilation
+      {1, 8, 8, 8, {7, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},      // depthwise stride 1
+      {2, 5, 5, 5, {8, 11}, {3, 3}, {2, 2}, {1, 1}, {0, 1}, {1, 1}},     // depthwise stride 2
+      {1, 3, 3, 3, {10, 10}, {5, 5}, {3, 1}, {1, 2}, {2, 2}, {2, 2}},    // depthwise 5x5, stride 3 / dilation 2
+      {1, 4, 4, 4, {9, 12}, {5, 5}, {2, 1}, {1, 1}, {2, 2}, {2, 2}},     // depthwise 5x5, line stride 1
+      {1, 2, 2, 2, {6, 13}, {5, 5}, {1, 2}, {1, 1}, {2, 1}, {2, 3}},     // depthwise 5x5, line stride 2
+      {1, 3, 3, 3, {8, 10}, {3, 3}, {1, 2}, {2, 2}, {2, 1}, {1, 2}},     // depthwise 3x3, dilation 2, stride 2
+      {1, 2, 2, 2, {3, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},      // depthwise, line narrower than the kernel
+      {1, 3, 3, 3, {14, 14}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {1, 1}},    // depthwise 3x3 stride 2 (padded plane)
+      {1, 3, 3, 3, {7, 9}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}},      // depthwise 5x5 stride 2 (padded plane)
+      {1, 2, 2, 2, {6, 5}, {5, 5}, {1, 1}, {1, 1}, {2, 1}, {2, 3}},      // depthwise 5x5 stride 1, uneven pads
+      {1, 3, 4, 1, {13}, {3}, {1}, {1}, {2}, {0}},                       // 1-D
+      {1, 2, 3, 1, {3, 4, 5}, {2, 2, 3}, {1, 1, 2}, {1, 1, 1}, {1, 0, 1}, {0, 1, 1}},  // 3-D
+      {1, 40, 9, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},     // K = 360
+  };
+}
+
+ConvGeometry geometry(const Case& c) {
+  ConvGeometry g;
+  g.batch = c.batch, g.in_channels = c.in_channels, g.out_channels = c.out_channels, g.group = c.group;
+  g.in_spatial = c.in, g.kernel = c.kernel, g.strides = c.strides, g.dilations = c.dilations;
+  g.pads_begin = c.pads_begin, g.pads_end = c.pads_end;
+  resolve_conv_pads(AutoPad::NotSet, g.in_spatial, g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end,
+                    g.out_spatial);
+  return g;
+}
+
+template <class T>
+std::vector<T> random_values(std::mt19937& rng, size_t count) {
+  std::uniform_int_distribution<int> d(std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+  std::vector<T> v(count);
+  for (auto& x : v) x = static_cast<T>(d(rng));
+  return v;
+}
+
+template <class TX, class TW>
+void sweep(uint32_t seed) {
+  std::mt19937 rng(seed);
+  for (const detail::QGemmIsa* isa : detail::supported_qgemm_isas()) {
+    for (const Case& c : cases()) {
+      const ConvGeometry g = geometry(c);
+      const int64_t depth = g.in_channels / g.group * element_count(g.kernel);
+      const auto x = random_values<TX>(rng, static_cast<size_t>(g.batch * g.in_channels * element_count(g.in_spatial)));
+      const auto w = random_values<TW>(rng, static_cast<size_t>(g.out_channels * depth));
+      const size_t out_size = static_cast<size_t>(g.batch * g.out_channels * element_count(g.out_spatial));
+      std::vector<unsigned char> workspace(qconv_workspace_bytes(g));
+      std::vector<int32_t> bias(static_cast<size_t>(g.out_channels));
+      for (auto& b : bias) b = std::uniform_int_distribution<int32_t>(-30000, 30000)(rng);
+      std::vector<float> mult(static_cast<size_t>(g.out_channels));
+      for (auto& v : mult) v = std::uniform_real_distribution<float>(0.0005f, 0.02f)(rng);
+      const TX xzp = random_values<TX>(rng, 1)[0];
+      std::vector<std::vector<TW>> zps = {{}, random_values<TW>(rng, 1), random_values<TW>(rng, size_t(g.out_channels))};
+      for (const auto& zp : zps) {
+        QConvArgs<TX, TW> a;
+        a.x = x.data(), a.x_zero_point = xzp, a.w = w.data();
+        a.w_zero_point = zp.empty() ? nullptr : zp.data(), a.w_zero_point_count = static_cast<int64_t>(zp.size());
+        const PackedQConvWeights packed(w.data(), g.out_channels, g.group, depth, a.w_zero_point, a.w_zero_point_count,
+                                        *isa);
+        std::vector<int32_t> want(out_size);
+        qconv_s32(g, a, want.data(), workspace.data());
+        INFO("isa=" << isa->name << " case in=" << c.in.size() << "-D C=" << c.in_channels << " M=" << c.out_channels
+                    << " group=" << c.group << " xzp=" << int(xzp) << " zp count=" << zp.size());
+        for (int threads : {1, 2}) {
+          std::vector<int32_t> got(out_size, -7);
+          qconv_fast<TX, int32_t>(g, x.data(), xzp, packed, nullptr, nullptr, got.data(), threads);
+          REQUIRE(got == want);
+        }
+        for (RequantMode mode : {RequantMode::Float, RequantMode::FixedPoint}) {
+          for (bool per_channel : {false, true}) {
+            const Requantizer r = make_requantizer(mode, per_channel ? mult : std::vector<float>{mult[0]}, 77);
+            std::vector<uint8_t> want_y(out_size), got_y(out_size, 1);
+            qlinear_conv<TX, TW, uint8_t>(g, a, bias.data(), r, want_y.data(), workspace.data());
+            qconv_fast<TX, uint8_t>(g, x.data(), xzp, packed, bias.data(), &r, got_y.data(), 2);
+            INFO("mode=" << (mode == RequantMode::Float ? "float" : "fixed") << " per_channel=" << per_channel);
+            REQUIRE(got_y == want_y);
+            const Requantizer rs = make_requantizer(mode, per_channel ? mult : std::vector<float>{mult[0]}, -20);
+            std::vector<int8_t> want_s(out_size), got_s(out_size, 1);
+            qlinear_conv<TX, TW, int8_t>(g, a, nullptr, rs, want_s.data(), workspace.data());
+            qconv_fast<TX, int8_t>(g, x.data(), xzp, packed, nullptr, &rs, got_s.data(), 1);
+            REQUIRE(got_s == want_s);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("qconv_fast u8 x s8 matches the reference bit for bit", "[kernels][qconv_fast]") { sweep<uint8_t, int8_t>(21); }
+TEST_CASE("qconv_fast u8 x u8 matches the reference bit for bit", "[kernels][qconv_fast]") { sweep<uint8_t, uint8_t>(22); }
+TEST_CASE("qconv_fast s8 x s8 matches the reference bit for bit", "[kernels][qconv_fast]") { sweep<int8_t, int8_t>(23); }
+TEST_CASE("qconv_fast s8 x u8 matches the reference bit for bit", "[kernels][qconv_fast]") { sweep<int8_t, uint8_t>(24); }
+
+TEST_CASE("qconv_fast splits a large layer into pixel blocks", "[kernels][qconv_fast]") {
+  // K = 64 * 9 = 576: blocks of 336 pixels, so 40 x 40 = 1600 outputs take five
+  // blocks (the last one partial), over 2 threads.
+  std::mt19937 rng(31);
+  const Case c{1, 64, 20, 1, {40, 40}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  const ConvGeometry g = geometry(c);
+  const auto x = random_values<uint8_t>(rng, static_cast<size_t>(64 * 1600));
+  const auto w = random_values<int8_t>(rng, static_cast<size_t>(20 * 576));
+  const std::vector<int8_t> zp = random_values<int8_t>(rng, 20);
+  QConvArgs<uint8_t, int8_t> a;
+  a.x = x.data(), a.x_zero_point = 9, a.w = w.data(), a.w_zero_point = zp.data(), a.w_zero_point_count = 20;
+  std::vector<unsigned char> workspace(qconv_workspace_bytes(g));
+  std::vector<int32_t> want(20 * 1600), got(20 * 1600);
+  qconv_s32(g, a, want.data(), workspace.data());
+  const PackedQConvWeights packed(w.data(), 20, 1, 576, zp.data(), 20);
+  qconv_fast<uint8_t, int32_t>(g, x.data(), 9, packed, nullptr, nullptr, got.data(), 2);
+  REQUIRE(got == want);
+}
