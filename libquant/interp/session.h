@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,6 +27,22 @@ namespace quant::interp {
 // called for values computed inside If/Loop/Scan bodies (nested sessions).
 using Observer = std::function<void(const ir::Value& value, const Tensor& tensor)>;
 
+// How a Session lays out its runs. Neither option changes any result (tests
+// check outputs bit for bit with each on and off).
+struct PlanOptions {
+  // Activation buffers planned at prepare time (buffer_plan.h): values whose
+  // lifetimes do not overlap share a buffer, and buffers are kept from one
+  // run to the next, so a steady-state run neither allocates nor zero-fills
+  // them. Graph outputs are moved out of the plan into the result.
+  bool reuse_buffers = true;
+  // Fusion: Conv -> Relu/Clip (constant bounds) becomes one Conv with the
+  // clamp in its epilogue, Add -> Relu/Clip one Add, when the intermediate
+  // value is read by nothing else and is no graph output. That value is then
+  // never computed, so the observer never sees it: callers that observe every
+  // value (qprofile, qrun --per-layer) leave this off.
+  bool fuse = false;
+};
+
 class Session {
  public:
   // The graph must outlive the session.
@@ -40,7 +57,8 @@ class Session {
   // Multinomial) are never folded. DequantizeLinear of a constant weight
   // folds too (a float weight computed once); a future integer lowering of
   // DQ -> op -> Q patterns must match them before folding.
-  static Expected<std::unique_ptr<Session>> create(const ir::Graph& graph, const SessionOptions& options = {});
+  static Expected<std::unique_ptr<Session>> create(const ir::Graph& graph, const SessionOptions& options = {},
+                                                   const PlanOptions& plan = {});
 
   const SessionOptions& options() const { return options_; }
 
@@ -50,13 +68,30 @@ class Session {
   // copying outer-scope tensors).
   Expected<std::vector<Tensor>> run(std::span<const Tensor* const> inputs, const Observer& observer = nullptr) const;
 
-  // Steps left to run per sample after folding (tests check folding with it).
+  // Steps left to run per sample after folding and fusion (tests check both with it).
   size_t step_count() const { return steps_.size(); }
+  // The memory plan (empty with PlanOptions::reuse_buffers off): each value a
+  // step produces and a later step releases, its lifetime in steps (producer
+  // to last reader, both included) and its buffer. Tests check that values
+  // sharing a buffer are never live at once.
+  struct PlannedValue {
+    const ir::Value* value;
+    int first, last, buffer;
+  };
+  const std::vector<PlannedValue>& memory_plan() const { return planned_; }
+  int buffer_count() const { return buffer_count_; }
 
   const ir::Graph& graph() const { return graph_; }
 
  private:
-  Session(const ir::Graph& graph, const SessionOptions& options) : graph_(graph), options_(options) {}
+  Session(const ir::Graph& graph, const SessionOptions& options, const PlanOptions& plan)
+      : graph_(graph), options_(options), plan_(plan) {}
+
+  // The buffers of one run in flight; kept between runs (several runs may be
+  // in flight at once, e.g. qprofile's sample threads: each takes its own).
+  using Buffers = std::vector<Tensor>;
+  Buffers take_buffers() const;
+  void give_back(Buffers buffers) const;
 
   struct Step {
     const ir::Node* node;
@@ -68,12 +103,18 @@ class Session {
 
   const ir::Graph& graph_;
   SessionOptions options_;
+  PlanOptions plan_;
   std::vector<Step> steps_;
   std::vector<const ir::Value*> slot_values_;
   std::vector<const Tensor*> constant_slots_;  // non-null for initializers and folded values
   std::deque<Tensor> folded_;                  // outputs of folded nodes (stable addresses)
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;
+  std::vector<int> buffer_of_slot_;  // -1: not planned (constants, graph inputs and outputs)
+  std::vector<PlannedValue> planned_;
+  int buffer_count_ = 0;
+  mutable std::mutex buffers_mutex_;
+  mutable std::vector<Buffers> idle_buffers_;
 };
 
 }  // namespace quant::interp
