@@ -33,13 +33,30 @@ const Tensor* prepare_time_constant(const ir::Value& v) {
   return a && a->kind == ir::Attribute::Kind::Tensor ? a->t.get() : nullptr;
 }
 
+// Whether a value is float32 although the model may not say so (exporters
+// often write no value_info): Conv runs on float32 only (make_conv), and
+// these ops keep their first input's type.
+bool known_float32(const ir::Value* v) {
+  for (int depth = 0; v && depth < 10000; ++depth) {
+    if (v->dtype != DType::Undefined) return v->dtype == DType::Float32;
+    const ir::Node* p = v->producer;
+    if (!p || !p->domain.empty()) return false;
+    if (p->op_type == "Conv") return true;
+    static const std::set<std::string> kSameType{"Relu", "Clip", "Add", "MaxPool", "AveragePool", "GlobalAveragePool",
+                                                 "Flatten", "Reshape", "Identity"};
+    if (!kSameType.count(p->op_type) || p->inputs.empty() || p->outputs[0] != v) return false;
+    v = p->inputs[0];
+  }
+  return false;
+}
+
 // The clamp a Relu or Clip node applies, when it can move into the epilogue
 // of the node before it: float32 bounds known at prepare time (Clip opset 11+:
 // constant scalar inputs, absent ones the float range as in make_clip; before
 // opset 11: attributes). The epilogue clamps as min(max(v, lo), hi), which is
 // the reference kernels' Relu (v < 0 ? 0 : v) and Clip for every value.
 std::optional<kernels::ConvActivation> activation_of(const ir::Graph& graph, const ir::Node& n) {
-  if (!n.domain.empty() || n.inputs.empty() || !n.inputs[0] || n.inputs[0]->dtype != DType::Float32) return std::nullopt;
+  if (!n.domain.empty() || n.inputs.empty() || !known_float32(n.inputs[0])) return std::nullopt;
   kernels::ConvActivation act;
   act.clamp = true;
   act.lo = 0.0f;
@@ -205,38 +222,78 @@ Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph, const
     if (last_use[v] >= 0 && !s->constant_slots_[v]) s->steps_[static_cast<size_t>(last_use[v])].release_after.push_back(static_cast<int>(v));
 
   // Memory plan: every value a step produces, released after its last use,
-  // gets a buffer (buffer_plan.h).
-  s->buffer_of_slot_.assign(n_slots, -1);
+  // gets a buffer (buffer_plan.h); sizes from the model's static shapes.
+  s->lifetimes_.assign(n_slots, {-1, -1});
   if (plan.reuse_buffers) {
     std::map<std::pair<DType, int64_t>, int64_t> classes;
-    std::vector<BufferUse> uses;
-    std::vector<size_t> use_slot;
+    std::vector<int64_t> size_class_of_slot(n_slots, -1);
     for (size_t v = 0; v < n_slots; ++v) {
       if (first_def[v] < 0 || last_use[v] < 0 || s->constant_slots_[v]) continue;
-      uses.push_back(BufferUse{first_def[v], last_use[v], size_class(*s->slot_values_[v], classes)});
-      use_slot.push_back(v);
+      s->lifetimes_[v] = {first_def[v], last_use[v]};
+      size_class_of_slot[v] = size_class(*s->slot_values_[v], classes);
     }
-    const BufferPlan bp = plan_buffers(uses);
-    for (size_t u = 0; u < uses.size(); ++u) {
-      s->buffer_of_slot_[use_slot[u]] = bp.buffer_of[u];
-      s->planned_.push_back({s->slot_values_[use_slot[u]], first_def[use_slot[u]], last_use[use_slot[u]], bp.buffer_of[u]});
-    }
-    s->buffer_count_ = bp.buffer_count;
+    s->memory_plan_ = s->make_plan(size_class_of_slot);
+  } else {
+    s->memory_plan_ = std::make_shared<MemoryPlan>(MemoryPlan{std::vector<int>(n_slots, -1), {}, 0});
+    s->replanned_ = true;
   }
   return s;
 }
 
+std::shared_ptr<const Session::MemoryPlan> Session::make_plan(const std::vector<int64_t>& size_class_of_slot) const {
+  auto mp = std::make_shared<MemoryPlan>();
+  mp->buffer_of_slot.assign(lifetimes_.size(), -1);
+  std::vector<BufferUse> uses;
+  std::vector<size_t> use_slot;
+  for (size_t v = 0; v < lifetimes_.size(); ++v) {
+    if (lifetimes_[v].first < 0) continue;
+    uses.push_back(BufferUse{lifetimes_[v].first, lifetimes_[v].second, size_class_of_slot[v]});
+    use_slot.push_back(v);
+  }
+  const BufferPlan bp = plan_buffers(uses);
+  for (size_t u = 0; u < uses.size(); ++u) {
+    const size_t v = use_slot[u];
+    mp->buffer_of_slot[v] = bp.buffer_of[u];
+    mp->planned.push_back({slot_values_[v], lifetimes_[v].first, lifetimes_[v].second, bp.buffer_of[u]});
+  }
+  mp->buffer_count = bp.buffer_count;
+  return mp;
+}
+
+std::vector<Session::PlannedValue> Session::memory_plan() const {
+  std::lock_guard<std::mutex> lock(buffers_mutex_);
+  return memory_plan_->planned;
+}
+
+int Session::buffer_count() const {
+  std::lock_guard<std::mutex> lock(buffers_mutex_);
+  return memory_plan_->buffer_count;
+}
+
 Session::Buffers Session::take_buffers() const {
   std::lock_guard<std::mutex> lock(buffers_mutex_);
-  if (idle_buffers_.empty()) return Buffers(static_cast<size_t>(buffer_count_));
+  if (idle_buffers_.empty()) return Buffers{memory_plan_, std::vector<Tensor>(static_cast<size_t>(memory_plan_->buffer_count))};
   Buffers b = std::move(idle_buffers_.back());
   idle_buffers_.pop_back();
   return b;
 }
 
-void Session::give_back(Buffers buffers) const {
+void Session::give_back(Buffers buffers, const std::vector<std::pair<DType, int64_t>>& sizes) const {
   std::lock_guard<std::mutex> lock(buffers_mutex_);
-  idle_buffers_.push_back(std::move(buffers));
+  if (!replanned_ && !sizes.empty()) {
+    // Values of one (dtype, element count) may now share buffers; buffers
+    // laid out for the old plan are dropped.
+    std::map<std::pair<DType, int64_t>, int64_t> classes;
+    std::vector<int64_t> size_class_of_slot(sizes.size(), -1);
+    for (size_t v = 0; v < sizes.size(); ++v)
+      if (lifetimes_[v].first >= 0 && sizes[v].first != DType::Undefined)
+        size_class_of_slot[v] = classes.emplace(sizes[v], static_cast<int64_t>(classes.size())).first->second;
+    memory_plan_ = make_plan(size_class_of_slot);
+    replanned_ = true;
+    idle_buffers_.clear();
+    return;
+  }
+  if (buffers.plan == memory_plan_) idle_buffers_.push_back(std::move(buffers));
 }
 
 namespace {
@@ -277,8 +334,11 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
   struct Lease {
     const Session& s;
     Buffers buffers;
-    ~Lease() { s.give_back(std::move(buffers)); }
-  } lease{*this, take_buffers()};
+    std::vector<std::pair<DType, int64_t>> sizes;  // filled by a run that completes
+    ~Lease() { s.give_back(std::move(buffers), sizes); }
+  } lease{*this, take_buffers(), {}};
+  const std::vector<int>& buffer_of_slot = lease.buffers.plan->buffer_of_slot;
+  std::vector<std::pair<DType, int64_t>> sizes(slot_values_.size(), {DType::Undefined, 0});
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::Value& v = *slot_values_[static_cast<size_t>(input_slots_[i])];
     if (!inputs[i]) return Status::internal("input '" + v.name() + "' is null");
@@ -294,8 +354,8 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
     outs.resize(step.outputs.size());
     for (size_t k = 0; k < step.outputs.size(); ++k) {
       const int o = step.outputs[k];
-      const int b = o >= 0 ? buffer_of_slot_[static_cast<size_t>(o)] : -1;
-      outs[k] = b >= 0 ? std::move(lease.buffers[static_cast<size_t>(b)]) : Tensor();
+      const int b = o >= 0 ? buffer_of_slot[static_cast<size_t>(o)] : -1;
+      outs[k] = b >= 0 ? std::move(lease.buffers.tensors[static_cast<size_t>(b)]) : Tensor();
     }
     Status st = step.kernel->run(in_ptrs, outs);
     if (!st.is_ok()) return st.with_context(step.node->describe());
@@ -307,8 +367,9 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
       if (observer) observer(*slot_values_[static_cast<size_t>(o)], owned[static_cast<size_t>(o)]);
     }
     for (int r : step.release_after) {
-      const int b = buffer_of_slot_[static_cast<size_t>(r)];
-      if (b >= 0) lease.buffers[static_cast<size_t>(b)] = std::move(owned[static_cast<size_t>(r)]);
+      const int b = buffer_of_slot[static_cast<size_t>(r)];
+      sizes[static_cast<size_t>(r)] = {owned[static_cast<size_t>(r)].dtype(), owned[static_cast<size_t>(r)].size()};
+      if (b >= 0) lease.buffers.tensors[static_cast<size_t>(b)] = std::move(owned[static_cast<size_t>(r)]);
       owned[static_cast<size_t>(r)] = Tensor();
       ptr[static_cast<size_t>(r)] = nullptr;
     }
@@ -326,6 +387,7 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
     else
       result.push_back(*t);
   }
+  lease.sizes = std::move(sizes);
   return result;
 }
 

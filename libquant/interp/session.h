@@ -73,13 +73,16 @@ class Session {
   // The memory plan (empty with PlanOptions::reuse_buffers off): each value a
   // step produces and a later step releases, its lifetime in steps (producer
   // to last reader, both included) and its buffer. Tests check that values
-  // sharing a buffer are never live at once.
+  // sharing a buffer are never live at once. Values whose size is not known
+  // at prepare time (no shape in the model) get a buffer each until the
+  // first run has completed; the plan is then made again, once, with the
+  // sizes that run produced.
   struct PlannedValue {
     const ir::Value* value;
     int first, last, buffer;
   };
-  const std::vector<PlannedValue>& memory_plan() const { return planned_; }
-  int buffer_count() const { return buffer_count_; }
+  std::vector<PlannedValue> memory_plan() const;
+  int buffer_count() const;
 
   const ir::Graph& graph() const { return graph_; }
 
@@ -87,11 +90,25 @@ class Session {
   Session(const ir::Graph& graph, const SessionOptions& options, const PlanOptions& plan)
       : graph_(graph), options_(options), plan_(plan) {}
 
-  // The buffers of one run in flight; kept between runs (several runs may be
-  // in flight at once, e.g. qprofile's sample threads: each takes its own).
-  using Buffers = std::vector<Tensor>;
+  struct MemoryPlan {
+    std::vector<int> buffer_of_slot;  // -1: not planned (constants, graph inputs and outputs)
+    std::vector<PlannedValue> planned;
+    int buffer_count = 0;
+  };
+  // Plans the buffers of the values of `lifetimes_` given a size class per slot.
+  std::shared_ptr<const MemoryPlan> make_plan(const std::vector<int64_t>& size_class_of_slot) const;
+
+  // The buffers of one run in flight, under the plan they were made for;
+  // kept between runs (several runs may be in flight at once, e.g. qprofile's
+  // sample threads: each takes its own).
+  struct Buffers {
+    std::shared_ptr<const MemoryPlan> plan;
+    std::vector<Tensor> tensors;
+  };
   Buffers take_buffers() const;
-  void give_back(Buffers buffers) const;
+  // `sizes`: per slot (dtype, element count) produced by a completed run, or
+  // empty; the first such report replans with them.
+  void give_back(Buffers buffers, const std::vector<std::pair<DType, int64_t>>& sizes) const;
 
   struct Step {
     const ir::Node* node;
@@ -110,10 +127,10 @@ class Session {
   std::deque<Tensor> folded_;                  // outputs of folded nodes (stable addresses)
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;
-  std::vector<int> buffer_of_slot_;  // -1: not planned (constants, graph inputs and outputs)
-  std::vector<PlannedValue> planned_;
-  int buffer_count_ = 0;
-  mutable std::mutex buffers_mutex_;
+  std::vector<std::pair<int, int>> lifetimes_;  // per slot: first and last step, -1 when not planned
+  mutable std::mutex buffers_mutex_;            // guards the three below
+  mutable std::shared_ptr<const MemoryPlan> memory_plan_;
+  mutable bool replanned_ = false;
   mutable std::vector<Buffers> idle_buffers_;
 };
 
