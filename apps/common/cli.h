@@ -31,6 +31,11 @@ bool parse_flags(CLI::App& app, int argc, char** argv, int& exit_now);
 // with an `error:` line instead of a crash.
 int guarded_main(const std::function<int()>& body);
 
+// Default of --threads (issue 9): the number of cores this process may run
+// on (its CPU affinity mask, e.g. under taskset or a container's cpuset),
+// else std::thread::hardware_concurrency(), at least 1.
+int default_threads();
+
 // Sets up logging: warnings and errors only unless --verbose.
 void init_logging(bool verbose);
 

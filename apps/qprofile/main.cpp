@@ -54,13 +54,14 @@ int main(int argc, char** argv) {
     CLI::App app{"qprofile: record per-activation ranges and histograms of a float ONNX model"};
     app.set_version_flag("--version", QTOOL_VERSION);
     Flags f;
+    f.collect.threads = qtool::default_threads();
     app.add_option("model", f.model, "float model (.onnx)")->check(CLI::ExistingFile);
     qtool::add_data_flags(app, f.data);
     qtool::add_image_flags(app, f.data);
     qtool::add_batch_flags(app, f.data);
     app.add_option("-o,--output", f.output, "profile to write (.json)");
     app.add_option("--bins", f.collect.bins, "histogram bins per tensor")->check(CLI::Range(16, 1 << 20));
-    app.add_option("--threads", f.collect.threads, "profile samples on N threads (same result as 1)")
+    app.add_option("--threads", f.collect.threads, "profile samples on N threads (same result as 1; default: every core this process may run on)")
         ->check(CLI::Range(1, 256));
     app.add_flag("-q,--quiet", f.collect.quiet, "no progress bar");
     app.add_flag("-v,--verbose", f.verbose, "debug logging");

@@ -41,7 +41,7 @@ struct Flags {
   bool no_lower = false;
   bool per_layer = false;
   std::string requant = "float";
-  int threads = 1;
+  int threads = qtool::default_threads();
   bool quiet = false;
   bool verbose = false;
   int bench = 0;
@@ -259,14 +259,18 @@ Status run(const Flags& f) {
   quant::interp::SessionOptions options;
   options.requant = f.requant == "fixed-point" ? quant::interp::Requant::FixedPoint : quant::interp::Requant::Float;
   options.threads = f.threads;
-  auto session_or = quant::interp::Session::create(*graph, options);
+  // Fusion drops intermediate values (Conv -> Relu): only when no observer
+  // asks for every value (--per-layer pairs them with the reference's).
+  quant::interp::PlanOptions plan;
+  plan.fuse = !f.per_layer;
+  auto session_or = quant::interp::Session::create(*graph, options, plan);
   if (!session_or) return session_or.status().with_context(f.model);
   auto session = std::move(session_or).value();
   std::unique_ptr<quant::ir::Graph> ref_graph;
   std::unique_ptr<quant::interp::Session> ref_session;
   if (!f.reference.empty()) {
     QT_ASSIGN_OR_RETURN(ref_graph, quant::onnx_io::load_model(f.reference));
-    auto ref_or = quant::interp::Session::create(*ref_graph, options);
+    auto ref_or = quant::interp::Session::create(*ref_graph, options, plan);
     if (!ref_or) return ref_or.status().with_context(f.reference);
     ref_session = std::move(ref_or).value();
     if (ref_graph->inputs.size() != graph->inputs.size() || ref_graph->outputs.size() != graph->outputs.size())
@@ -371,7 +375,7 @@ int main(int argc, char** argv) {
     app.add_flag("--per-layer", f.per_layer, "with --reference: compare every quantized tensor with its float twin, worst SNR first");
     app.add_option("--requant", f.requant, "integer requantization: float (as ONNX Runtime) or fixed-point (int32 multiplier + shift)")
         ->check(CLI::IsMember({"float", "fixed-point"}));
-    app.add_option("--threads", f.threads, "threads per kernel")->check(CLI::Range(1, 1024));
+    app.add_option("--threads", f.threads, "threads per kernel (default: every core this process may run on; 1: single-threaded)")->check(CLI::Range(1, 1024));
     app.add_option("--bench", f.bench, "run each sample N more times and print the time per run")->check(CLI::Range(1, 1000000));
     app.add_flag("-q,--quiet", f.quiet, "no progress bar");
     app.add_flag("-v,--verbose", f.verbose, "debug logging");

@@ -5,8 +5,11 @@
 #include <string_view>
 
 #include "libquant/interp/elementwise_util.h"
+#include "libquant/interp/fusion.h"
+#include "libquant/interp/output.h"
 #include "libquant/kernels/broadcast.h"
 #include "libquant/kernels/elementwise.h"
+#include "libquant/kernels/eltwise_f32.h"
 
 namespace quant::interp {
 namespace {
@@ -27,7 +30,7 @@ Status run_binary(const ir::Node& node, BinaryOp op, TypeSet allowed, const Tens
     y = narrow_from_float32(wide, a.dtype());
     return Status::ok();
   }
-  QT_ASSIGN_OR_RETURN(y, Tensor::create(a.dtype(), std::move(shape)));
+  QT_RETURN_IF_ERROR(reuse_or_create(y, a.dtype(), std::move(shape)));
   return dispatch_numeric(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     kernels::binary_broadcast<T>(op, a.data<T>(), a.shape(), b.data<T>(), b_shape, y.data<T>(), y.shape());
@@ -35,15 +38,32 @@ Status run_binary(const ir::Node& node, BinaryOp op, TypeSet allowed, const Tens
   });
 }
 
-KernelResult make_binary(const KernelContext& ctx, BinaryOp op, TypeSet allowed) {
+// `act` (a fused Relu/Clip, Add only) clamps the result: float32 operands of
+// one shape in one pass (the residual Add of CNNs), otherwise after the op.
+KernelResult make_binary(const KernelContext& ctx, BinaryOp op, TypeSet allowed, const kernels::ConvActivation& act = {}) {
   const ir::Node& node = ctx.node;
   const LegacyBroadcast legacy = parse_legacy_broadcast(ctx);
-  return make_kernel(
-      [&node, op, allowed, legacy](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
-        QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
-        QT_ASSIGN_OR_RETURN(Dims b_shape, legacy_b_shape(node, legacy, in[0]->shape(), in[1]->shape()));
-        return run_binary(node, op, allowed, *in[0], *in[1], b_shape, out[0]);
-      });
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, op, allowed, legacy, act, threads](std::span<const Tensor* const> in,
+                                                                std::vector<Tensor>& out) -> Status {
+    QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
+    const Tensor& a = *in[0];
+    const Tensor& b = *in[1];
+    if (op == BinaryOp::Add && a.dtype() == DType::Float32 && b.dtype() == DType::Float32 && a.shape() == b.shape()) {
+      QT_RETURN_IF_ERROR(reuse_or_create(out[0], DType::Float32, a.shape()));
+      kernels::add_f32(a.data<float>(), b.data<float>(), out[0].data<float>(), a.size(), act.clamp, act.lo, act.hi,
+                       threads);
+      return Status::ok();
+    }
+    QT_ASSIGN_OR_RETURN(Dims b_shape, legacy_b_shape(node, legacy, a.shape(), b.shape()));
+    QT_RETURN_IF_ERROR(run_binary(node, op, allowed, a, b, b_shape, out[0]));
+    if (act.clamp) {
+      // Fusion only takes float32 activations (Session), so a float32 Add.
+      if (out[0].dtype() != DType::Float32) return Status::internal("fused clamp on a non-float32 Add");
+      kernels::clamp_f32(out[0].data<float>(), out[0].data<float>(), out[0].size(), act.lo, act.hi, threads);
+    }
+    return Status::ok();
+  });
 }
 
 // Min, Max, Sum, Mean: one or more inputs, all broadcast together. Computed
@@ -97,6 +117,9 @@ KernelResult make_variadic(const KernelContext& ctx, BinaryOp op, bool mean, Typ
 // Add/Sub/Mul/Div: all numeric types from opset 14 (a subset before; the
 // kernels accept them all).
 KernelResult make_add(const KernelContext& c) { return make_binary(c, BinaryOp::Add, kNumericTypes); }
+KernelResult make_add_fused(const KernelContext& c, const kernels::ConvActivation& act) {
+  return make_binary(c, BinaryOp::Add, kNumericTypes, act);
+}
 KernelResult make_sub(const KernelContext& c) { return make_binary(c, BinaryOp::Sub, kNumericTypes); }
 KernelResult make_mul(const KernelContext& c) { return make_binary(c, BinaryOp::Mul, kNumericTypes); }
 KernelResult make_div(const KernelContext& c) { return make_binary(c, BinaryOp::Div, kNumericTypes); }

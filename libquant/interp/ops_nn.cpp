@@ -1,6 +1,9 @@
 // Conv, Gemm, MatMul (BatchNormalization is in ops_norm.cpp, Softmax in ops_softmax.cpp).
-#include "libquant/interp/ops.h"
 #include <memory>
+
+#include "libquant/interp/fusion.h"
+#include "libquant/interp/ops.h"
+#include "libquant/interp/output.h"
 
 #include "libquant/kernels/conv.h"
 #include "libquant/kernels/conv_fast.h"
@@ -81,7 +84,9 @@ const Tensor* constant_float_input(const ir::Node& node, size_t index) {
 
 }  // namespace
 
-KernelResult make_conv(const KernelContext& ctx) {
+KernelResult make_conv(const KernelContext& ctx) { return make_conv_fused(ctx, {}); }
+
+KernelResult make_conv_fused(const KernelContext& ctx, const kernels::ConvActivation& act) {
   const ir::Node& node = ctx.node;
   QT_ASSIGN_OR_RETURN(ConvAttrs attrs, parse_conv_attrs(node));
   // Constant weights are packed for the GEMM once, here; the run checks that
@@ -94,8 +99,8 @@ KernelResult make_conv(const KernelContext& ctx) {
       !depthwise)
     *packed = kernels::PackedConvWeights(w_const->data<float>(), w_const->dim(0), attrs.group, w_const->size() / w_const->dim(0));
   const int threads = ctx.options.threads;
-  return make_kernel([&node, attrs, w_const, packed, threads](std::span<const Tensor* const> in,
-                                                              std::vector<Tensor>& out) -> Status {
+  return make_kernel([&node, attrs, w_const, packed, threads, act](std::span<const Tensor* const> in,
+                                                                   std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     const Tensor& x = *in[0];
     const Tensor& w = *in[1];
@@ -109,9 +114,9 @@ KernelResult make_conv(const KernelContext& ctx) {
     }
     Dims shape{g.batch, g.out_channels};
     shape.insert(shape.end(), g.out_spatial.begin(), g.out_spatial.end());
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, shape));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], DType::Float32, std::move(shape)));
     kernels::conv_f32_fast(g, x.data<float>(), w.data<float>(), &w == w_const ? packed.get() : nullptr,
-                           b ? b->data<float>() : nullptr, out[0].data<float>(), threads);
+                           b ? b->data<float>() : nullptr, out[0].data<float>(), threads, act);
     return Status::ok();
   });
 }
@@ -153,7 +158,7 @@ KernelResult make_gemm(const KernelContext& ctx) {
     // Other element types (double, integers: Gemm-9+) take the generic kernel.
     if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 || (c && c->dtype() != DType::Float32))
       return run_gemm_any_type(node, ta, tb, M, N, K, alpha, a, b, beta, c, c_rows, c_cols, out[0]);
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, {M, N}));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], DType::Float32, {M, N}));
     float* y = out[0].data<float>();
     kernels::GemmEpilogue ep;
     ep.alpha = alpha;

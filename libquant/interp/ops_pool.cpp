@@ -3,7 +3,9 @@
 // MaxUnpool (opset 9-11).
 #include "libquant/interp/int_args.h"
 #include "libquant/interp/ops.h"
+#include "libquant/interp/output.h"
 #include "libquant/kernels/pool.h"
+#include "libquant/kernels/pool_fast.h"
 
 namespace quant::interp {
 
@@ -64,13 +66,20 @@ KernelResult make_maxpool(const KernelContext& ctx) {
   QT_ASSIGN_OR_RETURN(PoolAttrs attrs, parse_pool_attrs(node));
   const int64_t storage_order = node.attr_int("storage_order", 0);
   if (storage_order != 0 && storage_order != 1) return Status::bad_input("MaxPool storage_order must be 0 or 1");
-  return make_kernel([&node, attrs, storage_order](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, attrs, storage_order, threads](std::span<const Tensor* const> in,
+                                                           std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     const Tensor& x = *in[0];
     const DType t = x.dtype();
     if (t != DType::Float32 && t != DType::Float64 && t != DType::Int8 && t != DType::UInt8)
       return Status::bad_input("MaxPool input must be float32, float64, int8 or uint8, got " + std::string(dtype_name(t)));
     QT_ASSIGN_OR_RETURN(auto g, pool_geometry(node, attrs, x));
+    if (t == DType::Float32 && out.size() == 1) {
+      QT_RETURN_IF_ERROR(reuse_or_create(out[0], t, pool_output_dims(g)));
+      kernels::max_pool_f32_fast(g, x.data<float>(), out[0].data<float>(), threads);
+      return Status::ok();
+    }
     QT_ASSIGN_OR_RETURN(out[0], Tensor::create(t, pool_output_dims(g)));
     int64_t* indices = nullptr;
     if (out.size() > 1) {
@@ -154,12 +163,14 @@ KernelResult make_averagepool(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   QT_ASSIGN_OR_RETURN(PoolAttrs attrs, parse_pool_attrs(node));
   const bool count_include_pad = node.attr_int("count_include_pad", 0) != 0;
-  return make_kernel([&node, attrs, count_include_pad](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, attrs, count_include_pad, threads](std::span<const Tensor* const> in,
+                                                               std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     QT_RETURN_IF_ERROR(require_dtype(node, *in[0], DType::Float32, "input"));
     QT_ASSIGN_OR_RETURN(auto g, pool_geometry(node, attrs, *in[0]));
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, pool_output_dims(g)));
-    kernels::average_pool_f32(g, count_include_pad, in[0]->data<float>(), out[0].data<float>());
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], DType::Float32, pool_output_dims(g)));
+    kernels::average_pool_f32_fast(g, count_include_pad, in[0]->data<float>(), out[0].data<float>(), threads);
     return Status::ok();
   });
 }

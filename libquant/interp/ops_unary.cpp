@@ -4,6 +4,8 @@
 #include <optional>
 
 #include "libquant/interp/elementwise_util.h"
+#include "libquant/interp/output.h"
+#include "libquant/kernels/eltwise_f32.h"
 #include "libquant/kernels/unary.h"
 
 namespace quant::interp {
@@ -13,15 +15,21 @@ using kernels::UnaryOp;
 using kernels::UnaryParams;
 
 Status run_unary(const ir::Node& node, UnaryOp op, const UnaryParams& params, TypeSet allowed, const Tensor& x,
-                 Tensor& y) {
+                 Tensor& y, int threads) {
   QT_RETURN_IF_ERROR(require_type_in(node, x.dtype(), allowed, "input"));
+  if (op == UnaryOp::Relu && x.dtype() == DType::Float32) {
+    // Relu is the clamp to [0, +inf] (x < 0 ? 0 : x, NaN kept), vectorized.
+    QT_RETURN_IF_ERROR(reuse_or_create(y, DType::Float32, x.shape()));
+    kernels::clamp_f32(x.data<float>(), y.data<float>(), x.size(), 0.0f, std::numeric_limits<float>::infinity(), threads);
+    return Status::ok();
+  }
   if (is_half_type(x.dtype())) {
     Tensor wide = widen_to_float32(x);
     kernels::unary<float>(op, wide.data<float>(), wide.data<float>(), wide.size(), params);
     y = narrow_from_float32(wide, x.dtype());
     return Status::ok();
   }
-  QT_ASSIGN_OR_RETURN(y, Tensor::create(x.dtype(), x.shape()));
+  QT_RETURN_IF_ERROR(reuse_or_create(y, x.dtype(), x.shape()));
   return dispatch_numeric(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     kernels::unary<T>(op, x.data<T>(), y.data<T>(), x.size(), params);
@@ -31,9 +39,10 @@ Status run_unary(const ir::Node& node, UnaryOp op, const UnaryParams& params, Ty
 
 KernelResult make_unary(const KernelContext& ctx, UnaryOp op, TypeSet allowed, UnaryParams params = {}) {
   const ir::Node& node = ctx.node;
-  return make_kernel([&node, op, allowed, params](std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, op, allowed, params, threads](std::span<const Tensor* const> in, std::vector<Tensor>& out) {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
-    return run_unary(node, op, params, allowed, *in[0], out[0]);
+    return run_unary(node, op, params, allowed, *in[0], out[0], threads);
   });
 }
 
@@ -118,8 +127,9 @@ KernelResult make_clip(const KernelContext& ctx) {
   if (!bounds_are_inputs && node.find_attribute("min")) attr_lo = node.attr_float("min", 0);
   if (!bounds_are_inputs && node.find_attribute("max")) attr_hi = node.attr_float("max", 0);
   const TypeSet allowed = ctx.opset >= 12 ? kNumericTypes : kFloatTypes;
-  return make_kernel([&node, bounds_are_inputs, attr_lo, attr_hi, allowed](std::span<const Tensor* const> in,
-                                                                           std::vector<Tensor>& out) -> Status {
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, bounds_are_inputs, attr_lo, attr_hi, allowed, threads](std::span<const Tensor* const> in,
+                                                                                    std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     const Tensor& x0 = *in[0];
     QT_RETURN_IF_ERROR(require_type_in(node, x0.dtype(), allowed, "input"));
@@ -139,7 +149,8 @@ KernelResult make_clip(const KernelContext& ctx) {
     const bool half = is_half_type(x0.dtype());
     const Tensor wide_x = half ? widen_to_float32(x0) : Tensor();
     const Tensor& x = half ? wide_x : x0;
-    QT_ASSIGN_OR_RETURN(Tensor y, Tensor::create(x.dtype(), x.shape()));
+    Tensor y = half ? Tensor() : std::move(out[0]);
+    QT_RETURN_IF_ERROR(reuse_or_create(y, x.dtype(), x.shape()));
     QT_RETURN_IF_ERROR(dispatch_numeric(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
@@ -150,7 +161,10 @@ KernelResult make_clip(const KernelContext& ctx) {
         const T v = half ? static_cast<T>(widen_to_float32(*bounds[k]).data<float>()[0]) : bounds[k]->data<T>()[0];
         (k == 0 ? lo : hi) = v;
       }
-      kernels::clip<T>(x.data<T>(), y.data<T>(), x.size(), lo, hi);
+      if constexpr (std::is_same_v<T, float>)
+        kernels::clamp_f32(x.data<T>(), y.data<T>(), x.size(), lo, hi, threads);  // the same selections, vectorized
+      else
+        kernels::clip<T>(x.data<T>(), y.data<T>(), x.size(), lo, hi);
       return Status::ok();
     }));
     out[0] = half ? narrow_from_float32(y, x0.dtype()) : std::move(y);

@@ -1,7 +1,14 @@
 #include "libquant/interp/session.h"
 
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
+
+#include "libquant/interp/buffer_plan.h"
+#include "libquant/interp/fusion.h"
 
 namespace quant::interp {
 
@@ -16,10 +23,114 @@ bool is_nondeterministic(const ir::Node& n) {
   return n.domain.empty() && kOps.count(n.op_type) > 0;
 }
 
+// The data of a value known before any run: an initializer, or the output
+// of a Constant node with a tensor `value` (how exporters write Clip bounds).
+const Tensor* prepare_time_constant(const ir::Value& v) {
+  if (v.constant) return v.constant.get();
+  const ir::Node* p = v.producer;
+  if (!p || !p->domain.empty() || p->op_type != "Constant" || p->outputs.size() != 1) return nullptr;
+  const ir::Attribute* a = p->find_attribute("value");
+  return a && a->kind == ir::Attribute::Kind::Tensor ? a->t.get() : nullptr;
+}
+
+// Whether a value is float32 although the model may not say so (exporters
+// often write no value_info): Conv runs on float32 only (make_conv), and
+// these ops keep their first input's type.
+bool known_float32(const ir::Value* v) {
+  for (int depth = 0; v && depth < 10000; ++depth) {
+    if (v->dtype != DType::Undefined) return v->dtype == DType::Float32;
+    const ir::Node* p = v->producer;
+    if (!p || !p->domain.empty()) return false;
+    if (p->op_type == "Conv") return true;
+    static const std::set<std::string> kSameType{"Relu", "Clip", "Add", "MaxPool", "AveragePool", "GlobalAveragePool",
+                                                 "Flatten", "Reshape", "Identity"};
+    if (!kSameType.count(p->op_type) || p->inputs.empty() || p->outputs[0] != v) return false;
+    v = p->inputs[0];
+  }
+  return false;
+}
+
+// The clamp a Relu or Clip node applies, when it can move into the epilogue
+// of the node before it: float32 bounds known at prepare time (Clip opset 11+:
+// constant scalar inputs, absent ones the float range as in make_clip; before
+// opset 11: attributes). The epilogue clamps as min(max(v, lo), hi), which is
+// the reference kernels' Relu (v < 0 ? 0 : v) and Clip for every value.
+std::optional<kernels::ConvActivation> activation_of(const ir::Graph& graph, const ir::Node& n) {
+  if (!n.domain.empty() || n.inputs.empty() || !known_float32(n.inputs[0])) return std::nullopt;
+  kernels::ConvActivation act;
+  act.clamp = true;
+  act.lo = 0.0f;
+  act.hi = std::numeric_limits<float>::infinity();
+  if (n.op_type == "Relu") return act;
+  if (n.op_type != "Clip") return std::nullopt;
+  act.lo = std::numeric_limits<float>::lowest();
+  act.hi = std::numeric_limits<float>::max();
+  if (graph.opset("") < 11) {
+    if (n.find_attribute("min")) act.lo = n.attr_float("min", 0);
+    if (n.find_attribute("max")) act.hi = n.attr_float("max", 0);
+    return act;
+  }
+  for (size_t k = 1; k <= 2; ++k) {
+    const ir::Value* b = n.input(k);
+    if (!b) continue;
+    const Tensor* t = prepare_time_constant(*b);
+    if (!t || t->dtype() != DType::Float32 || t->size() != 1) return std::nullopt;
+    (k == 1 ? act.lo : act.hi) = t->data<float>()[0];
+  }
+  return act;
+}
+
+// Fusion (PlanOptions::fuse): for each Conv or Add whose only output is read
+// by exactly one Relu/Clip (once) and by nothing else, and is no graph
+// output, that activation node and its clamp.
+struct Fusion {
+  std::unordered_map<const ir::Node*, std::pair<const ir::Node*, kernels::ConvActivation>> into;  // producer -> act
+  std::set<const ir::Node*> absorbed;                                                          // activation nodes
+};
+
+Fusion plan_fusion(const ir::Graph& graph, const std::vector<ir::Node*>& order) {
+  std::unordered_map<const ir::Value*, std::vector<const ir::Node*>> readers;
+  for (const ir::Node* n : order) {
+    for (const ir::Value* v : n->inputs)
+      if (v) readers[v].push_back(n);
+    for (const ir::Value* v : n->implicit_inputs) readers[v].push_back(n);
+  }
+  Fusion f;
+  for (const ir::Node* n : order) {
+    if (!n->domain.empty() || (n->op_type != "Conv" && n->op_type != "Add") || n->outputs.size() != 1) continue;
+    const ir::Value* v = n->outputs[0];
+    if (!v || graph.is_graph_output(v)) continue;
+    const auto it = readers.find(v);
+    if (it == readers.end() || it->second.size() != 1) continue;
+    const ir::Node* act_node = it->second[0];
+    if (act_node->inputs[0] != v || act_node->outputs.size() != 1 || !act_node->outputs[0]) continue;
+    // Read once: Clip(v, v, v) would still need v.
+    if (std::count(act_node->inputs.begin(), act_node->inputs.end(), v) != 1) continue;
+    const auto act = activation_of(graph, *act_node);
+    if (!act) continue;
+    f.into[n] = {act_node, *act};
+    f.absorbed.insert(act_node);
+  }
+  return f;
+}
+
+// Size class of a value for the memory plan: values of one static type and
+// element count share buffers; others (dynamic shapes) get a buffer each.
+int64_t size_class(const ir::Value& v, std::map<std::pair<DType, int64_t>, int64_t>& classes) {
+  if (v.dtype == DType::Undefined || !v.has_shape) return -1;
+  int64_t count = 1;
+  for (int64_t d : v.shape) {
+    if (d < 0) return -1;
+    count *= d;
+  }
+  return classes.emplace(std::make_pair(v.dtype, count), static_cast<int64_t>(classes.size())).first->second;
+}
+
 }  // namespace
 
-Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph, const SessionOptions& options) {
-  std::unique_ptr<Session> s(new Session(graph, options));
+Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph, const SessionOptions& options,
+                                                   const PlanOptions& plan) {
+  std::unique_ptr<Session> s(new Session(graph, options, plan));
   std::unordered_map<const ir::Value*, int> slot_of;
   std::vector<char> ready;  // per slot: a graph input, a constant, or produced by an earlier node
   auto slot = [&](const ir::Value* v) {
@@ -37,16 +148,22 @@ Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph, const
     ready[static_cast<size_t>(s->input_slots_.back())] = 1;
   }
   QT_ASSIGN_OR_RETURN(auto order, graph.topological_order());
+  const Fusion fusion = plan.fuse ? plan_fusion(graph, order) : Fusion{};
   std::vector<const Tensor*> fold_inputs;
   std::vector<Tensor> fold_outputs;
   for (const ir::Node* n : order) {
+    if (fusion.absorbed.count(n)) continue;  // runs inside its producer's kernel
     KernelFactory factory = find_kernel_factory(n->domain, n->op_type);
     int64_t opset = graph.opset(n->domain);
     if (!factory) {
       return Status::bad_input(n->describe() + ": operator " + (n->domain.empty() ? "" : n->domain + ".") + n->op_type +
                                " (opset " + std::to_string(opset) + ") is not supported by the interpreter");
     }
-    auto kernel = factory(KernelContext{*n, opset, &graph, options});
+    const KernelContext ctx{*n, opset, &graph, options};
+    const auto fused = fusion.into.find(n);
+    auto kernel = fused == fusion.into.end() ? factory(ctx)
+                  : n->op_type == "Conv"     ? make_conv_fused(ctx, fused->second.second)
+                                             : make_add_fused(ctx, fused->second.second);
     if (!kernel) return kernel.status().with_context(n->describe());
     Step step{n, std::move(kernel).value(), {}, {}, {}};
     for (const ir::Value* v : n->inputs) step.inputs.push_back(v ? slot(v) : -1);
@@ -59,7 +176,10 @@ Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph, const
         return Status::bad_input(n->describe() + ": its subgraph reads '" + name + "' before a node produces it");
       step.inputs.push_back(sl);
     }
-    for (const ir::Value* v : n->outputs) step.outputs.push_back(v ? slot(v) : -1);
+    if (fused != fusion.into.end())
+      step.outputs.push_back(slot(fused->second.first->outputs[0]));  // the activation's output
+    else
+      for (const ir::Value* v : n->outputs) step.outputs.push_back(v ? slot(v) : -1);
     for (int o : step.outputs)
       if (o >= 0) ready[static_cast<size_t>(o)] = 1;
 
@@ -84,16 +204,96 @@ Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph, const
   }
   for (const ir::Value* v : graph.outputs) s->output_slots_.push_back(slot(v));
 
-  // Liveness: a slot is released after its last reader, unless it is a graph
-  // output or constant data (owned by the graph).
-  std::vector<int> last_use(s->slot_values_.size(), -1);
-  for (size_t i = 0; i < s->steps_.size(); ++i)
+  // Liveness: a slot is released after its last reader (an output nothing
+  // reads: right after the step producing it), unless it is a graph output or
+  // constant data (owned by the graph).
+  const size_t n_slots = s->slot_values_.size();
+  std::vector<int> first_def(n_slots, -1), last_use(n_slots, -1);
+  for (size_t i = 0; i < s->steps_.size(); ++i) {
     for (int in : s->steps_[i].inputs)
       if (in >= 0) last_use[static_cast<size_t>(in)] = static_cast<int>(i);
+    for (int out : s->steps_[i].outputs)
+      if (out >= 0 && first_def[static_cast<size_t>(out)] < 0) first_def[static_cast<size_t>(out)] = static_cast<int>(i);
+  }
+  for (size_t v = 0; v < n_slots; ++v)
+    if (first_def[v] >= 0 && last_use[v] < first_def[v]) last_use[v] = first_def[v];
   for (int out : s->output_slots_) last_use[static_cast<size_t>(out)] = -2;
-  for (size_t v = 0; v < last_use.size(); ++v)
+  for (size_t v = 0; v < n_slots; ++v)
     if (last_use[v] >= 0 && !s->constant_slots_[v]) s->steps_[static_cast<size_t>(last_use[v])].release_after.push_back(static_cast<int>(v));
+
+  // Memory plan: every value a step produces, released after its last use,
+  // gets a buffer (buffer_plan.h); sizes from the model's static shapes.
+  s->lifetimes_.assign(n_slots, {-1, -1});
+  if (plan.reuse_buffers) {
+    std::map<std::pair<DType, int64_t>, int64_t> classes;
+    std::vector<int64_t> size_class_of_slot(n_slots, -1);
+    for (size_t v = 0; v < n_slots; ++v) {
+      if (first_def[v] < 0 || last_use[v] < 0 || s->constant_slots_[v]) continue;
+      s->lifetimes_[v] = {first_def[v], last_use[v]};
+      size_class_of_slot[v] = size_class(*s->slot_values_[v], classes);
+    }
+    s->memory_plan_ = s->make_plan(size_class_of_slot);
+  } else {
+    s->memory_plan_ = std::make_shared<MemoryPlan>(MemoryPlan{std::vector<int>(n_slots, -1), {}, 0});
+    s->replanned_ = true;
+  }
   return s;
+}
+
+std::shared_ptr<const Session::MemoryPlan> Session::make_plan(const std::vector<int64_t>& size_class_of_slot) const {
+  auto mp = std::make_shared<MemoryPlan>();
+  mp->buffer_of_slot.assign(lifetimes_.size(), -1);
+  std::vector<BufferUse> uses;
+  std::vector<size_t> use_slot;
+  for (size_t v = 0; v < lifetimes_.size(); ++v) {
+    if (lifetimes_[v].first < 0) continue;
+    uses.push_back(BufferUse{lifetimes_[v].first, lifetimes_[v].second, size_class_of_slot[v]});
+    use_slot.push_back(v);
+  }
+  const BufferPlan bp = plan_buffers(uses);
+  for (size_t u = 0; u < uses.size(); ++u) {
+    const size_t v = use_slot[u];
+    mp->buffer_of_slot[v] = bp.buffer_of[u];
+    mp->planned.push_back({slot_values_[v], lifetimes_[v].first, lifetimes_[v].second, bp.buffer_of[u]});
+  }
+  mp->buffer_count = bp.buffer_count;
+  return mp;
+}
+
+std::vector<Session::PlannedValue> Session::memory_plan() const {
+  std::lock_guard<std::mutex> lock(buffers_mutex_);
+  return memory_plan_->planned;
+}
+
+int Session::buffer_count() const {
+  std::lock_guard<std::mutex> lock(buffers_mutex_);
+  return memory_plan_->buffer_count;
+}
+
+Session::Buffers Session::take_buffers() const {
+  std::lock_guard<std::mutex> lock(buffers_mutex_);
+  if (idle_buffers_.empty()) return Buffers{memory_plan_, std::vector<Tensor>(static_cast<size_t>(memory_plan_->buffer_count))};
+  Buffers b = std::move(idle_buffers_.back());
+  idle_buffers_.pop_back();
+  return b;
+}
+
+void Session::give_back(Buffers buffers, const std::vector<std::pair<DType, int64_t>>& sizes) const {
+  std::lock_guard<std::mutex> lock(buffers_mutex_);
+  if (!replanned_ && !sizes.empty()) {
+    // Values of one (dtype, element count) may now share buffers; buffers
+    // laid out for the old plan are dropped.
+    std::map<std::pair<DType, int64_t>, int64_t> classes;
+    std::vector<int64_t> size_class_of_slot(sizes.size(), -1);
+    for (size_t v = 0; v < sizes.size(); ++v)
+      if (lifetimes_[v].first >= 0 && sizes[v].first != DType::Undefined)
+        size_class_of_slot[v] = classes.emplace(sizes[v], static_cast<int64_t>(classes.size())).first->second;
+    memory_plan_ = make_plan(size_class_of_slot);
+    replanned_ = true;
+    idle_buffers_.clear();
+    return;
+  }
+  if (buffers.plan == memory_plan_) idle_buffers_.push_back(std::move(buffers));
 }
 
 namespace {
@@ -129,6 +329,16 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
   }
   std::vector<Tensor> owned(slot_values_.size());
   std::vector<const Tensor*> ptr(constant_slots_);
+  // Planned buffers go back to the session on every return path; a failed
+  // run may leave some empty or stale, which the next run's kernels replace.
+  struct Lease {
+    const Session& s;
+    Buffers buffers;
+    std::vector<std::pair<DType, int64_t>> sizes;  // filled by a run that completes
+    ~Lease() { s.give_back(std::move(buffers), sizes); }
+  } lease{*this, take_buffers(), {}};
+  const std::vector<int>& buffer_of_slot = lease.buffers.plan->buffer_of_slot;
+  std::vector<std::pair<DType, int64_t>> sizes(slot_values_.size(), {DType::Undefined, 0});
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::Value& v = *slot_values_[static_cast<size_t>(input_slots_[i])];
     if (!inputs[i]) return Status::internal("input '" + v.name() + "' is null");
@@ -141,7 +351,12 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
   for (const Step& step : steps_) {
     in_ptrs.clear();
     for (int in : step.inputs) in_ptrs.push_back(in >= 0 ? ptr[static_cast<size_t>(in)] : nullptr);
-    outs.assign(step.outputs.size(), Tensor());
+    outs.resize(step.outputs.size());
+    for (size_t k = 0; k < step.outputs.size(); ++k) {
+      const int o = step.outputs[k];
+      const int b = o >= 0 ? buffer_of_slot[static_cast<size_t>(o)] : -1;
+      outs[k] = b >= 0 ? std::move(lease.buffers.tensors[static_cast<size_t>(b)]) : Tensor();
+    }
     Status st = step.kernel->run(in_ptrs, outs);
     if (!st.is_ok()) return st.with_context(step.node->describe());
     for (size_t k = 0; k < step.outputs.size(); ++k) {
@@ -152,16 +367,27 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
       if (observer) observer(*slot_values_[static_cast<size_t>(o)], owned[static_cast<size_t>(o)]);
     }
     for (int r : step.release_after) {
+      const int b = buffer_of_slot[static_cast<size_t>(r)];
+      sizes[static_cast<size_t>(r)] = {owned[static_cast<size_t>(r)].dtype(), owned[static_cast<size_t>(r)].size()};
+      if (b >= 0) lease.buffers.tensors[static_cast<size_t>(b)] = std::move(owned[static_cast<size_t>(r)]);
       owned[static_cast<size_t>(r)] = Tensor();
       ptr[static_cast<size_t>(r)] = nullptr;
     }
   }
   std::vector<Tensor> result;
-  for (int o : output_slots_) {
-    const Tensor* t = ptr[static_cast<size_t>(o)];
-    if (!t) return Status::internal("graph output '" + slot_values_[static_cast<size_t>(o)]->name() + "' was not computed");
-    result.push_back(*t);
+  for (size_t k = 0; k < output_slots_.size(); ++k) {
+    const size_t o = static_cast<size_t>(output_slots_[k]);
+    const Tensor* t = ptr[o];
+    if (!t) return Status::internal("graph output '" + slot_values_[o]->name() + "' was not computed");
+    // A run's own result moves out unless the same value is listed again later.
+    bool listed_again = false;
+    for (size_t j = k + 1; j < output_slots_.size(); ++j) listed_again = listed_again || output_slots_[j] == output_slots_[k];
+    if (t == &owned[o] && !listed_again)
+      result.push_back(std::move(owned[o]));
+    else
+      result.push_back(*t);
   }
+  lease.sizes = std::move(sizes);
   return result;
 }
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,6 +27,22 @@ namespace quant::interp {
 // called for values computed inside If/Loop/Scan bodies (nested sessions).
 using Observer = std::function<void(const ir::Value& value, const Tensor& tensor)>;
 
+// How a Session lays out its runs. Neither option changes any result (tests
+// check outputs bit for bit with each on and off).
+struct PlanOptions {
+  // Activation buffers planned at prepare time (buffer_plan.h): values whose
+  // lifetimes do not overlap share a buffer, and buffers are kept from one
+  // run to the next, so a steady-state run neither allocates nor zero-fills
+  // them. Graph outputs are moved out of the plan into the result.
+  bool reuse_buffers = true;
+  // Fusion: Conv -> Relu/Clip (constant bounds) becomes one Conv with the
+  // clamp in its epilogue, Add -> Relu/Clip one Add, when the intermediate
+  // value is read by nothing else and is no graph output. That value is then
+  // never computed, so the observer never sees it: callers that observe every
+  // value (qprofile, qrun --per-layer) leave this off.
+  bool fuse = false;
+};
+
 class Session {
  public:
   // The graph must outlive the session.
@@ -40,7 +57,8 @@ class Session {
   // Multinomial) are never folded. DequantizeLinear of a constant weight
   // folds too (a float weight computed once); a future integer lowering of
   // DQ -> op -> Q patterns must match them before folding.
-  static Expected<std::unique_ptr<Session>> create(const ir::Graph& graph, const SessionOptions& options = {});
+  static Expected<std::unique_ptr<Session>> create(const ir::Graph& graph, const SessionOptions& options = {},
+                                                   const PlanOptions& plan = {});
 
   const SessionOptions& options() const { return options_; }
 
@@ -50,13 +68,47 @@ class Session {
   // copying outer-scope tensors).
   Expected<std::vector<Tensor>> run(std::span<const Tensor* const> inputs, const Observer& observer = nullptr) const;
 
-  // Steps left to run per sample after folding (tests check folding with it).
+  // Steps left to run per sample after folding and fusion (tests check both with it).
   size_t step_count() const { return steps_.size(); }
+  // The memory plan (empty with PlanOptions::reuse_buffers off): each value a
+  // step produces and a later step releases, its lifetime in steps (producer
+  // to last reader, both included) and its buffer. Tests check that values
+  // sharing a buffer are never live at once. Values whose size is not known
+  // at prepare time (no shape in the model) get a buffer each until the
+  // first run has completed; the plan is then made again, once, with the
+  // sizes that run produced.
+  struct PlannedValue {
+    const ir::Value* value;
+    int first, last, buffer;
+  };
+  std::vector<PlannedValue> memory_plan() const;
+  int buffer_count() const;
 
   const ir::Graph& graph() const { return graph_; }
 
  private:
-  Session(const ir::Graph& graph, const SessionOptions& options) : graph_(graph), options_(options) {}
+  Session(const ir::Graph& graph, const SessionOptions& options, const PlanOptions& plan)
+      : graph_(graph), options_(options), plan_(plan) {}
+
+  struct MemoryPlan {
+    std::vector<int> buffer_of_slot;  // -1: not planned (constants, graph inputs and outputs)
+    std::vector<PlannedValue> planned;
+    int buffer_count = 0;
+  };
+  // Plans the buffers of the values of `lifetimes_` given a size class per slot.
+  std::shared_ptr<const MemoryPlan> make_plan(const std::vector<int64_t>& size_class_of_slot) const;
+
+  // The buffers of one run in flight, under the plan they were made for;
+  // kept between runs (several runs may be in flight at once, e.g. qprofile's
+  // sample threads: each takes its own).
+  struct Buffers {
+    std::shared_ptr<const MemoryPlan> plan;
+    std::vector<Tensor> tensors;
+  };
+  Buffers take_buffers() const;
+  // `sizes`: per slot (dtype, element count) produced by a completed run, or
+  // empty; the first such report replans with them.
+  void give_back(Buffers buffers, const std::vector<std::pair<DType, int64_t>>& sizes) const;
 
   struct Step {
     const ir::Node* node;
@@ -68,12 +120,18 @@ class Session {
 
   const ir::Graph& graph_;
   SessionOptions options_;
+  PlanOptions plan_;
   std::vector<Step> steps_;
   std::vector<const ir::Value*> slot_values_;
   std::vector<const Tensor*> constant_slots_;  // non-null for initializers and folded values
   std::deque<Tensor> folded_;                  // outputs of folded nodes (stable addresses)
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;
+  std::vector<std::pair<int, int>> lifetimes_;  // per slot: first and last step, -1 when not planned
+  mutable std::mutex buffers_mutex_;            // guards the three below
+  mutable std::shared_ptr<const MemoryPlan> memory_plan_;
+  mutable bool replanned_ = false;
+  mutable std::vector<Buffers> idle_buffers_;
 };
 
 }  // namespace quant::interp
