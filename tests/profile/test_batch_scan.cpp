@@ -137,6 +137,14 @@ TEST_CASE("batch scan: bin counts equal the portable count on swept sizes and la
   std::vector<float> relu(50000, 0.0f);
   for (size_t i = 0; i < relu.size(); i += 7) relu[i] = static_cast<float>(i % 100) * 0.01f;
   check_counts(relu, 2048);
+  // Long runs of one value (Relu6: 0 and 6), at every alignment, between random values.
+  std::vector<float> runs;
+  std::uniform_real_distribution<float> some(-1.0f, 7.0f);
+  for (size_t run = 1; runs.size() < 60000; run = run % 37 + 1) {
+    runs.insert(runs.end(), run * 3, run % 2 ? 0.0f : 6.0f);
+    for (size_t k = 0; k < run % 5; ++k) runs.push_back(some(rng));
+  }
+  for (int bins : {16, 2048}) check_counts(runs, bins);
 }
 
 TEST_CASE("batch scan: a negative value whose scaled cell underflows still lands in cell -1", "[profile][batch_scan]") {
