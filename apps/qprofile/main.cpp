@@ -32,7 +32,10 @@ Status profile_model(const Flags& f) {
   if (f.model.empty()) return Status::bad_input("no model given (usage: qprofile MODEL.onnx --data DIR -o PROFILE.json)");
   if (f.output.empty()) return Status::bad_input("no output given: -o PROFILE.json");
   QT_ASSIGN_OR_RETURN(std::string model_bytes, quant::read_file(f.model));
-  QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
+  // Read once: the bytes are both hashed (model.digest) and parsed.
+  QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model_from_bytes(model_bytes, f.model));
+  const std::string digest = quant::sha256_hex(model_bytes);
+  std::string().swap(model_bytes);  // the graph holds its own copy of the weights
   auto session_or = quant::interp::Session::create(*graph);
   if (!session_or) return session_or.status().with_context(f.model);
   auto session = std::move(session_or).value();
@@ -40,7 +43,7 @@ Status profile_model(const Flags& f) {
 
   quant::profile::Profile profile;
   profile.model_path = f.model;
-  profile.model_digest = quant::sha256_hex(model_bytes);
+  profile.model_digest = digest;
   profile.graph_signature = quant::ir::graph_signature(*graph);
   profile.bins = f.collect.bins;
   QT_RETURN_IF_ERROR(qtool::collect_profile(*session, data, f.collect, f.model, profile));

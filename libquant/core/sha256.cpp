@@ -3,6 +3,11 @@
 #include <array>
 #include <cstdint>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
 namespace quant {
 namespace {
 
@@ -47,6 +52,59 @@ void compress(std::array<uint32_t, 8>& h, const unsigned char* block) {
   h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += k;
 }
 
+#if defined(__x86_64__)
+bool cpu_has_sha() {
+  // CPUID leaf 7, EBX bit 29: the SHA extensions (SHA256RNDS2, SHA256MSG1/2).
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  return ((ebx >> 29) & 1) && __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("ssse3");
+}
+
+// The same compression with the SHA extensions (Intel's SHA-NI), ~10x faster:
+// qprofile hashes every model it profiles (model.digest). The state is held as
+// ABEF / CDGH, the layout SHA256RNDS2 works on; each group of 4 rounds takes 4
+// message words W[4g..4g+3] and schedules the words of later groups.
+__attribute__((target("sha,sse4.1,ssse3"))) void compress_sha_ni(std::array<uint32_t, 8>& h, const unsigned char* data,
+                                                                size_t blocks) {
+  const __m128i byte_swap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+  __m128i dcba = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&h[0]));
+  __m128i hgfe = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&h[4]));
+  __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1);
+  __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+  __m128i abef = _mm_alignr_epi8(cdab, efgh, 8);
+  __m128i cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+  for (size_t b = 0; b < blocks; ++b, data += 64) {
+    const __m128i abef_in = abef, cdgh_in = cdgh;
+    __m128i w[4];  // w[g % 4]: message words of group g (or, ahead of time, its partial schedule)
+    for (int g = 0; g < 16; ++g) {
+      if (g < 4) w[g] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 16 * g)), byte_swap);
+      __m128i msg = _mm_add_epi32(w[g % 4], _mm_loadu_si128(reinterpret_cast<const __m128i*>(&kRound[4 * static_cast<size_t>(g)])));
+      cdgh = _mm_sha256rnds2_epu32(cdgh, abef, msg);
+      if (g >= 3 && g <= 14) {  // W[g+1] = msg2(msg1(W[g-3], W[g-2]) + (W[g-1..g] shifted by one word), W[g])
+        __m128i& next = w[(g + 1) % 4];
+        next = _mm_sha256msg2_epu32(_mm_add_epi32(next, _mm_alignr_epi8(w[g % 4], w[(g + 3) % 4], 4)), w[g % 4]);
+      }
+      abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(msg, 0x0E));
+      if (g >= 1 && g <= 12) w[(g + 3) % 4] = _mm_sha256msg1_epu32(w[(g + 3) % 4], w[g % 4]);
+    }
+    abef = _mm_add_epi32(abef, abef_in);
+    cdgh = _mm_add_epi32(cdgh, cdgh_in);
+  }
+  __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+  __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&h[0]), _mm_blend_epi16(feba, dchg, 0xF0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&h[4]), _mm_alignr_epi8(dchg, feba, 8));
+}
+#endif
+
+void compress_blocks(std::array<uint32_t, 8>& h, const unsigned char* data, size_t blocks) {
+#if defined(__x86_64__)
+  static const bool sha_ni = cpu_has_sha();
+  if (sha_ni) return compress_sha_ni(h, data, blocks);
+#endif
+  for (size_t i = 0; i < blocks; ++i) compress(h, data + 64 * i);
+}
+
 }  // namespace
 
 std::string sha256_hex(std::string_view bytes) {
@@ -56,7 +114,7 @@ std::string sha256_hex(std::string_view bytes) {
   const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
   size_t n = bytes.size();
   size_t full = n / 64 * 64;
-  for (size_t i = 0; i < full; i += 64) compress(h, data + i);
+  compress_blocks(h, data, full / 64);
 
   // Section 5.1.1 padding: a 1 bit, zeros, then the message length in bits as
   // a 64-bit big-endian number, filling one or two final blocks.
@@ -67,7 +125,7 @@ std::string sha256_hex(std::string_view bytes) {
   size_t tail_len = rest + 1 + 8 <= 64 ? 64 : 128;
   uint64_t bits = static_cast<uint64_t>(n) * 8;
   for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
-  for (size_t i = 0; i < tail_len; i += 64) compress(h, tail + i);
+  compress_blocks(h, tail, tail_len / 64);
 
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;

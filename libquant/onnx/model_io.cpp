@@ -2,6 +2,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <climits>
 #include <filesystem>
 #include <set>
 
@@ -290,8 +291,14 @@ Expected<Subgraph> import_subgraph(const std::string& serialized_graph, const st
 
 Expected<std::unique_ptr<ir::Graph>> load_model(const std::string& path) {
   QT_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  return load_model_from_bytes(bytes, path);
+}
+
+Expected<std::unique_ptr<ir::Graph>> load_model_from_bytes(std::string_view bytes, const std::string& path) {
   onnx::ModelProto model;
-  if (bytes.empty() || !model.ParseFromString(bytes)) {
+  // Protobuf parses at most 2 GiB (INT_MAX bytes) from one buffer.
+  if (bytes.empty() || bytes.size() > static_cast<size_t>(INT_MAX) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return Status::bad_input(path + ": not a valid ONNX model (protobuf parse failed)");
   }
   if (!model.has_graph()) return Status::bad_input(path + ": ONNX model has no graph");

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "libquant/core/status.h"
@@ -17,6 +18,9 @@ namespace quant::onnx_io {
 
 // Reads and imports a model file; errors name the file.
 Expected<std::unique_ptr<ir::Graph>> load_model(const std::string& path);
+// The same for a model file already read (qprofile also hashes the bytes);
+// `path` names the file in errors and locates external data.
+Expected<std::unique_ptr<ir::Graph>> load_model_from_bytes(std::string_view bytes, const std::string& path);
 // `model_dir` resolves external data.
 Expected<std::unique_ptr<ir::Graph>> import_model(const onnx::ModelProto& model, const std::string& model_dir);
 

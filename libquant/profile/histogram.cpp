@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <string>
 
+#include "libquant/profile/batch_scan.h"
+
 namespace quant::profile {
 namespace {
 
@@ -138,46 +140,25 @@ static Histogram onto_lattice(const Histogram& h) {
 }
 
 void Histogram::add(const float* x, int64_t n) {
-  double batch_min = std::numeric_limits<double>::infinity();
-  double batch_max = -batch_min;
-  double batch_sum = 0;
-  uint64_t finite = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    float v = x[i];
-    if (std::isnan(v)) {
-      ++nan_count_;
-    } else if (std::isinf(v)) {
-      ++inf_count_;
-    } else {
-      batch_min = std::min<double>(batch_min, v);
-      batch_max = std::max<double>(batch_max, v);
-      batch_sum += v;
-      ++finite;
-    }
-  }
-  if (finite == 0) return;
+  // Two passes over the activation, where the interpreter produced it (no copy):
+  // statistics first, as they may widen the lattice, then the bins.
+  const BatchStats batch = scan_batch(x, n);
+  nan_count_ += batch.nan;
+  inf_count_ += batch.inf;
+  if (batch.finite == 0) return;
   if (!lattice_) *this = onto_lattice(*this);
 
-  const double new_min = empty() ? batch_min : std::min(min_, batch_min);
-  const double new_max = empty() ? batch_max : std::max(max_, batch_max);
+  const double new_min = empty() ? batch.min : std::min<double>(min_, batch.min);
+  const double new_max = empty() ? batch.max : std::max<double>(max_, batch.max);
   int e = fit_exponent(new_min, new_max, bins());
   if (!empty()) e = std::max(e, exp_);  // only a hand-written lattice can be coarser than needed
   const int64_t first = cell_of(new_min, e);
   if (e != exp_ || first != first_ || empty()) relayout(e, first, bins());
   min_ = new_min;
   max_ = new_max;
-
-  const double scale = std::ldexp(1.0, -exp_);  // exact: multiplying by a power of two
-  const int64_t last = static_cast<int64_t>(counts_.size()) - 1;
-  uint64_t* counts = counts_.data();
-  for (int64_t i = 0; i < n; ++i) {
-    float v = x[i];
-    if (!std::isfinite(v)) continue;
-    auto bin = static_cast<int64_t>(std::floor(static_cast<double>(v) * scale)) - first_;
-    counts[std::clamp<int64_t>(bin, 0, last)]++;
-  }
-  count_ += finite;
-  sum_ += batch_sum;
+  count_cells(x, n, exp_, first_, counts_.data(), bins());
+  count_ += batch.finite;
+  sum_ += batch.sum;
 }
 
 HistogramFields Histogram::fields() const {

@@ -1,7 +1,8 @@
 // A streaming, constant-memory histogram of one activation (in the spirit of
 // Glow's profiling: exact min/max plus a histogram), filled sample by sample.
 //
-// What is tracked: exact min, max, count, sum (double) of the finite values;
+// What is tracked: exact min, max, count, sum (double, in the lane order of
+// batch_scan.h) of the finite values;
 // NaN and +-Inf are only counted (nan_count, inf_count), never folded into
 // min/max, the sum or the bins. count() is the number of finite values and
 // always equals the sum of counts().

@@ -1,0 +1,222 @@
+#include "libquant/profile/batch_scan.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace quant::profile {
+namespace {
+
+constexpr int kLanes = 8;
+
+double combine_lanes(const double* l) { return ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7])); }
+
+// -0 and +0 compare equal; report +0 whichever the scan met first.
+float canonical_zero(float v) { return v == 0 ? 0.0f : v; }
+
+// The scalar step shared by the portable scan and the AVX2 tail: lane `lane`.
+struct ScalarScan {
+  float min = std::numeric_limits<float>::infinity();
+  float max = -std::numeric_limits<float>::infinity();
+  double lanes[kLanes] = {};
+  uint64_t nan = 0, inf = 0;
+
+  void step(float v, int lane) {
+    if (std::isnan(v)) {
+      ++nan;
+    } else if (std::isinf(v)) {
+      ++inf;
+    } else {
+      min = std::min(min, v);
+      max = std::max(max, v);
+      lanes[lane] += v;
+    }
+  }
+  BatchStats finish(int64_t n) const {
+    BatchStats s;
+    s.min = canonical_zero(min);
+    s.max = canonical_zero(max);
+    s.sum = combine_lanes(lanes);
+    s.nan = nan;
+    s.inf = inf;
+    s.finite = static_cast<uint64_t>(n) - nan - inf;
+    return s;
+  }
+};
+
+// Bin of one finite value: floor(v * 2^-e) in double is exact (a power-of-two
+// scaling of a float stays far inside double's range).
+inline int64_t bin_of(float v, double scale, int64_t first, int64_t last) {
+  return std::clamp<int64_t>(static_cast<int64_t>(std::floor(static_cast<double>(v) * scale)) - first, 0, last);
+}
+
+#if defined(__x86_64__)
+bool cpu_has_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+
+__attribute__((target("avx2,fma"))) BatchStats scan_batch_avx2(const float* x, int64_t n) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+  const __m256i largest_finite = _mm256_set1_epi32(0x7f7fffff);  // bits above it: Inf, NaN
+  const __m256i inf_bits = _mm256_set1_epi32(0x7f800000);
+  const __m256 pos_inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 vmin = pos_inf, vmax = neg_inf;
+  __m256d acc_lo = _mm256_setzero_pd(), acc_hi = _mm256_setzero_pd();  // lanes 0-3, 4-7
+  uint64_t nan = 0, inf = 0;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    const __m256i abs = _mm256_and_si256(_mm256_castps_si256(v), abs_mask);
+    const __m256i bad = _mm256_cmpgt_epi32(abs, largest_finite);
+    if (!_mm256_testz_si256(bad, bad)) {  // rare: leave NaN/Inf out of min, max and sum
+      const unsigned bad_bits = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(bad)));
+      const unsigned nan_bits =
+          static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(abs, inf_bits))));
+      nan += static_cast<uint64_t>(__builtin_popcount(nan_bits));
+      inf += static_cast<uint64_t>(__builtin_popcount(bad_bits & ~nan_bits));
+      const __m256 bad_ps = _mm256_castsi256_ps(bad);
+      v = _mm256_andnot_ps(bad_ps, v);  // +0 adds nothing to a lane
+      vmin = _mm256_min_ps(vmin, _mm256_blendv_ps(v, pos_inf, bad_ps));
+      vmax = _mm256_max_ps(vmax, _mm256_blendv_ps(v, neg_inf, bad_ps));
+    } else {
+      vmin = _mm256_min_ps(vmin, v);
+      vmax = _mm256_max_ps(vmax, v);
+    }
+    acc_lo = _mm256_add_pd(acc_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+    acc_hi = _mm256_add_pd(acc_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+  }
+  ScalarScan tail;
+  alignas(32) float mins[kLanes], maxs[kLanes];
+  _mm256_store_ps(mins, vmin);
+  _mm256_store_ps(maxs, vmax);
+  for (int k = 0; k < kLanes; ++k) {
+    tail.min = std::min(tail.min, mins[k]);
+    tail.max = std::max(tail.max, maxs[k]);
+  }
+  _mm256_storeu_pd(tail.lanes, acc_lo);
+  _mm256_storeu_pd(tail.lanes + 4, acc_hi);
+  tail.nan = nan;
+  tail.inf = inf;
+  for (int lane = 0; i < n; ++i, ++lane) tail.step(x[i], lane);
+  return tail.finish(n);
+}
+
+// Increments go to 4 interleaved copies of the bins when the tensor is large:
+// activations after Relu put long runs of values into one bin, and back-to-back
+// increments of one counter wait for each other's store.
+constexpr int kCopies = 4;
+constexpr int64_t kFlushEvery = int64_t{1} << 30;  // a uint32 copy sees at most this many increments
+
+__attribute__((target("avx2,fma"))) void count_cells_avx2(const float* x, int64_t n, int e, int64_t first,
+                                                          uint64_t* counts, int bins) {
+  const int64_t last = bins - 1;
+  const double scale_d = std::ldexp(1.0, -e);
+  const __m256 scale = _mm256_set1_ps(std::ldexp(1.0f, -e));  // a normal float: checked by the caller
+  const __m256i first_v = _mm256_set1_epi32(static_cast<int32_t>(first));
+  const __m256i last_v = _mm256_set1_epi32(static_cast<int32_t>(last));
+  const __m256i zero_i = _mm256_setzero_si256();
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 minus_one = _mm256_set1_ps(-1.0f);
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+  const __m256i largest_finite = _mm256_set1_epi32(0x7f7fffff);
+
+  const bool copies = n >= int64_t{8} * bins && bins <= (1 << 16);
+  thread_local std::vector<uint32_t> scratch;
+  const size_t stride = static_cast<size_t>(bins);
+  if (copies) scratch.assign(kCopies * stride, 0);
+  auto flush = [&] {
+    for (size_t b = 0; b < stride; ++b)
+      counts[b] += uint64_t{scratch[b]} + scratch[stride + b] + scratch[2 * stride + b] + scratch[3 * stride + b];
+    std::fill(scratch.begin(), scratch.end(), 0u);
+  };
+
+  alignas(32) int32_t idx[kLanes];
+  int64_t i = 0, since_flush = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256i abs = _mm256_and_si256(_mm256_castps_si256(v), abs_mask);
+    const __m256i bad = _mm256_cmpgt_epi32(abs, largest_finite);
+    if (!_mm256_testz_si256(bad, bad)) {
+      for (int k = 0; k < kLanes; ++k)
+        if (std::isfinite(x[i + k])) counts[bin_of(x[i + k], scale_d, first, last)]++;
+      continue;
+    }
+    // v * 2^-e is exact in float unless it underflows (|v * 2^-e| < 2^25 by the
+    // precondition); an underflow to -0 would floor to 0 where the true cell of a
+    // negative value is -1, and only there, so those lanes are set to -1.
+    __m256 cell = _mm256_floor_ps(_mm256_mul_ps(v, scale));
+    const __m256 negative_to_zero = _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_LT_OQ), _mm256_cmp_ps(cell, zero, _CMP_EQ_OQ));
+    cell = _mm256_blendv_ps(cell, minus_one, negative_to_zero);
+    __m256i bin = _mm256_sub_epi32(_mm256_cvttps_epi32(cell), first_v);
+    bin = _mm256_min_epi32(_mm256_max_epi32(bin, zero_i), last_v);
+    // Relu/Relu6 outputs hold long runs of exact 0 (or 6): 8 values in one bin
+    // are one increment by 8 instead of 8 dependent increments.
+    const __m256i same = _mm256_cmpeq_epi32(bin, _mm256_permutevar8x32_epi32(bin, zero_i));
+    if (_mm256_movemask_epi8(same) == -1) {
+      counts[_mm256_cvtsi256_si32(bin)] += kLanes;
+      continue;
+    }
+    _mm256_store_si256(reinterpret_cast<__m256i*>(idx), bin);
+    if (copies) {
+      uint32_t* s = scratch.data();
+      for (int k = 0; k < kLanes; ++k) s[static_cast<size_t>(k % kCopies) * stride + static_cast<size_t>(idx[k])]++;
+      if ((since_flush += kLanes) >= kFlushEvery) {
+        flush();
+        since_flush = 0;
+      }
+    } else {
+      for (int k = 0; k < kLanes; ++k) counts[idx[k]]++;
+    }
+  }
+  if (copies) flush();
+  for (; i < n; ++i)
+    if (std::isfinite(x[i])) counts[bin_of(x[i], scale_d, first, last)]++;
+}
+#endif
+
+}  // namespace
+
+BatchStats scan_batch_portable(const float* x, int64_t n) {
+  ScalarScan scan;
+  for (int64_t i = 0; i < n; ++i) scan.step(x[i], static_cast<int>(i % kLanes));
+  return scan.finish(n);
+}
+
+void count_cells_portable(const float* x, int64_t n, int e, int64_t first, uint64_t* counts, int bins) {
+  const double scale = std::ldexp(1.0, -e);  // exact: multiplying by a power of two
+  const int64_t last = bins - 1;
+  for (int64_t i = 0; i < n; ++i)
+    if (std::isfinite(x[i])) counts[bin_of(x[i], scale, first, last)]++;
+}
+
+bool batch_scan_uses_avx2() {
+#if defined(__x86_64__)
+  static const bool avx2 = cpu_has_avx2();
+  return avx2;
+#else
+  return false;
+#endif
+}
+
+BatchStats scan_batch(const float* x, int64_t n) {
+#if defined(__x86_64__)
+  if (batch_scan_uses_avx2()) return scan_batch_avx2(x, n);
+#endif
+  return scan_batch_portable(x, n);
+}
+
+void count_cells(const float* x, int64_t n, int e, int64_t first, uint64_t* counts, int bins) {
+#if defined(__x86_64__)
+  // The float path needs 2^-e to be a normal float and cells to fit int32.
+  constexpr int64_t kCellLimit = int64_t{1} << 26;
+  if (batch_scan_uses_avx2() && e >= -127 && e <= 126 && first > -kCellLimit && first < kCellLimit)
+    return count_cells_avx2(x, n, e, first, counts, bins);
+#endif
+  count_cells_portable(x, n, e, first, counts, bins);
+}
+
+}  // namespace quant::profile
