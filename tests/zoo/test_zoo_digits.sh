@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Issue 5's clause on trained models: for each zoo model trained on
+# scikit-learn's digits (scripts/make_zoo.sh builds NAME_digits when missing),
+# qprofile on its calibration split, qconvert with default settings, ONNX
+# Runtime on the float and the quantized model over the 360 held-out test
+# images. Gate per model (tests/zoo/agreement.py): top-1 agreement with float
+# on >= 99% of the images (at most 3 of 360 may differ: a trained model's
+# near-ties may flip under 8-bit noise, a broken quantization flips far more)
+# and test accuracy at most 1 point below float's.
+set -euo pipefail
+bin=${QTOOL_BIN:?QTOOL_BIN must point at the build directory}
+src=${QTOOL_SOURCE_DIR:?QTOOL_SOURCE_DIR must point at the repository}
+export ZOO_DIR=${ZOO_DIR:-$src/.cache/zoo}
+models=(resnet18_digits mobilenet_v2_digits shufflenet_v2_x0_5_digits efficientnet_b0_digits squeezenet1_1_digits
+        transformer_encoder_digits)
+[ -f "$src/.cache/ort/node_modules/onnxruntime-node/package.json" ] || "$src/scripts/setup_ort.sh"
+bash "$src/scripts/make_zoo.sh" --only "$(IFS=,; echo "${models[*]}")"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=()
+for name in "${models[@]}"; do
+  d="$ZOO_DIR/$name"
+  t="$tmp/$name"
+  mkdir -p "$t"
+  if ! "$bin/qprofile" "$d/model.onnx" --data "$d/calib" -o "$t/profile.json" --quiet 2>"$t/err" ||
+     ! "$bin/qconvert" "$d/model.onnx" --profile "$t/profile.json" -o "$t/q.onnx" >/dev/null 2>>"$t/err" ||
+     ! node "$src/tests/interop/ort_run.js" "$d/model.onnx" "$d/inputs" "$t/float" >/dev/null 2>>"$t/err" ||
+     ! node "$src/tests/interop/ort_run.js" "$t/q.onnx" "$d/inputs" "$t/quant" >/dev/null 2>>"$t/err"; then
+    echo "FAIL $name: $(head -n1 "$t/err")"
+    failed+=("$name")
+    continue
+  fi
+  /usr/bin/python3 "$src/tests/zoo/agreement.py" "$name" "$t/quant" "$t/float" --labels "$d/labels.npy" \
+    --min-agreement 0.99 --max-drop 1 || failed+=("$name")
+done
+if ((${#failed[@]})); then
+  echo "zoo digits: ${#failed[@]} of ${#models[@]} models failed: ${failed[*]}" >&2
+  exit 1
+fi
+echo "zoo digits: all ${#models[@]} trained models keep top-1 with default settings in ONNX Runtime"
