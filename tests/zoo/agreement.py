@@ -21,6 +21,8 @@ import numpy as np
 
 
 def load_outputs(directory):
+    if not os.path.isdir(directory):
+        return [], []
     names = sorted(f for f in os.listdir(directory) if f.endswith(".out0.npy"))
     return names, [np.load(os.path.join(directory, f), allow_pickle=False) for f in names]
 
