@@ -2,7 +2,9 @@
 """Exports the model zoo: torchvision CNNs and a small transformer encoder
 classifier, randomly initialised with a fixed seed, with random inputs and
 PyTorch's outputs as .npy, for tests/zoo/test_zoo.sh and
-scripts/accuracy_table.sh.
+scripts/accuracy_table.sh; and the same architectures trained briefly on
+scikit-learn's digits (NAME_digits, see below), for
+tests/zoo/test_zoo_digits.sh.
 
 Random weights alone make poor test models for quantization: BatchNorm with
 its initial running statistics (mean 0, variance 1) does not normalise, so
@@ -21,9 +23,29 @@ Layout, per model:
     DIR/NAME/expected/sample_K.out0.npy    (PyTorch's output, qrun -o naming)
     DIR/NAME/DONE                          (written last: versions and time)
 A model whose DONE exists is skipped unless --force.
+
+Trained models (recipe 3, DIR/NAME_digits/): random networks on random inputs
+are chaotic and their top-1 has tiny margins, so they cannot show whether
+quantization keeps a trained model's predictions. These are the same
+architectures (10 classes) trained for a few epochs on scikit-learn's digits
+(python3-sklearn): the 8x8 images scaled to [-1, 1], upsampled bilinearly to
+32x32 and repeated over 3 channels for the CNNs, or cut into 16 patches of
+8x8 pixels (input [1, 16, 64]) for the transformer; squeezenet1_1 is left
+out (see DIGITS_MODELS). The split is the one of samples/digits
+(permutation with seed 0: 1437 training, 360 test images).
+    DIR/NAME_digits/model.onnx
+    DIR/NAME_digits/calib/NNNN.npy          (the first 200 training images)
+    DIR/NAME_digits/inputs/NNNN.npy         (the 360 held-out test images)
+    DIR/NAME_digits/expected/NNNN.out0.npy  (PyTorch's logits on them)
+    DIR/NAME_digits/labels.npy              (int64 [360]: label i belongs to
+                                             the i-th file of inputs/, as
+                                             qrun --labels reads it)
+    DIR/NAME_digits/DONE                    (also float test accuracy, epochs,
+                                             wall and CPU seconds)
 """
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -80,6 +102,54 @@ MODELS = {
     "efficientnet_b0": cnn(torchvision.models.efficientnet_b0),
     "squeezenet1_1": cnn(torchvision.models.squeezenet1_1),
     "transformer_encoder": transformer,
+}
+
+
+class PatchTransformer(torch.nn.Module):
+    """The zoo transformer for images cut into patches: a Linear patch embedding
+    plus a learned position embedding in front of TransformerClassifier."""
+
+    def __init__(self, patches, patch_pixels, d_model, classes):
+        super().__init__()
+        self.embed = torch.nn.Linear(patch_pixels, d_model)
+        self.position = torch.nn.Parameter(torch.zeros(1, patches, d_model))
+        layer = torch.nn.TransformerEncoderLayer(d_model=d_model, nhead=4, dim_feedforward=128, dropout=0.0,
+                                                 batch_first=True)
+        encoder = torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+        self.classifier = TransformerClassifier(encoder, d_model, classes)
+
+    def forward(self, x):
+        return self.classifier(self.embed(x) + self.position)
+
+
+# Trained models (recipe 3): architecture, input form ("image": [1,3,32,32];
+# "patches": [1,16,64]), opset, epochs and Adam's learning rate, chosen to
+# train each within seconds of CPU time on an idle machine. An export fails
+# below MIN_DIGITS_ACCURACY, far above chance (0.1): a recipe that no longer
+# trains. squeezenet1_1 is not among them: with Adam (3e-4, 1e-3, 3e-3) it
+# reached only 49-66% in 8-10 epochs (no BatchNorm, a ReLU on its class
+# scores), too weak a model to judge top-1 agreement on.
+DIGITS_RECIPE = 3
+DIGITS_SIZE = 32
+DIGITS_PATCH = 8
+DIGITS_TEST = 360
+DIGITS_CALIB = 200
+DIGITS_BATCH = 64
+DIGITS_SEED = 0
+MIN_DIGITS_ACCURACY = 0.5
+
+
+def digits_cnn(factory, epochs, lr):
+    return lambda: (factory(weights=None, num_classes=10), "image", 14, epochs, lr)
+
+
+DIGITS_MODELS = {
+    "resnet18_digits": digits_cnn(torchvision.models.resnet18, 3, 1e-3),
+    "mobilenet_v2_digits": digits_cnn(torchvision.models.mobilenet_v2, 5, 1e-3),
+    "shufflenet_v2_x0_5_digits": digits_cnn(torchvision.models.shufflenet_v2_x0_5, 5, 1e-3),
+    "efficientnet_b0_digits": digits_cnn(torchvision.models.efficientnet_b0, 5, 1e-3),
+    "transformer_encoder_digits": lambda: (PatchTransformer((DIGITS_SIZE // DIGITS_PATCH) ** 2,
+                                                            DIGITS_PATCH ** 2, 64, 10), "patches", 17, 8, 1e-3),
 }
 
 
@@ -157,22 +227,109 @@ def export(name, out_dir):
     print(f"make_zoo: {name}: exported in {seconds:.1f} s", file=sys.stderr)
 
 
+def digits_split():
+    """scikit-learn's digits as model inputs: (x_train, y_train, x_test, y_test)
+    with x of shape [N, 3, 32, 32] (images) and the split of samples/digits."""
+    from sklearn.datasets import load_digits  # only the trained models need it
+    digits = load_digits()
+    # Pixel values are 0..16: scaled to [-1, 1], then upsampled (bilinear is
+    # deterministic on CPU) and repeated over the 3 input channels.
+    x = torch.from_numpy(digits.images.astype(np.float32) / 8.0 - 1.0)[:, None]
+    x = torch.nn.functional.interpolate(x, size=(DIGITS_SIZE, DIGITS_SIZE), mode="bilinear",
+                                        align_corners=False).repeat(1, 3, 1, 1)
+    y = torch.from_numpy(digits.target.astype(np.int64))
+    perm = torch.from_numpy(np.random.RandomState(DIGITS_SEED).permutation(len(x)))
+    train, test = perm[:len(x) - DIGITS_TEST], perm[len(x) - DIGITS_TEST:]
+    return x[train], y[train], x[test], y[test]
+
+
+def as_patches(images):
+    """[N, 3, S, S] -> [N, (S/P)^2, P*P]: the first channel cut into P x P
+    patches in row-major order, each flattened row by row."""
+    n, p = images.shape[0], DIGITS_PATCH
+    g = DIGITS_SIZE // p
+    x = images[:, 0].reshape(n, g, p, g, p).permute(0, 1, 3, 2, 4)
+    return x.reshape(n, g * g, p * p).contiguous()
+
+
+def train_digits(model, x, y, epochs, lr):
+    """Adam on cross-entropy, mini-batches in a seeded order."""
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    order_gen = torch.Generator().manual_seed(DIGITS_SEED)
+    model.train()
+    for _ in range(epochs):
+        order = torch.randperm(len(x), generator=order_gen)
+        for i in range(0, len(x), DIGITS_BATCH):
+            idx = order[i:i + DIGITS_BATCH]
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
+            opt.step()
+    model.eval()
+
+
+def export_digits(name, out_dir):
+    start, cpu_start = time.time(), time.process_time()
+    torch.manual_seed(DIGITS_SEED)
+    model, form, opset, epochs, lr = DIGITS_MODELS[name]()
+    x_train, y_train, x_test, y_test = digits_split()
+    if form == "patches":
+        x_train, x_test = as_patches(x_train), as_patches(x_test)
+    train_digits(model, x_train, y_train, epochs, lr)
+    with torch.no_grad():
+        logits = model(x_test)
+    accuracy = float((logits.argmax(dim=1) == y_test).float().mean())
+    if accuracy < MIN_DIGITS_ACCURACY:
+        raise RuntimeError(f"{name}: float test accuracy {accuracy:.4f} is below {MIN_DIGITS_ACCURACY} "
+                           f"(the recipe no longer trains it)")
+
+    d = os.path.join(out_dir, name)
+    for sub in ("calib", "inputs", "expected"):
+        # Emptied first: no stale samples of an older recipe stay behind.
+        shutil.rmtree(os.path.join(d, sub), ignore_errors=True)
+        os.makedirs(os.path.join(d, sub))
+    done = os.path.join(d, "DONE")
+    if os.path.exists(done):
+        os.remove(done)
+    tmp_model = os.path.join(d, "model.onnx.tmp")
+    # As in export(): gradients enabled, so the transformer exports its plain path.
+    torch.onnx.export(model, x_test[:1], tmp_model, opset_version=opset, input_names=["input"],
+                      output_names=["output"], do_constant_folding=True)
+    os.replace(tmp_model, os.path.join(d, "model.onnx"))
+    for i in range(DIGITS_CALIB):
+        save_npy(os.path.join(d, "calib", f"{i:04d}.npy"), x_train[i:i + 1].numpy())
+    for i in range(len(x_test)):
+        save_npy(os.path.join(d, "inputs", f"{i:04d}.npy"), x_test[i:i + 1].numpy())
+        save_npy(os.path.join(d, "expected", f"{i:04d}.out0.npy"), logits[i:i + 1].numpy())
+    save_npy(os.path.join(d, "labels.npy"), y_test.numpy())
+    seconds, cpu = time.time() - start, time.process_time() - cpu_start
+    with open(done, "w") as f:
+        f.write(f"torch {torch.__version__}\ntorchvision {torchvision.__version__}\nopset {opset}\n"
+                f"seed {DIGITS_SEED}\nrecipe {DIGITS_RECIPE}\nepochs {epochs}\nlr {lr:g}\n"
+                f"accuracy {accuracy:.4f}\nseconds {seconds:.1f}\ncpu_seconds {cpu:.1f}\n")
+    print(f"make_zoo: {name}: trained ({epochs} epochs, test accuracy {accuracy:.4f}) and exported in "
+          f"{seconds:.1f} s ({cpu:.1f} s CPU)", file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", default="", help="comma-separated model names (default: all)")
     ap.add_argument("--force", action="store_true", help="re-export models that are already there")
     args = ap.parse_args()
-    names = [n for n in args.only.split(",") if n] or list(MODELS)
+    known = list(MODELS) + list(DIGITS_MODELS)
+    names = [n for n in args.only.split(",") if n] or known
     for n in names:
-        if n not in MODELS:
-            print(f"error: unknown model '{n}' (known: {', '.join(MODELS)})", file=sys.stderr)
+        if n not in known:
+            print(f"error: unknown model '{n}' (known: {', '.join(known)})", file=sys.stderr)
             return 2
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    # Same bits on every run of a machine (CPU kernels; the thread count is fixed above).
+    torch.use_deterministic_algorithms(True)
     for n in names:
-        if not args.force and recipe_of(os.path.join(args.out, n, "DONE")) == RECIPE:
+        recipe, export_one = (RECIPE, export) if n in MODELS else (DIGITS_RECIPE, export_digits)
+        if not args.force and recipe_of(os.path.join(args.out, n, "DONE")) == recipe:
             continue
-        export(n, args.out)
+        export_one(n, args.out)
     return 0
 
 

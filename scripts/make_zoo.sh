@@ -2,17 +2,25 @@
 # Builds the model zoo for tests/zoo/test_zoo.sh: torchvision resnet18,
 # mobilenet_v2, shufflenet_v2_x0_5, efficientnet_b0, squeezenet1_1 and a
 # 2-layer transformer encoder, random weights (fixed seed), exported to ONNX
-# with 8 random inputs and PyTorch's outputs as .npy (scripts/make_zoo.py).
+# with 8 random inputs and PyTorch's outputs as .npy; and the same
+# architectures trained for seconds on scikit-learn's digits (NAME_digits:
+# calibration and test images, labels; see scripts/make_zoo.py).
 # The models are too big to commit: they go to ${ZOO_DIR:-.cache/zoo}
-# (gitignored). Installs Debian's python3-torch and python3-torchvision when
-# missing (a fresh CI machine): several hundred MB. Idempotent: models
+# (gitignored). Installs Debian's python3-torch, python3-torchvision and
+# python3-sklearn when missing (a fresh CI machine): several hundred MB. Idempotent: models
 # already exported are skipped. Extra arguments go to make_zoo.py
-# (--only NAME,..., --force).
+# (--only NAME,..., --force). Runs that overlap (zoo tests under ctest -j)
+# take turns on a lock in the zoo directory, so a model is exported once.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 zoo=${ZOO_DIR:-$repo/.cache/zoo}
 
-pkgs=(python3-torch python3-torchvision python3-numpy python3-onnx)
+# Held from here on: also keeps overlapping runs from installing at once.
+mkdir -p "$zoo"
+exec 9>"$zoo/.lock"
+flock 9
+
+pkgs=(python3-torch python3-torchvision python3-sklearn python3-numpy python3-onnx)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -27,7 +35,6 @@ if ((${#missing[@]})); then
   echo "make_zoo: installed in $((SECONDS - start)) s" >&2
 fi
 
-mkdir -p "$zoo"
 start=$SECONDS
 /usr/bin/python3 "$repo/scripts/make_zoo.py" --out "$zoo" "$@"
 echo "make_zoo: zoo ready in $zoo ($((SECONDS - start)) s)" >&2

@@ -1,0 +1,72 @@
+#!/usr/bin/python3
+"""Top-1 agreement of a quantized model's outputs with the float model's, and
+both accuracies against the labels, over directories of <stem>.out0.npy files
+(ort_run.js / qrun -o layout; label i belongs to the i-th file in name order).
+
+    agreement.py NAME QUANT_DIR FLOAT_DIR [--labels LABELS.npy] [--min-agreement F] [--max-drop POINTS]
+                 [--fields]
+
+Prints one line: agreement, float and quantized accuracy, SNR (--fields: only
+"SNR AGREE/N FLOAT_ACC QUANT_ACC" for scripts/accuracy_table.sh, "-" for the
+accuracies without labels). Exit 1 when the agreement is below
+--min-agreement (a fraction, default 0.99) or accuracy drops by more than
+--max-drop percentage points (default 1); 2 on bad input.
+"""
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+
+
+def load_outputs(directory):
+    if not os.path.isdir(directory):
+        return [], []
+    names = sorted(f for f in os.listdir(directory) if f.endswith(".out0.npy"))
+    return names, [np.load(os.path.join(directory, f), allow_pickle=False) for f in names]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("name")
+    ap.add_argument("quant_dir")
+    ap.add_argument("float_dir")
+    ap.add_argument("--labels")
+    ap.add_argument("--min-agreement", type=float, default=0.99)
+    ap.add_argument("--max-drop", type=float, default=1.0)
+    ap.add_argument("--fields", action="store_true")
+    args = ap.parse_args()
+    q_names, quant = load_outputs(args.quant_dir)
+    f_names, flt = load_outputs(args.float_dir)
+    labels = np.load(args.labels, allow_pickle=False).reshape(-1) if args.labels else None
+    if not f_names or q_names != f_names or (labels is not None and len(labels) != len(f_names)):
+        print(f"error: {args.name}: {len(q_names)} quantized and {len(f_names)} float outputs, "
+              f"{'no' if labels is None else len(labels)} labels (the counts and names must match)",
+              file=sys.stderr)
+        return 2
+    q_top1 = np.array([int(np.argmax(o.reshape(-1))) for o in quant])
+    f_top1 = np.array([int(np.argmax(o.reshape(-1))) for o in flt])
+    n = len(f_names)
+    agree = int((q_top1 == f_top1).sum())
+    f_acc = q_acc = math.nan
+    if labels is not None:
+        f_acc = 100.0 * float((f_top1 == labels).sum()) / n
+        q_acc = 100.0 * float((q_top1 == labels).sum()) / n
+    signal = sum(float(np.sum(b.astype(np.float64) ** 2)) for b in flt)
+    noise = sum(float(np.sum((a.astype(np.float64) - b.astype(np.float64)) ** 2)) for a, b in zip(quant, flt))
+    snr = math.inf if noise == 0 else 10 * math.log10(signal / noise)
+    # Without labels the accuracy gate is not applied (nan compares false).
+    ok = agree >= args.min_agreement * n and not f_acc - q_acc > args.max_drop
+    if args.fields:
+        print(f"{snr:.1f} {agree}/{n} {f_acc:.1f} {q_acc:.1f}".replace("nan", "-"))
+        return 0 if ok else 1
+    accuracy = ("no labels" if labels is None else
+                f"accuracy float {f_acc:.2f}% quantized {q_acc:.2f}% (max drop {args.max_drop:g} points)")
+    print(f"{'ok  ' if ok else 'FAIL'} {args.name}: top-1 agreement {agree}/{n} (min {args.min_agreement:g}), "
+          f"{accuracy}, SNR {snr:.1f} dB")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
