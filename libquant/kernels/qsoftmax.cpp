@@ -18,6 +18,31 @@ void qlinear_softmax_table(float x_scale, int64_t reduce, bool is_signed, float*
   }
 }
 
+namespace {
+
+// ORT's `static_cast<int>(std::nearbyintf(v)) + y_zero_point` (int8) and
+// `static_cast<uint32_t>(std::nearbyintf(v)) + y_zero_point` (uint8) as its
+// x86 build computes them, written out so that they are defined here. The
+// product exp * floor(1 / y_scale) overflows to +inf when a row is short and
+// y_scale small (a length-1 row with floor(1 / y_scale) >= 149). int8:
+// cvttss2si gives INT32_MIN out of range, the int32 addition wraps. uint8: the
+// conversion is a 64-bit cvttss2si truncated to 32 bits (0 for inf and NaN).
+int32_t round_add_int8(float v, int32_t zero_point) {
+  const float r = std::nearbyint(v);
+  const int32_t i = (r >= -2147483648.0f && r < 2147483648.0f) ? static_cast<int32_t>(r)
+                                                                : std::numeric_limits<int32_t>::min();
+  return static_cast<int32_t>(static_cast<uint32_t>(i) + static_cast<uint32_t>(zero_point));
+}
+
+uint32_t round_add_uint8(float v, int32_t zero_point) {
+  const float r = std::nearbyint(v);
+  const int64_t i = (r >= -9223372036854775808.0f && r < 9223372036854775808.0f) ? static_cast<int64_t>(r)
+                                                                                  : std::numeric_limits<int64_t>::min();
+  return static_cast<uint32_t>(static_cast<uint64_t>(i)) + static_cast<uint32_t>(zero_point);
+}
+
+}  // namespace
+
 template <class T>
 void qlinear_softmax(const T* x, T* y, int64_t outer, int64_t reduce, int64_t inner, const float* table, float y_scale,
                      int32_t y_zero_point) {
@@ -36,9 +61,14 @@ void qlinear_softmax(const T* x, T* y, int64_t outer, int64_t reduce, int64_t in
       for (int64_t k = 0; k < reduce; ++k) sum += entry(xr[k * inner]);
       if (sum == 0) continue;  // cannot happen (the maximum's entry is exp(shift * x_scale) > 0); ORT also skips
       for (int64_t k = 0; k < reduce; ++k) {
-        const int32_t q = static_cast<int32_t>(std::nearbyint(entry(xr[k * inner]) * factor / sum)) + y_zero_point;
-        if constexpr (std::is_same_v<T, uint8_t>) yr[k * inner] = static_cast<uint8_t>(std::min(q, 255));
-        else yr[k * inner] = q > 255 ? static_cast<int8_t>(-1) : static_cast<int8_t>(q);
+        const float v = entry(xr[k * inner]) * factor / sum;
+        if constexpr (std::is_same_v<T, uint8_t>) {
+          const uint32_t q = round_add_uint8(v, y_zero_point);
+          yr[k * inner] = q > 255 ? uint8_t{255} : static_cast<uint8_t>(q);
+        } else {
+          const int32_t q = round_add_int8(v, y_zero_point);
+          yr[k * inner] = q > 255 ? static_cast<int8_t>(-1) : static_cast<int8_t>(q);  // wraps like ORT's cast
+        }
       }
     }
   }

@@ -105,3 +105,15 @@ TEST_CASE("qlinear_softmax gives ONNX Runtime's recorded results", "[kernels][qs
   CHECK(run<int8_t>(xs, 1, 16, 1, 0.0740575939f, 0.00139366894f, 115) ==
         std::vector<int8_t>{116, 115, 115, 115, -1, 115, 115, -49, -1, 115, 123, 115, 118, 115, -109, 115});
 }
+
+TEST_CASE("qlinear_softmax results past int32 follow x86's conversions", "[kernels][qsoftmax]") {
+  // A length-1 row: exp * floor(1 / y_scale) overflows to +inf once
+  // floor(1 / y_scale) >= 149. onnxruntime-node 1.20.1 was measured to give
+  // int8 -1 for zero point -128 (INT32_MIN + zp wraps past 255) and uint8 the
+  // zero point; int8 with another zero point follows from the same conversions.
+  for (float ys : {1.0f / 200, 1e-10f, 1e-40f}) {
+    CHECK(run<int8_t>({5, -7}, 2, 1, 1, 0.1f, ys, -128) == std::vector<int8_t>{-1, -1});
+    CHECK(run<int8_t>({5, -7}, 2, 1, 1, 0.1f, ys, 17) == std::vector<int8_t>{17, 17});
+    CHECK(run<uint8_t>({5, 200}, 2, 1, 1, 0.1f, ys, 3) == std::vector<uint8_t>{3, 3});
+  }
+}
