@@ -42,7 +42,10 @@ std::vector<T> naive(const std::vector<T>& x, int64_t d, float x_scale, float y_
     for (int64_t k = 0; k < d; ++k) {
       const float vt = lookup(x_t[k]);
       if constexpr (is_signed) {
-        const int32_t vq = static_cast<int32_t>(std::nearbyintf((vt * Y_scale) / vsum)) + y_zp;
+        // The int32 addition wraps in ORT's x86 build (+inf converts to INT32_MIN);
+        // done in uint32 here so that the transcription itself is defined.
+        const int32_t vq = static_cast<int32_t>(
+            static_cast<uint32_t>(static_cast<int32_t>(std::nearbyintf((vt * Y_scale) / vsum))) + static_cast<uint32_t>(y_zp));
         y_t[k] = vq > 255 ? static_cast<int8_t>(255) : static_cast<int8_t>(vq);
       } else {
         const uint32_t vq = static_cast<uint32_t>(std::nearbyintf((vt * Y_scale) / vsum)) + static_cast<uint32_t>(y_zp);
