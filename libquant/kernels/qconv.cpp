@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "libquant/kernels/qconv_shape.h"
 #include "libquant/kernels/qgemm.h"
 #include "libquant/kernels/spatial.h"
 
@@ -16,24 +17,12 @@ namespace {
 constexpr int64_t kTilePixels = 256;
 constexpr int64_t kTileBytes = int64_t{1} << 20;
 
-struct ConvShape {
-  detail::Spatial3 s;
-  int64_t group_in = 0, group_out = 0;  // channels per group
-  int64_t taps = 0;                      // k0 * k1 * k2
-  int64_t reduction = 0;                 // group_in * taps: qgemm's K
-  int64_t in_plane = 0, out_plane = 0;   // pixels of one input / output channel
-  int64_t tile = 0;
+struct ConvShape : detail::QConvShape {
+  int64_t tile = 0;  // output pixels gathered per qgemm call
 };
 
 ConvShape conv_shape(const ConvGeometry& g) {
-  ConvShape c;
-  c.s = detail::to_spatial3(g.in_spatial, g.out_spatial, g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end);
-  c.group_in = g.in_channels / g.group;
-  c.group_out = g.out_channels / g.group;
-  c.taps = c.s.kernel[0] * c.s.kernel[1] * c.s.kernel[2];
-  c.reduction = c.group_in * c.taps;
-  c.in_plane = c.s.in[0] * c.s.in[1] * c.s.in[2];
-  c.out_plane = c.s.out[0] * c.s.out[1] * c.s.out[2];
+  ConvShape c{detail::qconv_shape(g)};
   c.tile = std::min({kTilePixels, c.out_plane, std::max<int64_t>(1, kTileBytes / std::max<int64_t>(c.reduction, 1))});
   return c;
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "libquant/kernels/qconv_shape.h"
 #include "libquant/kernels/spatial.h"
 #include "libquant/kernels/threadpool.h"
 
@@ -46,21 +47,12 @@ void transpose_4x16(const uint8_t* const rows[4], int64_t j, uint8_t flip, uint8
 #endif
 }
 
-struct Shape {
-  detail::Spatial3 s;
-  int64_t group_in = 0, group_out = 0, taps = 0, k = 0, in_plane = 0, out_plane = 0;
+struct Shape : detail::QConvShape {
   bool pointwise = false;  // 1x1, stride 1, no padding: the input planes are the patch rows
 };
 
 Shape conv_shape(const ConvGeometry& g) {
-  Shape c;
-  c.s = detail::to_spatial3(g.in_spatial, g.out_spatial, g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end);
-  c.group_in = g.in_channels / g.group;
-  c.group_out = g.out_channels / g.group;
-  c.taps = c.s.kernel[0] * c.s.kernel[1] * c.s.kernel[2];
-  c.k = c.group_in * c.taps;
-  c.in_plane = c.s.in[0] * c.s.in[1] * c.s.in[2];
-  c.out_plane = c.s.out[0] * c.s.out[1] * c.s.out[2];
+  Shape c{detail::qconv_shape(g)};
   c.pointwise = true;
   for (int d = 0; d < 3; ++d)
     c.pointwise = c.pointwise && c.s.kernel[d] == 1 && c.s.strides[d] == 1 && c.s.pads_begin[d] == 0 &&
@@ -109,14 +101,14 @@ template <class TX>
 void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, uint8_t* rows_buf, uint8_t* panels,
                 int32_t* col_sum) {
   const bool flip = std::is_signed_v<TX>;
-  const int64_t kp = q_padded_k(c.k), stride = (count + kQNr - 1) / kQNr * kQNr;
+  const int64_t kp = q_padded_k(c.reduction), stride = (count + kQNr - 1) / kQNr * kQNr;
   // Row pointers: the input planes themselves (pointwise) or gathered rows.
   thread_local std::vector<const uint8_t*> rows;
   thread_local AlignedBytes zero_row;
   rows.resize(static_cast<size_t>(kp));
   uint8_t* zeros = zero_row.reserve(static_cast<size_t>(stride));
   std::memset(zeros, flip ? 0x80 : 0, static_cast<size_t>(stride));  // flipped to 0 while packing
-  for (int64_t kk = 0; kk < c.k; ++kk) {
+  for (int64_t kk = 0; kk < c.reduction; ++kk) {
     if (c.pointwise) {
       rows[static_cast<size_t>(kk)] = reinterpret_cast<const uint8_t*>(x + kk * c.in_plane + p0);
     } else {
@@ -125,7 +117,7 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
       rows[static_cast<size_t>(kk)] = reinterpret_cast<const uint8_t*>(r);
     }
   }
-  for (int64_t kk = c.k; kk < kp; ++kk) rows[static_cast<size_t>(kk)] = zeros;
+  for (int64_t kk = c.reduction; kk < kp; ++kk) rows[static_cast<size_t>(kk)] = zeros;
   const uint8_t flip_byte = flip ? 0x80 : 0;
   const int64_t full = count / kQNr * kQNr;
   for (int64_t g = 0; g < kp; g += kQKGroup) {
@@ -146,7 +138,7 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
     // uint32 sums: they wrap (defined) for K past 2^31 / 255, as the accumulators do.
     uint32_t* sums = reinterpret_cast<uint32_t*>(col_sum);
     std::fill(sums, sums + count, 0u);
-    for (int64_t kk = 0; kk < c.k; ++kk) {
+    for (int64_t kk = 0; kk < c.reduction; ++kk) {
       const TX* r = reinterpret_cast<const TX*>(rows[static_cast<size_t>(kk)]);
       for (int64_t j = 0; j < count; ++j) sums[j] += static_cast<uint32_t>(stored_value(r[j], flip));
     }
@@ -187,7 +179,7 @@ template <class TX, class TY>
 void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const PackedQConvWeights& packed,
                 const int32_t* bias, const Requantizer* requant, TY* y, int threads) {
   const Shape c = conv_shape(g);
-  assert(packed.out_channels() == g.out_channels && packed.depth() == c.k);
+  assert(packed.out_channels() == g.out_channels && packed.depth() == c.reduction);
   if (c.group_in == 1 && c.group_out == 1 && !c.pointwise) {
     detail::qconv_depthwise(g, x, x_zero_point, packed, bias, requant, y, threads);
     return;
@@ -196,12 +188,12 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   const detail::QGemmIsa& isa = packed.isa();
   const bool flip = std::is_signed_v<TX>;
   const uint32_t zx = static_cast<uint32_t>(stored_value(x_zero_point, flip));
-  const int64_t kp = q_padded_k(c.k), groups = kp / kQKGroup;
+  const int64_t kp = q_padded_k(c.reduction), groups = kp / kQKGroup;
   // The row terms of the product, - zx' rowsum(w') + K zw' zx', plus the bias.
   thread_local std::vector<int32_t> row_add;
   row_add.resize(static_cast<size_t>(g.out_channels));
   for (int64_t m = 0; m < g.out_channels; ++m) {
-    uint32_t v = static_cast<uint32_t>(c.k) * static_cast<uint32_t>(packed.row_zp()[m]) * zx -
+    uint32_t v = static_cast<uint32_t>(c.reduction) * static_cast<uint32_t>(packed.row_zp()[m]) * zx -
                  zx * static_cast<uint32_t>(packed.row_sum()[m]);
     if (bias) v += static_cast<uint32_t>(bias[m]);
     row_add[static_cast<size_t>(m)] = static_cast<int32_t>(v);
@@ -232,7 +224,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
     const int64_t p0 = blk * nc, count = std::min(nc, c.out_plane - p0);
     const int64_t stride = (count + kQNr - 1) / kQNr * kQNr;
     const TX* xg = x + (n * g.in_channels + grp * c.group_in) * c.in_plane;
-    uint8_t* rb = c.pointwise ? nullptr : rows_buf.reserve(static_cast<size_t>(c.k * stride * sizeof(TX)));
+    uint8_t* rb = c.pointwise ? nullptr : rows_buf.reserve(static_cast<size_t>(c.reduction * stride * sizeof(TX)));
     uint8_t* pb = panel_buf.reserve(static_cast<size_t>(kp * stride));
     col_sum.resize(static_cast<size_t>(stride));
     pack_block(c, xg, x_zero_point, p0, count, rb, pb, o.row_zp ? col_sum.data() : nullptr);
