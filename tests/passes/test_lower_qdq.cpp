@@ -8,6 +8,7 @@
 #include <set>
 
 #include "libquant/interp/session.h"
+#include "libquant/passes/graph_edit.h"
 #include "libquant/passes/lower_plan.h"
 #include "libquant/passes/lower_qdq.h"
 #include "libquant/passes/qoperator.h"
@@ -20,15 +21,6 @@ using quant::ir::Value;
 namespace passes = quant::passes;
 
 namespace {
-
-Value* add_const(Graph& g, const std::string& name, Tensor t) {
-  Value* v = g.add_value(name);
-  v->dtype = t.dtype();
-  v->has_shape = true;
-  v->shape = t.shape();
-  v->constant = std::make_unique<Tensor>(std::move(t));
-  return v;
-}
 
 Tensor zero_point(DType t, int32_t z) {
   Tensor out(t, {});
@@ -63,8 +55,8 @@ struct QdqGraph {
   // Q/DQ pair on `x`; returns the dequantized value.
   Value* qdq(Value* x, float scale, int32_t zp, DType t = DType::UInt8) {
     const std::string n = x->name();
-    Value* s = add_const(g, n + "_scale", Tensor::scalar<float>(scale));
-    Value* z = add_const(g, n + "_zero_point", zero_point(t, zp));
+    Value* s = quant::passes::add_constant(g, n + "_scale", Tensor::scalar<float>(scale));
+    Value* z = quant::passes::add_constant(g, n + "_zero_point", zero_point(t, zp));
     Value* q = g.add_value(n + "_quantized");
     q->dtype = t;
     Value* d = value(n + "_dequantized");
@@ -74,11 +66,11 @@ struct QdqGraph {
   }
   // A constant integer weight behind its DequantizeLinear.
   Value* weight(const std::string& name, Tensor q, std::vector<float> scales, int64_t axis) {
-    Value* qv = add_const(g, name + "_quantized", std::move(q));
+    Value* qv = quant::passes::add_constant(g, name + "_quantized", std::move(q));
     Tensor st = scales.size() == 1 ? Tensor::scalar<float>(scales[0]) : Tensor::from_vector<float>({static_cast<int64_t>(scales.size())}, scales);
-    Value* s = add_const(g, name + "_scale", std::move(st));
+    Value* s = quant::passes::add_constant(g, name + "_scale", std::move(st));
     Tensor zt = scales.size() == 1 ? Tensor(qv->dtype, {}) : Tensor(qv->dtype, {static_cast<int64_t>(scales.size())});
-    Value* z = add_const(g, name + "_zero_point", std::move(zt));
+    Value* z = quant::passes::add_constant(g, name + "_zero_point", std::move(zt));
     Value* d = value(name + "_dequantized");
     Node* n = g.add_node("DequantizeLinear", {qv, s, z}, {d}, name + "_DequantizeLinear");
     if (scales.size() > 1) n->attributes["axis"] = quant::ir::Attribute::of_int(axis);
@@ -243,7 +235,7 @@ TEST_CASE("Relu and Clip with their own parameters: integer Clip when unchanged,
     for (QdqGraph* b : {&lowered, &reference}) {
       Value* x = b->qdq(b->input("x"), 0.02f, 120);
       Value* r = b->qdq(b->op("Relu", {x}, "r"), same ? 0.02f : 0.01f, same ? 120 : 0);  // int Clip at 120 when same
-      Value* c = b->op("Clip", {r, add_const(b->g, "lo", Tensor::scalar<float>(-0.5f)), add_const(b->g, "hi", Tensor::scalar<float>(1.5f))}, "c");
+      Value* c = b->op("Clip", {r, quant::passes::add_constant(b->g, "lo", Tensor::scalar<float>(-0.5f)), quant::passes::add_constant(b->g, "hi", Tensor::scalar<float>(1.5f))}, "c");
       Value* cq = b->qdq(c, same ? 0.02f : 0.007f, same ? 120 : 77);
       b->g.outputs = {b->op("Identity", {cq}, "out")};
     }
@@ -264,7 +256,7 @@ TEST_CASE("Data movement runs on integer data; different parameters add an ident
     QdqGraph lowered, reference;
     for (QdqGraph* b : {&lowered, &reference}) {
       Value* x = b->qdq(b->input("x"), 0.02f, 120);
-      Value* shape = add_const(b->g, "shape", Tensor::from_vector<int64_t>({4}, {1, 1, 64, 64}));
+      Value* shape = quant::passes::add_constant(b->g, "shape", Tensor::from_vector<int64_t>({4}, {1, 1, 64, 64}));
       Value* r = b->qdq(b->op("Reshape", {x, shape}, "r"), 0.02f, 120);
       Value* m = b->op("MaxPool", {r}, "m");
       b->g.nodes().back()->attributes["kernel_shape"] = quant::ir::Attribute::of_ints({2, 2});

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "libquant/interp/session.h"
+#include "libquant/passes/graph_edit.h"
 #include "libquant/passes/prepare.h"
 
 using quant::Tensor;
@@ -11,32 +12,23 @@ using quant::ir::Value;
 
 namespace {
 
-Value* add_const(Graph& g, const std::string& name, Tensor t) {
-  Value* v = g.add_value(name);
-  v->dtype = t.dtype();
-  v->has_shape = true;
-  v->shape = t.shape();
-  v->constant = std::make_unique<Tensor>(std::move(t));
-  return v;
-}
-
 // x -> Conv(w, [b]) -> c -> BatchNormalization -> y
 void build(Graph& g, bool with_bias) {
   g.opset_imports[""] = 13;
   Value* x = g.add_value("x");
   x->dtype = quant::DType::Float32;
   g.inputs = {x};
-  Value* w = add_const(g, "w", Tensor::from_vector<float>({2, 1, 1, 2}, {1, 2, -1, 0.5f}));
+  Value* w = quant::passes::add_constant(g, "w", Tensor::from_vector<float>({2, 1, 1, 2}, {1, 2, -1, 0.5f}));
   std::vector<Value*> ins{x, w};
-  if (with_bias) ins.push_back(add_const(g, "b", Tensor::from_vector<float>({2}, {0.5f, -1})));
+  if (with_bias) ins.push_back(quant::passes::add_constant(g, "b", Tensor::from_vector<float>({2}, {0.5f, -1})));
   Value* c = g.add_value("c");
   g.add_node("Conv", ins, {c}, "conv");
   Value* y = g.add_value("y");
   auto* bn = g.add_node("BatchNormalization",
-                        {c, add_const(g, "gamma", Tensor::from_vector<float>({2}, {2, 0.5f})),
-                         add_const(g, "beta", Tensor::from_vector<float>({2}, {0.1f, 0.2f})),
-                         add_const(g, "mean", Tensor::from_vector<float>({2}, {1, -2})),
-                         add_const(g, "var", Tensor::from_vector<float>({2}, {4, 0.25f}))},
+                        {c, quant::passes::add_constant(g, "gamma", Tensor::from_vector<float>({2}, {2, 0.5f})),
+                         quant::passes::add_constant(g, "beta", Tensor::from_vector<float>({2}, {0.1f, 0.2f})),
+                         quant::passes::add_constant(g, "mean", Tensor::from_vector<float>({2}, {1, -2})),
+                         quant::passes::add_constant(g, "var", Tensor::from_vector<float>({2}, {4, 0.25f}))},
                         {y}, "bn");
   bn->attributes["epsilon"] = quant::ir::Attribute::of_float(1e-3f);
   g.outputs = {y};

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "libquant/interp/compare.h"
+#include "libquant/passes/graph_edit.h"
 #include "libquant/interp/session.h"
 #include "libquant/passes/qdq.h"
 
@@ -13,15 +14,6 @@ using quant::ir::Graph;
 using quant::ir::Value;
 
 namespace {
-
-Value* constant(Graph& g, const std::string& name, Tensor t) {
-  Value* v = g.add_value(name);
-  v->dtype = t.dtype();
-  v->has_shape = true;
-  v->shape = t.shape();
-  v->constant = std::make_unique<Tensor>(std::move(t));
-  return v;
-}
 
 Tensor random_tensor(quant::Dims shape, std::mt19937& rng, float lo, float hi) {
   std::uniform_real_distribution<float> d(lo, hi);
@@ -38,10 +30,10 @@ void build(Graph& g, std::mt19937& rng) {
   x->has_shape = true;
   x->shape = {1, 2, 4, 4};
   g.inputs = {x};
-  Value* w = constant(g, "w", random_tensor({4, 2, 3, 3}, rng, -1, 1));
+  Value* w = quant::passes::add_constant(g, "w", random_tensor({4, 2, 3, 3}, rng, -1, 1));
   // Channel 3 has weights 100x smaller than channel 0: per-channel scales must follow.
   for (int i = 0; i < 18; ++i) w->constant->data<float>()[3 * 18 + i] *= 0.01f;
-  Value* b = constant(g, "b", random_tensor({4}, rng, -0.5f, 0.5f));
+  Value* b = quant::passes::add_constant(g, "b", random_tensor({4}, rng, -0.5f, 0.5f));
   auto act = [&](const char* n) {
     Value* v = g.add_value(n);
     v->dtype = quant::DType::Float32;
@@ -52,8 +44,8 @@ void build(Graph& g, std::mt19937& rng) {
   conv->attributes["pads"] = quant::ir::Attribute::of_ints({1, 1, 1, 1});
   g.add_node("Relu", {y}, {r}, "relu");
   g.add_node("Flatten", {r}, {f}, "flatten");
-  Value* w2 = constant(g, "w2", random_tensor({10, 64}, rng, -0.3f, 0.3f));
-  Value* b2 = constant(g, "b2", random_tensor({10}, rng, -0.1f, 0.1f));
+  Value* w2 = quant::passes::add_constant(g, "w2", random_tensor({10, 64}, rng, -0.3f, 0.3f));
+  Value* b2 = quant::passes::add_constant(g, "b2", random_tensor({10}, rng, -0.1f, 0.1f));
   auto* gemm = g.add_node("Gemm", {f, w2, b2}, {logits}, "gemm");
   gemm->attributes["transB"] = quant::ir::Attribute::of_int(1);
   g.outputs = {logits};
