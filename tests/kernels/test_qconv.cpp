@@ -6,8 +6,11 @@
 #include <vector>
 
 #include "libquant/kernels/qconv.h"
+#include "tests/kernels/random_ints.h"
 
 using namespace quant::kernels;
+
+using quant::testing::random_values;
 
 namespace {
 
@@ -66,14 +69,6 @@ std::vector<int32_t> naive_conv(const ConvGeometry& g, const std::vector<TX>& x,
     }
   }
   return y;
-}
-
-template <class T>
-std::vector<T> random_values(std::mt19937& rng, size_t count) {
-  std::uniform_int_distribution<int> d(std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
-  std::vector<T> v(count);
-  for (auto& x : v) x = static_cast<T>(d(rng));
-  return v;
 }
 
 const std::vector<Case>& cases() {

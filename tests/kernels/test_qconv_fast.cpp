@@ -11,8 +11,11 @@
 #include <vector>
 
 #include "libquant/kernels/qconv_fast.h"
+#include "tests/kernels/random_ints.h"
 
 using namespace quant::kernels;
+
+using quant::testing::random_values;
 
 namespace {
 
@@ -52,14 +55,6 @@ ConvGeometry geometry(const Case& c) {
   resolve_conv_pads(AutoPad::NotSet, g.in_spatial, g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end,
                     g.out_spatial);
   return g;
-}
-
-template <class T>
-std::vector<T> random_values(std::mt19937& rng, size_t count) {
-  std::uniform_int_distribution<int> d(std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
-  std::vector<T> v(count);
-  for (auto& x : v) x = static_cast<T>(d(rng));
-  return v;
 }
 
 template <class TX, class TW>

@@ -7,18 +7,13 @@
 #include <vector>
 
 #include "libquant/kernels/qpool.h"
+#include "tests/kernels/random_ints.h"
 
 using namespace quant::kernels;
 
-namespace {
+using quant::testing::random_values;
 
-template <class T>
-std::vector<T> random_values(std::mt19937& rng, size_t n) {
-  std::uniform_int_distribution<int> d(std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
-  std::vector<T> v(n);
-  for (auto& x : v) x = static_cast<T>(d(rng));
-  return v;
-}
+namespace {
 
 PoolGeometry geometry_2d(int64_t n, int64_t c, Dims in, Dims k, Dims s, Dims pb, Dims pe, bool ceil_mode) {
   PoolGeometry g;
