@@ -3,11 +3,19 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <memory>
 
 #include "libquant/core/file_util.h"
+#include "libquant/io/image_guard.h"
 
 // The one translation unit holding stb's implementations (header-only libraries).
+// stb's decoder state is allocated zeroed: a table a corrupt file leaves
+// undefined then decodes the same way on every run instead of from whatever the
+// memory held (image_guard.cpp refuses the cases known to read out of bounds).
+#define STBI_MALLOC(size) std::calloc(1, size)
+#define STBI_REALLOC(p, size) std::realloc(p, size)
+#define STBI_FREE(p) std::free(p)
 #define STB_IMAGE_IMPLEMENTATION
 #define STBI_FAILURE_USERMSG
 // Only the decoders of the formats DESIGN lists: stb_image otherwise sniffs the
@@ -59,148 +67,6 @@ Status parse_triple(const std::string& flag, const std::string& text, std::array
 struct StbFree {
   void operator()(unsigned char* p) const { stbi_image_free(p); }
 };
-
-uint32_t read_le(std::string_view b, size_t at, size_t width) {
-  uint32_t v = 0;
-  for (size_t i = 0; i < width; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(b[at + i])) << (8 * i);
-  return v;
-}
-
-bool pnm_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
-
-// The header of a binary PGM/PPM ("P5"/"P6"), read the way stb_image 2.27 reads
-// it (stbi__pnm_info): whitespace and '#' comments between the fields, and the
-// pixels start right after the one character that ends the maximum value.
-// stb neither checks its integer parsing for overflow nor that the pixels are
-// all there (a short file decodes to uninitialised memory), so both are
-// checked here first. Returns an error text, or "" with the pixel offset set.
-std::string pnm_header(std::string_view b, size_t& pixels_at) {
-  size_t pos = 2;
-  auto skip_space = [&] {
-    while (pos < b.size()) {
-      if (pnm_space(b[pos])) {
-        ++pos;
-      } else if (b[pos] == '#') {
-        while (pos < b.size() && b[pos] != '\n' && b[pos] != '\r') ++pos;
-      } else {
-        break;
-      }
-    }
-  };
-  int64_t value = 0;
-  for (int field = 0; field < 3; ++field) {
-    skip_space();
-    size_t digits = 0;
-    value = 0;
-    for (; pos < b.size() && b[pos] >= '0' && b[pos] <= '9' && digits <= 9; ++pos, ++digits) value = value * 10 + (b[pos] - '0');
-    if (digits == 0) return "PNM header is truncated or malformed";
-    if (digits > 9) return "PNM header has a number with more than 9 digits";
-  }
-  // stb 2.27 converts the channels of 16-bit PNM pixels as if they were 8-bit
-  // and then reads past its buffer (found by fuzz_image): 8-bit only.
-  if (value > 255) return "16-bit PNM (maximum value " + std::to_string(value) + ") is not supported";
-  if (pos >= b.size()) return "PNM header is truncated";
-  pixels_at = pos + 1;
-  return "";
-}
-
-uint32_t read_be16(std::string_view b, size_t at) {
-  return at + 2 <= b.size() ? static_cast<uint32_t>(static_cast<unsigned char>(b[at])) << 8 | static_cast<unsigned char>(b[at + 1]) : 0;
-}
-
-// stb_image 2.27 builds a JPEG Huffman table (DHT, ISO 10918-1 B.2.4.2) from
-// its 16 code counts without checking that they add up to at most 256, the
-// size of its arrays: a larger total writes past them (found by fuzz_image).
-// Walks the marker segments the way stb meets them (entropy-coded data ends at
-// the first 0xFF not followed by 0x00, fill 0xFF or a restart marker) and
-// refuses such a table before stb sees the file; where stb would stop with an
-// error of its own, the walk stops too. Returns an error text or "".
-std::string check_jpeg_tables(std::string_view b) {
-  size_t pos = 0;
-  while (pos + 1 < b.size()) {
-    if (static_cast<unsigned char>(b[pos]) != 0xFF) {
-      ++pos;  // entropy-coded data or padding
-      continue;
-    }
-    const auto m = static_cast<unsigned char>(b[pos + 1]);
-    if (m == 0xFF || m == 0x00 || (m >= 0xD0 && m <= 0xD8)) {
-      pos += m == 0xFF ? 1 : 2;  // fill byte, stuffed 0xFF, restart marker, start of image
-      continue;
-    }
-    if (m == 0xD9) break;  // end of image
-    const int64_t length = read_be16(b, pos + 2);
-    if (m == 0xC4) {
-      int64_t left = length - 2;
-      size_t at = pos + 4;
-      while (left > 0) {
-        const auto q = at < b.size() ? static_cast<unsigned char>(b[at]) : 0;
-        if ((q >> 4) > 1 || (q & 15) > 3) return "";  // stb refuses the table
-        int64_t n = 0;
-        for (size_t i = 1; i <= 16; ++i) n += at + i < b.size() ? static_cast<unsigned char>(b[at + i]) : 0;
-        if (n > 256) return "JPEG Huffman table has " + std::to_string(n) + " codes, more than 256";
-        left -= 17 + n;
-        at += static_cast<size_t>(17 + n);
-      }
-      if (left != 0) return "";  // stb refuses the segment
-    }
-    pos += static_cast<size_t>(2 + length);
-  }
-  return "";
-}
-
-// stb_image 2.27 copies a PNG's first IDAT chunk into a buffer it has not
-// allocated yet when that chunk is empty (memcpy to null: undefined behaviour,
-// found by fuzz_image). Encoders never write an empty first IDAT; it is refused.
-// stb also grows its IDAT buffer to a chunk's declared length before reading
-// the bytes (a 177-byte file declaring a 1.6 GB chunk made it ask for 2 GiB,
-// found by fuzz_image): a chunk longer than what is left of the file is refused.
-std::string check_png_chunks(std::string_view b) {
-  size_t pos = 8;  // after the signature
-  bool seen_idat = false;
-  while (pos + 8 <= b.size()) {
-    const uint64_t length = static_cast<uint64_t>(read_be16(b, pos)) << 16 | read_be16(b, pos + 2);
-    const std::string_view type = b.substr(pos + 4, 4);
-    if (12 + length > b.size() - pos)
-      return "PNG chunk '" + std::string(type) + "' declares " + std::to_string(length) +
-             " bytes, more than the file holds (truncated or corrupt)";
-    if (type == "IDAT" && !seen_idat) {
-      if (length == 0) return "PNG's first IDAT chunk is empty";
-      seen_idat = true;
-    }
-    if (type == "IEND") break;
-    pos += static_cast<size_t>(12 + length);
-  }
-  return "";
-}
-
-// stb_image pads a short BMP or JPEG with zeros and reports success; a file
-// cut short must be refused instead. `w`, `h` come from stbi_info.
-std::string check_complete(std::string_view b, int w, int h, int channels) {
-  const auto size = static_cast<uint64_t>(b.size());
-  if (b.size() >= 2 && b[0] == 'P' && (b[1] == '5' || b[1] == '6')) {
-    size_t at = 0;
-    std::string err = pnm_header(b, at);
-    if (!err.empty()) return err;
-    // 16-bit when the maximum value exceeds 255 (stbi_is_16_bit).
-    const uint64_t need = static_cast<uint64_t>(w) * static_cast<uint64_t>(h) * static_cast<uint64_t>(channels) *
-                          (stbi_is_16_bit_from_memory(reinterpret_cast<const unsigned char*>(b.data()), static_cast<int>(b.size())) ? 2 : 1);
-    if (size - at < need) return "PNM pixel data is truncated (" + std::to_string(size - at) + " of " + std::to_string(need) + " bytes)";
-  } else if (b.size() >= 30 && b[0] == 'B' && b[1] == 'M') {
-    // Rows are padded to 4 bytes; the last row's padding may be missing.
-    const uint64_t offset = read_le(b, 10, 4), header = read_le(b, 14, 4);
-    const uint64_t bpp = header == 12 ? read_le(b, 24, 2) : read_le(b, 28, 2);
-    const uint64_t row = (static_cast<uint64_t>(w) * bpp + 7) / 8, stride = (static_cast<uint64_t>(w) * bpp + 31) / 32 * 4;
-    const uint64_t need = offset + stride * static_cast<uint64_t>(h - 1) + row;
-    if (size < need) return "BMP pixel data is truncated (" + std::to_string(size) + " of " + std::to_string(need) + " bytes)";
-  } else if (!b.empty() && static_cast<unsigned char>(b[0]) == 0xFF) {
-    // Entropy-coded data escapes 0xFF (ISO 10918-1 B.1.1.5), so after the last
-    // start-of-scan marker (FF DA) only the end-of-image marker is FF D9.
-    const size_t sos = b.rfind("\xFF\xDA");
-    if (sos == std::string_view::npos || b.find("\xFF\xD9", sos) == std::string_view::npos)
-      return "JPEG data is truncated (no end-of-image marker after the last scan)";
-  }
-  return "";
-}
 
 }  // namespace
 
@@ -265,12 +131,7 @@ Expected<Tensor> decode_image(std::string_view bytes, const std::string& name, c
   int w = 0, h = 0, file_channels = 0;
   // The header first: sizes are checked before stb allocates for the pixels,
   // and what stb itself misreads is refused before it reads it.
-  std::string err;
-  size_t unused = 0;
-  if (bytes.size() >= 2 && bytes[0] == 'P' && (bytes[1] == '5' || bytes[1] == '6')) err = pnm_header(bytes, unused);
-  // stb takes any file starting with 0xFF (fill bytes may precede SOI) as a JPEG.
-  if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0xFF) err = check_jpeg_tables(bytes);
-  if (bytes.substr(0, 8) == std::string_view("\x89PNG\r\n\x1a\n", 8)) err = check_png_chunks(bytes);
+  const std::string err = detail::check_before_decoding(bytes);
   if (!err.empty()) return Status::bad_input(name + ": cannot decode image (" + err + ")");
   if (!stbi_info_from_memory(data, length, &w, &h, &file_channels))
     return Status::bad_input(name + ": cannot decode image (" + stbi_failure_reason() + ")");
@@ -279,7 +140,7 @@ Expected<Tensor> decode_image(std::string_view bytes, const std::string& name, c
   // The decoded pixels (up to 4 channels of 16 bits) and the float tensor both fit in the per-tensor limit.
   if (Status st = check_tensor_size(DType::Float32, Dims{1, std::max(channels, file_channels), h, w}); !st)
     return st.with_context(name + ": image is " + std::to_string(w) + "x" + std::to_string(h) + " pixels");
-  if (std::string err = check_complete(bytes, w, h, file_channels); !err.empty())
+  if (std::string err = detail::check_complete(bytes, w, h, file_channels); !err.empty())
     return Status::bad_input(name + ": cannot decode image (" + err + ")");
 
   // stb converts grey <-> RGB and drops alpha when asked for `channels`.

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -180,4 +181,69 @@ TEST_CASE("image: a JPEG Huffman table of more than 256 codes is refused before 
   INFO(r.status().message());
   CHECK(r.status().code() == StatusCode::kBadInput);
   CHECK(r.status().message().find("dht.jpg: cannot decode image (JPEG Huffman table has") != std::string::npos);
+}
+
+namespace {
+
+std::string image_seed(const std::string& name) {
+  auto seed = read_file(std::string(QTOOL_SOURCE_DIR) + "/tests/fuzz/corpus/image/" + name);
+  REQUIRE(seed.has_value());
+  return seed->substr(1);  // the first byte is the fuzz target's option byte
+}
+
+// The file without its first marker segment of type `marker` (FF marker,
+// length, body), or the first whose body starts with `body` when that is >= 0.
+std::string without_segment(const std::string& jpeg, unsigned char marker, int body = -1) {
+  size_t at = jpeg.find(std::string{'\xFF', static_cast<char>(marker)});
+  while (body >= 0 && at != std::string::npos && static_cast<unsigned char>(jpeg[at + 4]) != body)
+    at = jpeg.find(std::string{'\xFF', static_cast<char>(marker)}, at + 1);
+  REQUIRE(at != std::string::npos);
+  const size_t length = static_cast<unsigned char>(jpeg[at + 2]) << 8 | static_cast<unsigned char>(jpeg[at + 3]);
+  return jpeg.substr(0, at) + jpeg.substr(at + 2 + length);
+}
+
+}  // namespace
+
+TEST_CASE("image: the valid JPEG seeds decode, the same on every run", "[io][image]") {
+  // Baseline 4:2:0, progressive and grey, as Pillow writes them (tests/fuzz/make_corpus.py).
+  const std::string name = GENERATE(as<std::string>{}, "baseline.jpg", "progressive_resized.jpg", "gray.jpg");
+  INFO(name);
+  const std::string jpeg = image_seed(name);
+  auto first = io::decode_image(jpeg, name, options());
+  REQUIRE(first.has_value());
+  CHECK(first->shape() == Dims{1, 3, 5, 7});
+  auto second = io::decode_image(jpeg, name, options());
+  REQUIRE(second.has_value());
+  CHECK(std::memcmp(first->raw(), second->raw(), first->byte_size()) == 0);
+}
+
+TEST_CASE("image: a JPEG scan that uses a table no segment defined is refused before stb reads it", "[io][image]") {
+  // fuzz_image's finding: a progressive file whose AC scan comes before its
+  // AC Huffman table, and whose second component's quantization table lies
+  // inside the first DQT segment's declared length; stb 2.27 decoded it with
+  // stale memory (index -31 into a 257-entry array under UBSan).
+  auto r = io::decode_image(image_seed("regress_jpeg_undefined_ac_table.jpg"), "scan.jpg", options());
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.status().code() == StatusCode::kBadInput);
+  CHECK(r.status().message() ==
+        "scan.jpg: cannot decode image (JPEG scan of component 2 uses quantization table 1, which no segment before it defines)");
+
+  // A progressive file without the AC table of its first AC scan (DHT class 1, id 0).
+  r = io::decode_image(without_segment(image_seed("progressive_resized.jpg"), 0xC4, 0x10), "ac.jpg", options());
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.status().message() ==
+        "ac.jpg: cannot decode image (JPEG scan of component 1 uses AC Huffman table 0, which no segment before it defines)");
+
+  // A baseline file without its Huffman tables, or without its quantization tables.
+  const std::string baseline = image_seed("baseline.jpg");
+  std::string no_tables = baseline;
+  while (no_tables.find("\xFF\xC4") != std::string::npos) no_tables = without_segment(no_tables, 0xC4);
+  r = io::decode_image(no_tables, "dht.jpg", options());
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.status().message().find("dht.jpg: cannot decode image (JPEG scan of component 1 uses DC Huffman table 0, which no") == 0);
+  std::string no_quant = baseline;
+  while (no_quant.find("\xFF\xDB") != std::string::npos) no_quant = without_segment(no_quant, 0xDB);
+  r = io::decode_image(no_quant, "dqt.jpg", options());
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.status().message().find("dqt.jpg: cannot decode image (JPEG scan of component 1 uses quantization table 0, which no") == 0);
 }
