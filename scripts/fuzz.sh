@@ -8,6 +8,11 @@
 #   scripts/fuzz.sh 300            # every target, 300 s each
 #   scripts/fuzz.sh 20 fuzz_npy    # one target
 # Reproduce a finding: build-fuzz/fuzz_npy build-fuzz/artifacts/fuzz_npy/crash-...
+# QTOOL_FUZZ_SEED=N fixes libFuzzer's random seed (default: a new one per run)
+# and QTOOL_FUZZ_RUNS=N stops a target after N inputs (SECONDS still bounds it).
+# CI sets both, so its brief run repeats exactly the inputs a local run of the
+# same command checked, however fast the machine; finding new bugs is the job
+# of long local runs with a fresh seed.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${QTOOL_FUZZ_BUILD_DIR:-$repo/build-fuzz}
@@ -50,7 +55,7 @@ for t in "${targets[@]}"; do
   echo "== $t: ${seconds}s"
   # -rss_limit_mb: a hostile input must be refused before allocating, not fill memory.
   # -timeout: nor may it make one input run for long.
-  if "$build/$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len=65536 -print_final_stats=1 \
+  if "$build/$t" -seed="${QTOOL_FUZZ_SEED:-0}" -runs="${QTOOL_FUZZ_RUNS:--1}" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len=65536 -print_final_stats=1 \
        -artifact_prefix="$artifacts/" "$corpus" $seeds >"$build/$t.log" 2>&1; then
     grep -E '^stat::number_of_executed_units|^stat::new_units_added|^Done' "$build/$t.log" | tr '\n' ' '
     echo

@@ -5,11 +5,7 @@
 # within the difference of the two runtimes' int8 activation quantization
 # (qrun: per row, as torchao; ONNX Runtime: per block of K).
 set -euo pipefail
-bin=${QTOOL_BIN:?}
-src=${QTOOL_SOURCE_DIR:?}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-[ -f "$src/.cache/ort/node_modules/onnxruntime-node/package.json" ] || "$src/scripts/setup_ort.sh"
+source "${QTOOL_SOURCE_DIR:?}/tests/interop/ort_env.sh"
 snr() { /usr/bin/python3 "$src/tests/zoo/snr_table.py" "$@"; }
 both() {  # both MODEL DATA NAME: qrun and ORT outputs of MODEL into $tmp/{qrun,ort}_NAME
   "$bin/qrun" "$1" --data "$2" -o "$tmp/qrun_$3" --quiet

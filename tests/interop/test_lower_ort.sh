@@ -8,11 +8,7 @@
 #   test_lower_ort.sh            samples/ (the digits CNN, every test sample)
 #   test_lower_ort.sh --zoo      the zoo (scripts/make_zoo.sh), 2 samples per model
 set -euo pipefail
-bin=${QTOOL_BIN:?}
-src=${QTOOL_SOURCE_DIR:?}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-[ -f "$src/.cache/ort/node_modules/onnxruntime-node/package.json" ] || "$src/scripts/setup_ort.sh"
+source "${QTOOL_SOURCE_DIR:?}/tests/interop/ort_env.sh"
 
 # check NAME MODEL CALIB_DIR TEST_DIR: profile, convert both forms, run both runtimes, compare.
 check() {

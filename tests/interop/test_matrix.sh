@@ -5,11 +5,7 @@
 # within one output step of ONNX Runtime for >= 99.9% of the outputs); SNR vs float is printed per
 # combination and must be >= 10 dB (KL clips ReLU tails hard: ~18 dB here).
 set -euo pipefail
-bin=${QTOOL_BIN:?}
-src=${QTOOL_SOURCE_DIR:?}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-[ -f "$src/.cache/ort/node_modules/onnxruntime-node/package.json" ] || "$src/scripts/setup_ort.sh"
+source "${QTOOL_SOURCE_DIR:?}/tests/interop/ort_env.sh"
 model="$src/samples/digits_cnn.onnx"
 mkdir -p "$tmp/data"
 for f in "$src"/samples/digits/test/00[0-4]?.npy; do ln -s "$f" "$tmp/data/"; done  # 50 samples

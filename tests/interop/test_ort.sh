@@ -3,13 +3,9 @@
 # the ONNX checker: the quantized sample is a valid model that ORT runs with
 # the same top-1 as qrun on every test sample; float outputs agree closely.
 set -euo pipefail
-bin=${QTOOL_BIN:?}
-src=${QTOOL_SOURCE_DIR:?}
+source "${QTOOL_SOURCE_DIR:?}/tests/interop/ort_env.sh"
 samples="$src/samples"
 model="$samples/digits_cnn.onnx"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-[ -f "$src/.cache/ort/node_modules/onnxruntime-node/package.json" ] || "$src/scripts/setup_ort.sh"
 
 "$bin/qprofile" "$model" --data "$samples/digits/calib" -o "$tmp/p.json" --quiet
 for schema in asymmetric symmetric; do

@@ -6,11 +6,7 @@
 # parameter sets where MLAS's float evaluation order decides the rounding
 # (tests/interop/make_qlinear_models.py).
 set -euo pipefail
-bin=${QTOOL_BIN:?}
-src=${QTOOL_SOURCE_DIR:?}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-[ -f "$src/.cache/ort/node_modules/onnxruntime-node/package.json" ] || "$src/scripts/setup_ort.sh"
+source "${QTOOL_SOURCE_DIR:?}/tests/interop/ort_env.sh"
 /usr/bin/python3 "$src/tests/interop/make_qlinear_models.py" "$tmp"
 for t in uint8 int8; do
   "$bin/qrun" "$tmp/qlinear_$t.onnx" --data "$tmp/qlinear_${t}_data" -o "$tmp/qrun_$t" --quiet

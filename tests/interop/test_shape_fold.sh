@@ -3,11 +3,7 @@
 # correctly: no shape op stays on the weight path, and ONNX Runtime's output of
 # the quantized model keeps SNR >= 35 dB against the float model's.
 set -euo pipefail
-bin=${QTOOL_BIN:?}
-src=${QTOOL_SOURCE_DIR:?}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-[ -f "$src/.cache/ort/node_modules/onnxruntime-node/package.json" ] || "$src/scripts/setup_ort.sh"
+source "${QTOOL_SOURCE_DIR:?}/tests/interop/ort_env.sh"
 /usr/bin/python3 "$src/tests/interop/make_shape_fold_models.py" "$tmp"
 for m in transpose_matmul reshape_conv; do
   "$bin/qprofile" "$tmp/$m.onnx" --data "$tmp/${m}_data" -o "$tmp/$m.json" --quiet

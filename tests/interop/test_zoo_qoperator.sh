@@ -9,12 +9,8 @@
 # (exit 0, saying so) when the zoo has not been built (scripts/make_zoo.sh,
 # run by the zoo label's test).
 set -euo pipefail
-bin=${QTOOL_BIN:?}
-src=${QTOOL_SOURCE_DIR:?}
+source "${QTOOL_SOURCE_DIR:?}/tests/interop/ort_env.sh"
 zoo=${ZOO_DIR:-$src/.cache/zoo}
-[ -f "$src/.cache/ort/node_modules/onnxruntime-node/package.json" ] || "$src/scripts/setup_ort.sh"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 for name in resnet18 squeezenet1_1 efficientnet_b0; do
   d="$zoo/$name"
   if [ ! -f "$d/DONE" ]; then

@@ -1,0 +1,8 @@
+# Sourced by the tests that run ONNX Runtime: `bin` (the built tools, QTOOL_BIN),
+# `src` (the repository, QTOOL_SOURCE_DIR), `tmp` (a scratch directory removed
+# on exit), and onnxruntime-node installed (scripts/setup_ort.sh) if it is not.
+bin=${QTOOL_BIN:?QTOOL_BIN must point at the build directory}
+src=${QTOOL_SOURCE_DIR:?QTOOL_SOURCE_DIR must point at the repository}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+[ -f "$src/.cache/ort/node_modules/onnxruntime-node/package.json" ] || "$src/scripts/setup_ort.sh"
