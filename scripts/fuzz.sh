@@ -10,9 +10,9 @@
 # Reproduce a finding: build-fuzz/fuzz_npy build-fuzz/artifacts/fuzz_npy/crash-...
 # QTOOL_FUZZ_SEED=N fixes libFuzzer's random seed (default: a new one per run)
 # and QTOOL_FUZZ_RUNS=N stops a target after N inputs (SECONDS still bounds it).
-# CI sets both, so its brief run repeats exactly the inputs a local run of the
-# same command checked, however fast the machine; finding new bugs is the job
-# of long local runs with a fresh seed.
+# CI sets both, so its brief run repeats (up to libFuzzer's timing-dependent
+# choices) the inputs a local run of the same command checked, however fast the
+# machine; finding new bugs is the job of long local runs with a fresh seed.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${QTOOL_FUZZ_BUILD_DIR:-$repo/build-fuzz}
@@ -48,6 +48,11 @@ failed=()
 for t in "${targets[@]}"; do
   name=${t#fuzz_}
   corpus="$build/corpus/$name"
+  if [ -n "${QTOOL_FUZZ_RUNS:-}" ]; then
+    # A fixed run starts from the committed seeds alone, as in a fresh clone.
+    corpus="$build/corpus-fixed/$name"
+    rm -rf "$corpus"
+  fi
   artifacts="$build/artifacts/$t"
   mkdir -p "$corpus" "$artifacts"
   seeds="$repo/tests/fuzz/corpus/$name"
