@@ -82,6 +82,7 @@ void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1
     mep.alpha = pr.ep.alpha;
     mep.accumulate = k0 > 0 || pr.ep.accumulate;
     mep.last = k0 + kc == pr.K;
+    mep.ldr = pr.ep.ldr;
     mep.clamp = pr.ep.clamp;
     mep.lo = pr.ep.lo;
     mep.hi = pr.ep.hi;
@@ -100,6 +101,7 @@ void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1
       for (int64_t q = 0; q < n_panels; ++q) {
         const int64_t j = j0 + q * nr;
         mep.col_bias = pr.ep.col_bias ? pr.ep.col_bias + j : nullptr;
+        mep.residual = pr.ep.residual ? pr.ep.residual + i0 * pr.ep.ldr + j : nullptr;
         const bool direct = in_place && (q + 1) * nr <= nc;
         const float* b = direct ? pr.b.view.data + k0 * pr.b.view.row_stride + j : bp + q * kc * nr;
         pr.isa.kernel(kc, ap, b, direct ? pr.b.view.row_stride : nr, pr.c + i0 * pr.ldc + j, pr.ldc, m_valid,
@@ -117,6 +119,7 @@ void epilogue_only(int64_t M, int64_t N, float* c, int64_t ldc, const GemmEpilog
       float v = ep.accumulate ? row[j] : 0.0f;
       if (ep.row_bias) v += ep.row_bias[i];
       if (ep.col_bias) v += ep.col_bias[j];
+      if (ep.residual) v += ep.residual[i * ep.ldr + j];
       if (ep.clamp) v = std::min(std::max(v, ep.lo), ep.hi);
       row[j] = v;
     }
