@@ -1,12 +1,15 @@
 // Conv, Gemm, MatMul (BatchNormalization is in ops_norm.cpp, Softmax in ops_softmax.cpp).
 #include <memory>
 
+#include "libquant/interp/elementwise_util.h"
 #include "libquant/interp/fusion.h"
 #include "libquant/interp/ops.h"
 #include "libquant/interp/output.h"
 
 #include "libquant/kernels/conv.h"
 #include "libquant/kernels/conv_fast.h"
+#include "libquant/kernels/elementwise.h"
+#include "libquant/kernels/eltwise_f32.h"
 #include "libquant/kernels/gemm.h"
 #include "libquant/kernels/gemm_packed.h"
 #include "libquant/kernels/matmul.h"
@@ -82,11 +85,32 @@ const Tensor* constant_float_input(const ir::Node& node, size_t index) {
   return t && t->dtype() == DType::Float32 ? t : nullptr;
 }
 
+// A fused Conv -> Add whose other operand is not float32 of the Conv's output
+// shape (broadcast, or a model that declared other shapes): the Conv, then
+// the Add as make_add runs it, then the clamp. Allocates; such models are rare.
+Status conv_then_add(const ir::Node& node, const kernels::ConvGeometry& g, const Tensor& x, const Tensor& w,
+                     const kernels::PackedConvWeights* packed, const Tensor* b, const Tensor& r, int threads,
+                     const kernels::ConvActivation& act, Tensor& y) {
+  if (r.dtype() != DType::Float32)
+    return Status::bad_input("the Add after this Conv has a " + std::string(dtype_name(r.dtype())) + " operand, not float32");
+  Dims conv_shape{g.batch, g.out_channels};
+  conv_shape.insert(conv_shape.end(), g.out_spatial.begin(), g.out_spatial.end());
+  QT_ASSIGN_OR_RETURN(Tensor conv, Tensor::create(DType::Float32, conv_shape));
+  kernels::conv_f32_fast(g, x.data<float>(), w.data<float>(), packed, b ? b->data<float>() : nullptr, conv.data<float>(),
+                         threads);
+  QT_ASSIGN_OR_RETURN(Dims shape, broadcast_output_shape(node, {&conv.shape(), &r.shape()}));
+  QT_RETURN_IF_ERROR(reuse_or_create(y, DType::Float32, std::move(shape)));
+  kernels::binary_broadcast<float>(kernels::BinaryOp::Add, conv.data<float>(), conv.shape(), r.data<float>(), r.shape(),
+                                   y.data<float>(), y.shape());
+  if (act.clamp) kernels::clamp_f32(y.data<float>(), y.data<float>(), y.size(), act.lo, act.hi, threads);
+  return Status::ok();
+}
+
 }  // namespace
 
 KernelResult make_conv(const KernelContext& ctx) { return make_conv_fused(ctx, {}); }
 
-KernelResult make_conv_fused(const KernelContext& ctx, const kernels::ConvActivation& act) {
+KernelResult make_conv_fused(const KernelContext& ctx, const kernels::ConvActivation& act, bool residual) {
   const ir::Node& node = ctx.node;
   QT_ASSIGN_OR_RETURN(ConvAttrs attrs, parse_conv_attrs(node));
   // Constant weights are packed for the GEMM once, here; the run checks that
@@ -99,12 +123,14 @@ KernelResult make_conv_fused(const KernelContext& ctx, const kernels::ConvActiva
       !depthwise)
     *packed = kernels::PackedConvWeights(w_const->data<float>(), w_const->dim(0), attrs.group, w_const->size() / w_const->dim(0));
   const int threads = ctx.options.threads;
-  return make_kernel([&node, attrs, w_const, packed, threads, act](std::span<const Tensor* const> in,
-                                                                   std::vector<Tensor>& out) -> Status {
+  return make_kernel([&node, attrs, w_const, packed, threads, act, residual](std::span<const Tensor* const> in,
+                                                                             std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     const Tensor& x = *in[0];
     const Tensor& w = *in[1];
     const Tensor* b = in.size() > 2 ? in[2] : nullptr;
+    const Tensor* r = residual && in.size() > 3 ? in[3] : nullptr;
+    if (residual && !r) return Status::internal("fused Conv -> Add without its residual operand");
     QT_RETURN_IF_ERROR(require_dtype(node, x, DType::Float32, "input"));
     QT_RETURN_IF_ERROR(require_dtype(node, w, DType::Float32, "weight"));
     QT_ASSIGN_OR_RETURN(auto g, conv_geometry(attrs, x, w));
@@ -114,9 +140,13 @@ KernelResult make_conv_fused(const KernelContext& ctx, const kernels::ConvActiva
     }
     Dims shape{g.batch, g.out_channels};
     shape.insert(shape.end(), g.out_spatial.begin(), g.out_spatial.end());
+    const kernels::PackedConvWeights* pw = &w == w_const ? packed.get() : nullptr;
+    if (r && (r->dtype() != DType::Float32 || r->shape() != shape)) return conv_then_add(node, g, x, w, pw, b, *r, threads, act, out[0]);
     QT_RETURN_IF_ERROR(reuse_or_create(out[0], DType::Float32, std::move(shape)));
-    kernels::conv_f32_fast(g, x.data<float>(), w.data<float>(), &w == w_const ? packed.get() : nullptr,
-                           b ? b->data<float>() : nullptr, out[0].data<float>(), threads, act);
+    kernels::ConvActivation epilogue = act;
+    epilogue.residual = r ? r->data<float>() : nullptr;
+    kernels::conv_f32_fast(g, x.data<float>(), w.data<float>(), pw, b ? b->data<float>() : nullptr, out[0].data<float>(),
+                           threads, epilogue);
     return Status::ok();
   });
 }

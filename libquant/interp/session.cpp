@@ -80,36 +80,76 @@ std::optional<kernels::ConvActivation> activation_of(const ir::Graph& graph, con
   return act;
 }
 
-// Fusion (PlanOptions::fuse): for each Conv or Add whose only output is read
-// by exactly one Relu/Clip (once) and by nothing else, and is no graph
-// output, that activation node and its clamp.
+// Fusion (PlanOptions::fuse). A node's output may be absorbed by its one
+// reader when that reader reads it once and the value is no graph output:
+//  - Conv or Add -> Relu/Clip: the clamp runs in the producer's epilogue;
+//  - Conv -> Add (-> Relu/Clip): the Add's other operand (the residual of a
+//    ResNet or MobileNet block) is added in the Conv's epilogue, when it is
+//    computed before the Conv (a graph input, a constant, or an earlier
+//    node's output), so the fused step can run where the Conv ran.
+// The absorbed nodes' intermediate values are never computed.
+struct FusedTail {
+  const ir::Node* last;                     // the node whose output the fused step writes
+  std::optional<kernels::ConvActivation> act;
+  const ir::Value* residual = nullptr;      // Conv -> Add only
+};
 struct Fusion {
-  std::unordered_map<const ir::Node*, std::pair<const ir::Node*, kernels::ConvActivation>> into;  // producer -> act
-  std::set<const ir::Node*> absorbed;                                                          // activation nodes
+  std::unordered_map<const ir::Node*, FusedTail> into;  // producer -> what it absorbs
+  std::set<const ir::Node*> absorbed;                   // nodes that run inside a producer's kernel
 };
 
 Fusion plan_fusion(const ir::Graph& graph, const std::vector<ir::Node*>& order) {
   std::unordered_map<const ir::Value*, std::vector<const ir::Node*>> readers;
+  std::unordered_map<const ir::Node*, size_t> position;
   for (const ir::Node* n : order) {
+    position[n] = position.size();
     for (const ir::Value* v : n->inputs)
       if (v) readers[v].push_back(n);
     for (const ir::Value* v : n->implicit_inputs) readers[v].push_back(n);
   }
+  // The single reader of n's only output, reading it once, or null.
+  const auto sole_reader = [&](const ir::Node* n) -> const ir::Node* {
+    if (n->outputs.size() != 1) return nullptr;
+    const ir::Value* v = n->outputs[0];
+    if (!v || graph.is_graph_output(v)) return nullptr;
+    const auto it = readers.find(v);
+    if (it == readers.end() || it->second.size() != 1) return nullptr;
+    const ir::Node* r = it->second[0];
+    // Read once: Clip(v, v, v) or Add(v, v) would still need v.
+    if (std::count(r->inputs.begin(), r->inputs.end(), v) != 1 || r->outputs.size() != 1 || !r->outputs[0]) return nullptr;
+    return r;
+  };
+  // An activation node reading n's output as its data input, and its clamp.
+  const auto activation_after = [&](const ir::Node* n) -> std::optional<std::pair<const ir::Node*, kernels::ConvActivation>> {
+    const ir::Node* a = sole_reader(n);
+    if (!a || a->inputs[0] != n->outputs[0]) return std::nullopt;
+    const auto act = activation_of(graph, *a);
+    if (!act) return std::nullopt;
+    return std::make_pair(a, *act);
+  };
   Fusion f;
   for (const ir::Node* n : order) {
-    if (!n->domain.empty() || (n->op_type != "Conv" && n->op_type != "Add") || n->outputs.size() != 1) continue;
-    const ir::Value* v = n->outputs[0];
-    if (!v || graph.is_graph_output(v)) continue;
-    const auto it = readers.find(v);
-    if (it == readers.end() || it->second.size() != 1) continue;
-    const ir::Node* act_node = it->second[0];
-    if (act_node->inputs[0] != v || act_node->outputs.size() != 1 || !act_node->outputs[0]) continue;
-    // Read once: Clip(v, v, v) would still need v.
-    if (std::count(act_node->inputs.begin(), act_node->inputs.end(), v) != 1) continue;
-    const auto act = activation_of(graph, *act_node);
-    if (!act) continue;
-    f.into[n] = {act_node, *act};
-    f.absorbed.insert(act_node);
+    if (!n->domain.empty() || (n->op_type != "Conv" && n->op_type != "Add") || f.absorbed.count(n)) continue;
+    const ir::Node* add = n->op_type == "Conv" && n->inputs.size() <= 3 ? sole_reader(n) : nullptr;
+    if (add && add->domain.empty() && add->op_type == "Add" && add->inputs.size() == 2) {
+      const ir::Value* other = add->inputs[0] == n->outputs[0] ? add->inputs[1] : add->inputs[0];
+      const bool ready = other && (other->constant || !other->producer || position.at(other->producer) < position.at(n));
+      if (ready) {
+        FusedTail tail{add, std::nullopt, other};
+        f.absorbed.insert(add);
+        if (const auto act = activation_after(add)) {
+          tail.last = act->first;
+          tail.act = act->second;
+          f.absorbed.insert(act->first);
+        }
+        f.into[n] = tail;
+        continue;
+      }
+    }
+    if (const auto act = activation_after(n)) {
+      f.into[n] = FusedTail{act->first, act->second, nullptr};
+      f.absorbed.insert(act->first);
+    }
   }
   return f;
 }
@@ -161,12 +201,20 @@ Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph, const
     }
     const KernelContext ctx{*n, opset, &graph, options};
     const auto fused = fusion.into.find(n);
+    const kernels::ConvActivation act = fused == fusion.into.end() ? kernels::ConvActivation{}
+                                                                    : fused->second.act.value_or(kernels::ConvActivation{});
+    const bool residual = fused != fusion.into.end() && fused->second.residual;
     auto kernel = fused == fusion.into.end() ? factory(ctx)
-                  : n->op_type == "Conv"     ? make_conv_fused(ctx, fused->second.second)
-                                             : make_add_fused(ctx, fused->second.second);
+                  : n->op_type == "Conv"     ? make_conv_fused(ctx, act, residual)
+                                             : make_add_fused(ctx, act);
     if (!kernel) return kernel.status().with_context(n->describe());
     Step step{n, std::move(kernel).value(), {}, {}, {}};
     for (const ir::Value* v : n->inputs) step.inputs.push_back(v ? slot(v) : -1);
+    if (residual) {
+      // make_conv_fused reads the residual as input 3, after an optional bias.
+      step.inputs.resize(3, -1);
+      step.inputs.push_back(slot(fused->second.residual));
+    }
     // Outer-scope values a subgraph reads come after the node's inputs.
     for (const std::string& name : step.kernel->implicit_inputs()) {
       const ir::Value* v = graph.find_value(name);
@@ -177,7 +225,7 @@ Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph, const
       step.inputs.push_back(sl);
     }
     if (fused != fusion.into.end())
-      step.outputs.push_back(slot(fused->second.first->outputs[0]));  // the activation's output
+      step.outputs.push_back(slot(fused->second.last->outputs[0]));  // the last absorbed node's output
     else
       for (const ir::Value* v : n->outputs) step.outputs.push_back(v ? slot(v) : -1);
     for (int o : step.outputs)

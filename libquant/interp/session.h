@@ -36,10 +36,12 @@ struct PlanOptions {
   // them. Graph outputs are moved out of the plan into the result.
   bool reuse_buffers = true;
   // Fusion: Conv -> Relu/Clip (constant bounds) becomes one Conv with the
-  // clamp in its epilogue, Add -> Relu/Clip one Add, when the intermediate
-  // value is read by nothing else and is no graph output. That value is then
-  // never computed, so the observer never sees it: callers that observe every
-  // value (qprofile, qrun --per-layer) leave this off.
+  // clamp in its epilogue, Add -> Relu/Clip one Add, and Conv -> Add
+  // (-> Relu/Clip) one Conv adding the Add's other operand in its epilogue
+  // (when that operand is computed before the Conv), wherever the
+  // intermediate value is read by nothing else and is no graph output. That
+  // value is then never computed, so the observer never sees it: callers that
+  // observe every value (qprofile, qrun --per-layer) leave this off.
   bool fuse = false;
 };
 

@@ -1,11 +1,16 @@
 // Depthwise convolution (one input and one output channel per group, as in
 // MobileNet): a GEMM would have M = 1, so it runs as direct loops instead.
-// Each output row is accumulated in place tap by tap (it stays in L1), with
-// an AVX2 row update for strides 1 and 2 when the CPU has it.
+// 3x3 kernels with row stride 1 or 2 (MobileNet's) take the register-blocked
+// plane kernels of conv_depthwise_3x3.h; other 2-D shapes an AVX-512 row
+// kernel; the rest accumulates each output row in place tap by tap (it stays
+// in L1), with an AVX2 row update for strides 1 and 2 when the CPU has it.
 #include <algorithm>
 #include <cassert>
+#include <vector>
 
+#include "libquant/kernels/conv_depthwise_3x3.h"
 #include "libquant/kernels/conv_fast.h"
+#include "libquant/kernels/eltwise_f32.h"
 #include "libquant/kernels/spatial.h"
 #include "libquant/kernels/threadpool.h"
 
@@ -116,8 +121,11 @@ RowUpdate pick_row_update() {
 }  // namespace
 
 void conv_f32_depthwise(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y, int threads,
-                        const ConvActivation& act) {
+                        const ConvActivation& act_in) {
   assert(g.group == g.in_channels && g.group == g.out_channels);
+  // A fused residual is added (then clamped) per plane after the convolution.
+  ConvActivation act = act_in;
+  if (act_in.residual) act = ConvActivation{};
   static const RowUpdate row_update = pick_row_update();
 #ifdef QTOOL_HAVE_AVX2_PATH
   static const RowKernel row_kernel = pick_row_kernel();
@@ -130,14 +138,21 @@ void conv_f32_depthwise(const ConvGeometry& g, const float* x, const float* w, c
   const int64_t out_plane = s.out[0] * s.out[1] * s.out[2];
   const int64_t k_volume = s.kernel[0] * s.kernel[1] * s.kernel[2];
   const int64_t C = g.in_channels;
-  parallel_for(threads, g.batch * C, [&](int64_t plane) {
-    const int64_t c = plane % C;
-    const float* xp = x + plane * in_plane;
-    const float* wp = w + c * k_volume;
-    float* yp = y + plane * out_plane;
-    const float b = bias ? bias[c] : 0.0f;
-    if (row_kernel && s.kernel[0] == 1 && s.kernel[1] <= kMaxRowKernelHeight && (s.strides[2] == 1 || s.strides[2] == 2)) {
-      // 1-D and 2-D (depth 1) with strides 1 or 2 along the row: the register-blocked row kernel.
+  static const std::vector<const detail::Depthwise3x3Isa*> isas_3x3 = detail::supported_depthwise_3x3_isas();
+  const bool plane_3x3 = !isas_3x3.empty() && s.in[0] == 1 && s.out[0] == 1 && s.kernel[0] == 1 && s.kernel[1] == 3 && s.kernel[2] == 3 &&
+                         s.dilations[1] == 1 && s.dilations[2] == 1 && (s.strides[2] == 1 || s.strides[2] == 2);
+  // One channel plane of one image.
+  const auto conv_plane = [&](const float* xp, const float* wp, float* yp, float b) {
+    if (plane_3x3) {
+      isas_3x3.back()->kernel(detail::Depthwise3x3Plane{xp, yp, wp, s.in[1], s.in[2], s.out[1], s.out[2], s.strides[1],
+                                                        s.strides[2], s.pads_begin[1], s.pads_begin[2], b, act.clamp,
+                                                        act.lo, act.hi});
+      return;
+    }
+    if (row_kernel && s.in[0] == 1 && s.out[0] == 1 && s.kernel[0] == 1 &&
+        s.kernel[1] <= kMaxRowKernelHeight && (s.strides[2] == 1 || s.strides[2] == 2)) {
+      // 1-D and 2-D with strides 1 or 2 along the row: the register-blocked row kernel (it
+      // walks one plane: a 3-D input, even with kernel depth 1, takes the loops below).
       const float* xrows[kMaxRowKernelHeight];
       for (int64_t oh = 0; oh < s.out[1]; ++oh) {
         for (int64_t kh = 0; kh < s.kernel[1]; ++kh) {
@@ -173,6 +188,13 @@ void conv_f32_depthwise(const ConvGeometry& g, const float* x, const float* w, c
           for (int64_t ow = 0; ow < s.out[2]; ++ow) yrow[ow] = std::min(std::max(yrow[ow], act.lo), act.hi);
       }
     }
+  };
+  parallel_for(threads, g.batch * C, [&](int64_t plane) {
+    const int64_t c = plane % C;
+    float* yp = y + plane * out_plane;
+    conv_plane(x + plane * in_plane, w + c * k_volume, yp, bias ? bias[c] : 0.0f);
+    if (act_in.residual)
+      add_f32(yp, act_in.residual + plane * out_plane, yp, out_plane, act_in.clamp, act_in.lo, act_in.hi, 1);
   });
 }
 

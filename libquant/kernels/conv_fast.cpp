@@ -160,6 +160,8 @@ void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const 
       else
         b.source = &im2col;
       ep.row_bias = bias ? bias + gi * m_per_group : nullptr;
+      ep.residual = act.residual ? act.residual + (n * M + gi * m_per_group) * out_plane : nullptr;
+      ep.ldr = out_plane;
       gemm_f32_packed(m_per_group, out_plane, K, a, b, y + (n * M + gi * m_per_group) * out_plane, out_plane, ep, threads);
     }
   }

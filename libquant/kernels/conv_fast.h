@@ -32,14 +32,19 @@ class PackedConvWeights {
   std::vector<PackedMatrix> groups_;
 };
 
-// y = clamp(conv(x, w) + bias) with clamp off unless `clamp` is set.
+// y = clamp(conv(x, w) + bias + residual) with clamp off unless `clamp` is
+// set: a Conv -> Relu/Clip, or Conv -> Add (-> Relu/Clip) fused.
 struct ConvActivation {
   bool clamp = false;
   float lo = 0.0f, hi = 0.0f;
+  // The other operand of a fused Add, shaped as y (null: none). The sum is
+  // (conv + bias) + residual, rounded as the two ops apart would round it.
+  const float* residual = nullptr;
 };
 
 // As conv_f32, with `packed` (may be null: packed on the fly) holding w when
 // given, the activation fused, and the work split over `threads` threads.
+// y may not alias x or act.residual.
 void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const PackedConvWeights* packed,
                    const float* bias, float* y, int threads, const ConvActivation& act = {});
 

@@ -51,6 +51,10 @@ struct Problem {
   int64_t ldc;
   const GemmEpilogue& ep;
   const detail::GemmIsa& isa;
+  // B packed by gemm_f32_packed before the split (PackedMatrix layout, row
+  // of panels `b_padded` columns wide), or null.
+  const float* b_prepacked = nullptr;
+  int64_t b_padded = 0;
 };
 
 // Columns [j0, j0+nc) and A panels [p0, p1) of the product.
@@ -63,10 +67,12 @@ void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1
     // A row-major B is read in place, full panels straight from its rows
     // (b_stride = its row stride); only a last, partial panel is copied, so
     // that nothing past a row is read.
-    const bool in_place = !pr.b.packed && !pr.b.source && pr.b.view.col_stride == 1;
+    const bool in_place = !pr.b.packed && !pr.b_prepacked && !pr.b.source && pr.b.view.col_stride == 1;
     const float* bp;
     if (pr.b.packed) {
       bp = pr.b.packed->panel(k0, j0 / nr);
+    } else if (pr.b_prepacked) {
+      bp = pr.b_prepacked + k0 * pr.b_padded + j0 / nr * kc * nr;
     } else {
       float* dst = scratch(b_buf, n_panels * kc * nr);
       if (pr.b.source) {
@@ -82,6 +88,7 @@ void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1
     mep.alpha = pr.ep.alpha;
     mep.accumulate = k0 > 0 || pr.ep.accumulate;
     mep.last = k0 + kc == pr.K;
+    mep.ldr = pr.ep.ldr;
     mep.clamp = pr.ep.clamp;
     mep.lo = pr.ep.lo;
     mep.hi = pr.ep.hi;
@@ -100,6 +107,7 @@ void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1
       for (int64_t q = 0; q < n_panels; ++q) {
         const int64_t j = j0 + q * nr;
         mep.col_bias = pr.ep.col_bias ? pr.ep.col_bias + j : nullptr;
+        mep.residual = pr.ep.residual ? pr.ep.residual + i0 * pr.ep.ldr + j : nullptr;
         const bool direct = in_place && (q + 1) * nr <= nc;
         const float* b = direct ? pr.b.view.data + k0 * pr.b.view.row_stride + j : bp + q * kc * nr;
         pr.isa.kernel(kc, ap, b, direct ? pr.b.view.row_stride : nr, pr.c + i0 * pr.ldc + j, pr.ldc, m_valid,
@@ -117,6 +125,7 @@ void epilogue_only(int64_t M, int64_t N, float* c, int64_t ldc, const GemmEpilog
       float v = ep.accumulate ? row[j] : 0.0f;
       if (ep.row_bias) v += ep.row_bias[i];
       if (ep.col_bias) v += ep.col_bias[j];
+      if (ep.residual) v += ep.residual[i * ep.ldr + j];
       if (ep.clamp) v = std::min(std::max(v, ep.lo), ep.hi);
       row[j] = v;
     }
@@ -173,16 +182,36 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const Gemm
   assert(!b.packed || (b.packed->isa() == &isa && b.packed->outer() == N && b.packed->depth() == K));
   if (M == 0 || N == 0) return;
   if (K == 0) return epilogue_only(M, N, c, ldc, ep);
-  const Problem pr{M, N, K, a, b, c, ldc, ep, isa};
-  const int64_t m_panels = ceil_div(M, isa.mr);
-  // Column blocks no wider than kGemmNc; with threads, narrow enough that
-  // there are a few blocks per thread, each a whole number of NR panels.
+  Problem pr{M, N, K, a, b, c, ldc, ep, isa};
+  const int64_t m_panels = ceil_div(M, isa.mr), n_panels = ceil_div(N, isa.nr);
+  // Column blocks no wider than kGemmNc; with threads, narrow enough (whole
+  // NR panels) that there are about four tasks per thread, so that uneven
+  // blocks and a busy core even out.
   int64_t nc = kGemmNc;
-  if (threads > 1) nc = std::min(nc, std::max<int64_t>(isa.nr, ceil_div(ceil_div(N, 2 * threads), isa.nr) * isa.nr));
+  if (threads > 1) nc = std::min(nc, ceil_div(n_panels, std::min<int64_t>(n_panels, 4 * threads)) * isa.nr);
   const int64_t n_blocks = ceil_div(N, nc);
   // Too few column blocks to feed every thread (small N, e.g. 7x7 feature
   // maps): split the rows as well.
-  const int64_t m_parts = threads > 1 ? std::clamp<int64_t>(ceil_div(2 * threads, n_blocks), 1, m_panels) : 1;
+  const int64_t m_parts = threads > 1 ? std::clamp<int64_t>(ceil_div(4 * threads, n_blocks), 1, m_panels) : 1;
+  // Row parts would each pack the same B panels (an im2col matrix twice or
+  // more): pack B once, in parallel, and share it. Whole rows of panels per
+  // depth block, as PackedMatrix lays them out.
+  if (m_parts > 1 && !b.packed && (b.source || b.view.col_stride != 1)) {
+    thread_local AlignedFloats shared_b;  // the calling thread's; grows, never shrinks
+    const int64_t padded = n_panels * isa.nr;
+    float* dst = scratch(shared_b, padded * K);
+    parallel_for(threads, ceil_div(K, kGemmKc) * n_panels, [&](int64_t t) {
+      const int64_t k0 = t / n_panels * kGemmKc, q = t % n_panels, j = q * isa.nr;
+      const int64_t kc = std::min(kGemmKc, K - k0), cols = std::min<int64_t>(isa.nr, N - j);
+      float* d = dst + k0 * padded + q * kc * isa.nr;
+      if (b.source)
+        b.source->pack(k0, kc, j, cols, isa.nr, d);
+      else
+        pack_panel(b.view.data, b.view.col_stride, b.view.row_stride, j, cols, k0, kc, isa.nr, d);
+    });
+    pr.b_prepacked = dst;
+    pr.b_padded = padded;
+  }
   parallel_for(threads, n_blocks * m_parts, [&](int64_t t) {
     const int64_t nb = t / m_parts, mp = t % m_parts;
     const int64_t j0 = nb * nc;

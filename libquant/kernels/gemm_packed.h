@@ -94,13 +94,17 @@ struct GemmB {
   const PanelSource* source = nullptr;
 };
 
-// C = alpha * A x B (+ C when accumulate) + row_bias[i] + col_bias[j], then
-// clamped to [lo, hi] when clamp (a fused Relu/Clip).
+// C = alpha * A x B (+ C when accumulate) + row_bias[i] + col_bias[j]
+// + residual[i * ldr + j], then clamped to [lo, hi] when clamp (a fused
+// Relu/Clip). The residual is the other operand of a fused Add (Conv -> Add);
+// it may not alias C.
 struct GemmEpilogue {
   float alpha = 1.0f;
   bool accumulate = false;
   const float* row_bias = nullptr;
   const float* col_bias = nullptr;
+  const float* residual = nullptr;
+  int64_t ldr = 0;
   bool clamp = false;
   float lo = 0.0f, hi = 0.0f;
 };

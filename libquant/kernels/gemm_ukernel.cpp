@@ -34,6 +34,7 @@ void store_tile_scalar(const float* acc, int nr, float* c, int64_t ldc, int m_va
       if (ep.last) {
         if (ep.row_bias) v += rb;
         if (ep.col_bias) v += ep.col_bias[j];
+        if (ep.residual) v += ep.residual[i * ep.ldr + j];
         if (ep.clamp) v = std::min(std::max(v, ep.lo), ep.hi);
       }
       row[j] = v;

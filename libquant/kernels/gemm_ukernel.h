@@ -20,14 +20,17 @@ namespace quant::kernels::detail {
 
 // What to do with the tile after the product (acc = sum over this kc block):
 //   v = alpha * acc, then + C (accumulate), then, on the last block of K only,
-//   + row_bias[i] + col_bias[j] and clamp to [lo, hi].
+//   + row_bias[i] + col_bias[j] + residual[i*ldr + j] and clamp to [lo, hi]
+//   (a Conv -> Add -> Relu fused: the Add's other operand is the residual).
 struct MicroEpilogue {
   float alpha = 1.0f;
   bool accumulate = false;
   bool last = true;
   const float* row_bias = nullptr;  // m_valid entries (this tile's rows) or null
   const float* col_bias = nullptr;  // n_valid entries (this tile's columns) or null
-  bool clamp = false;               // NaN passes through a clamp that is off
+  const float* residual = nullptr;  // this tile's element (0, 0) or null
+  int64_t ldr = 0;                  // row stride of residual
+  bool clamp = false;               // NaN passes through the clamp, as in clamp_f32
   float lo = 0.0f, hi = 0.0f;
 };
 

@@ -56,9 +56,15 @@ __attribute__((target("avx2,fma"))) void f32_gemm_avx2_6x16(int64_t kc, const fl
         v0 = _mm256_add_ps(v0, cb0);
         v1 = _mm256_add_ps(v1, cb1);
       }
+      if (ep.last && ep.residual) {
+        const float* r = ep.residual + i * ep.ldr;
+        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(r));
+        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(r + 8));
+      }
       if (clamp) {
-        v0 = _mm256_min_ps(_mm256_max_ps(v0, lo), hi);
-        v1 = _mm256_min_ps(_mm256_max_ps(v1, lo), hi);
+        // max(lo, v), min(hi, v): v, the second operand, comes back for a NaN.
+        v0 = _mm256_min_ps(hi, _mm256_max_ps(lo, v0));
+        v1 = _mm256_min_ps(hi, _mm256_max_ps(lo, v1));
       }
       _mm256_storeu_ps(row, v0);
       _mm256_storeu_ps(row + 8, v1);

@@ -7,6 +7,8 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+#include <algorithm>
+
 namespace quant::kernels::detail {
 namespace {
 
@@ -29,51 +31,52 @@ __attribute__((target("avx512f"))) void f32_gemm_avx512_8x32(int64_t kc, const f
     a += kMr;
     b += b_stride;
   }
-  if (m_valid == kMr && n_valid == kNr) {
-    const __m512 alpha = _mm512_set1_ps(ep.alpha);
-    const __m512 lo = _mm512_set1_ps(ep.lo), hi = _mm512_set1_ps(ep.hi);
-    const bool add_col = ep.last && ep.col_bias, add_row = ep.last && ep.row_bias, clamp = ep.last && ep.clamp;
-    const __m512 cb0 = add_col ? _mm512_loadu_ps(ep.col_bias) : _mm512_setzero_ps();
-    const __m512 cb1 = add_col ? _mm512_loadu_ps(ep.col_bias + 16) : _mm512_setzero_ps();
-#pragma GCC unroll 8
-    for (int i = 0; i < kMr; ++i) {
-      float* row = c + i * ldc;
-      __m512 v0 = acc[i][0], v1 = acc[i][1];
-      if (ep.alpha != 1.0f) {
-        v0 = _mm512_mul_ps(v0, alpha);
-        v1 = _mm512_mul_ps(v1, alpha);
-      }
-      if (ep.accumulate) {
-        v0 = _mm512_add_ps(v0, _mm512_loadu_ps(row));
-        v1 = _mm512_add_ps(v1, _mm512_loadu_ps(row + 16));
-      }
-      if (add_row) {
-        const __m512 rb = _mm512_set1_ps(ep.row_bias[i]);
-        v0 = _mm512_add_ps(v0, rb);
-        v1 = _mm512_add_ps(v1, rb);
-      }
-      if (add_col) {
-        v0 = _mm512_add_ps(v0, cb0);
-        v1 = _mm512_add_ps(v1, cb1);
-      }
-      if (clamp) {
-        // maskz forms: the plain ones trip GCC 12's -Wmaybe-uninitialized
-        // inside avx512fintrin.h (_mm512_undefined_ps).
-        v0 = _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, v0, lo), hi);
-        v1 = _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, v1, lo), hi);
-      }
-      _mm512_storeu_ps(row, v0);
-      _mm512_storeu_ps(row + 16, v1);
-    }
-    return;
-  }
-  alignas(64) float tile[kMr * kNr];
+  // Partial tiles (edges of M and N) store through masks: no scalar tail.
+  const __mmask16 m0 = static_cast<__mmask16>((1u << std::min(n_valid, 16)) - 1u);
+  const __mmask16 m1 = static_cast<__mmask16>((1u << std::clamp(n_valid - 16, 0, 16)) - 1u);
+  const __m512 alpha = _mm512_set1_ps(ep.alpha);
+  const __m512 lo = _mm512_set1_ps(ep.lo), hi = _mm512_set1_ps(ep.hi);
+  const bool add_col = ep.last && ep.col_bias, add_row = ep.last && ep.row_bias, clamp = ep.last && ep.clamp;
+  const bool add_residual = ep.last && ep.residual;
+  const __m512 cb0 = add_col ? _mm512_maskz_loadu_ps(m0, ep.col_bias) : _mm512_setzero_ps();
+  const __m512 cb1 = add_col ? _mm512_maskz_loadu_ps(m1, ep.col_bias + 16) : _mm512_setzero_ps();
 #pragma GCC unroll 8
   for (int i = 0; i < kMr; ++i) {
-    _mm512_store_ps(tile + i * kNr, acc[i][0]);
-    _mm512_store_ps(tile + i * kNr + 16, acc[i][1]);
+    if (i >= m_valid) break;
+    float* row = c + i * ldc;
+    __m512 v0 = acc[i][0], v1 = acc[i][1];
+    if (ep.alpha != 1.0f) {
+      v0 = _mm512_mul_ps(v0, alpha);
+      v1 = _mm512_mul_ps(v1, alpha);
+    }
+    if (ep.accumulate) {
+      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, row));
+      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, row + 16));
+    }
+    if (add_row) {
+      const __m512 rb = _mm512_set1_ps(ep.row_bias[i]);
+      v0 = _mm512_add_ps(v0, rb);
+      v1 = _mm512_add_ps(v1, rb);
+    }
+    if (add_col) {
+      v0 = _mm512_add_ps(v0, cb0);
+      v1 = _mm512_add_ps(v1, cb1);
+    }
+    if (add_residual) {
+      const float* r = ep.residual + i * ep.ldr;
+      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, r));
+      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, r + 16));
+    }
+    if (clamp) {
+      // max(lo, v) then min(hi, v): the second operand, v, comes back for a
+      // NaN, which passes through as in store_tile_scalar. maskz forms: the
+      // plain ones trip GCC 12's -Wmaybe-uninitialized inside avx512fintrin.h.
+      v0 = _mm512_maskz_min_ps(0xFFFF, hi, _mm512_maskz_max_ps(0xFFFF, lo, v0));
+      v1 = _mm512_maskz_min_ps(0xFFFF, hi, _mm512_maskz_max_ps(0xFFFF, lo, v1));
+    }
+    _mm512_mask_storeu_ps(row, m0, v0);
+    _mm512_mask_storeu_ps(row + 16, m1, v1);
   }
-  store_tile_scalar(tile, kNr, c, ldc, m_valid, n_valid, ep);
 }
 
 const GemmIsa kAvx512{"avx512", kMr, kNr, f32_gemm_avx512_8x32};

@@ -34,10 +34,12 @@ Tensor random_tensor(quant::Dims shape, uint32_t seed) {
 // A small residual CNN with branches, all shapes static ([1, 4, 6, 6]):
 //   r1 = Relu(Conv(x))             fusable
 //   r2 = Clip(Conv(r1), 0, 6)      fusable (bounds: a Constant node, an initializer)
-//   r3 = Relu(Add(Conv1x1(r2), r1)) fusable Add -> Relu (residual: r1 lives long)
-//   mb = Add(MaxPool(r3), DepthwiseConv(r3))   two branches joining
+//   r3 = Relu(Add(Conv1x1(r2), r1)) fused whole: Conv -> Add -> Relu, r1 the residual
+//   mb = Add(MaxPool(r3), DepthwiseConv(r3))   two branches joining: depthwise Conv -> Add
 //   c5 = Conv(mb), a graph output AND read by Relu: not fusable
 //   y  = Relu(c5)
+//   z  = Add(Conv(mb), zb[4,1,1])  Conv -> Add with a broadcast operand
+//   u  = Add(Conv1x1(mb), Conv(mb)) the first Conv runs before the second exists: only the second fuses
 // With typed = false the intermediate values carry no type or shape, as in
 // models exported without value_info: fusion then infers float32 from the
 // Conv, and the memory plan learns sizes from the first run.
@@ -102,7 +104,9 @@ struct ResidualModel {
     Value* mb = op("Add", {m, conv("dw", r3, 3, 4, 40)}, "mb");
     Value* c5 = conv("c5", mb, 3, 1, 50);
     Value* y = op("Relu", {c5}, "y");
-    g.outputs = {y, c5};
+    Value* z = op("Add", {conv("c6", mb, 3, 1, 60), weight("zb", {4, 1, 1}, 70)}, "z");
+    Value* u = op("Add", {conv("c7", mb, 1, 1, 80), conv("c8", mb, 3, 1, 90)}, "u");
+    g.outputs = {y, c5, z, u};
   }
 };
 
@@ -202,8 +206,9 @@ TEST_CASE("fusion and buffer reuse change no output bit", "[interp][memory_plan]
         options.threads = threads;
         auto s = Session::create(m.g, options, PlanOptions{reuse, fuse});
         REQUIRE(s.has_value());
-        // Conv->Relu, Conv->Clip and Add->Relu fused; Conv c5 (a graph output) is not.
-        CHECK((*s)->step_count() == unfused_steps - (fuse ? 3 : 0));
+        // Conv->Relu, Conv->Clip, Conv->Add->Relu, depthwise Conv->Add, c6->Add, c8->Add fused;
+        // Conv c5 (a graph output) and c7 (its Add's other operand comes later) are not.
+        CHECK((*s)->step_count() == unfused_steps - (fuse ? 7 : 0));
         // Several runs: later ones get the stale buffers of earlier ones.
         for (uint32_t seed = 1; seed <= 3; ++seed) {
           const Tensor x = random_tensor({1, 4, 6, 6}, seed);
@@ -228,7 +233,13 @@ TEST_CASE("a fused Session's observer sees the activation, not the value fused a
   CHECK(seen.count("r1") == 1);
   CHECK(seen.count("c1") == 0);
   CHECK(seen.count("a3") == 0);
+  CHECK(seen.count("c3") == 0);
+  CHECK(seen.count("r3") == 1);
+  CHECK(seen.count("dw") == 0);
+  CHECK(seen.count("mb") == 1);
   CHECK(seen.count("c5") == 1);  // a graph output: never fused away
+  CHECK(seen.count("c7") == 1);  // the residual of c8's fused Add
+  CHECK(seen.count("c8") == 0);
   auto unfused = Session::create(m.g);
   REQUIRE(unfused.has_value());
   seen.clear();

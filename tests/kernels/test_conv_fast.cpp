@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "libquant/kernels/conv.h"
+#include "libquant/kernels/conv_depthwise_3x3.h"
 #include "libquant/kernels/conv_fast.h"
 
 using namespace quant::kernels;
@@ -79,6 +80,8 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 5, 5, 5, {17, 17}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
       {2, 4, 4, 4, {18, 33}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
       {1, 3, 3, 3, {16, 16}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {1, 1}},
+      {1, 3, 3, 3, {7, 37}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 2, 2, 2, {3, 3, 9}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},  // 3-D, depth 3: generic loops
       {1, 3, 3, 3, {15, 40}, {5, 5}, {1, 2}, {2, 1}, {2, 2}, {2, 2}},
       {1, 2, 2, 2, {19}, {3}, {2}, {1}, {1}, {1}},
       {1, 3, 3, 3, {20, 23}, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},  // stride 3: the generic row update
@@ -114,5 +117,73 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
     conv_f32(g, x.data(), w.data(), nullptr, no_bias.data());
     conv_f32_fast(g, x.data(), w.data(), &packed, nullptr, clamped.data(), 2, ConvActivation{true, 0.0f, 0.5f});
     for (size_t i = 0; i < out_size; ++i) REQUIRE(std::abs(clamped[i] - std::clamp(no_bias[i], 0.0f, 0.5f)) <= tol);
+    // Fused residual Add (then the clamp): the same bits as the conv, then
+    // the sum, then the clamp, on every path.
+    std::vector<float> residual(out_size), fused(out_size, 99.0f);
+    for (float& v : residual) v = dist(rng);
+    conv_f32_fast(g, x.data(), w.data(), &packed, bias.data(), fused.data(), 2,
+                  ConvActivation{true, -0.3f, 0.4f, residual.data()});
+    for (size_t i = 0; i < out_size; ++i) REQUIRE(fused[i] == std::clamp(one[i] + residual[i], -0.3f, 0.4f));
+  }
+}
+
+TEST_CASE("depthwise 3x3 plane kernels match the reference conv_f32 on every ISA", "[kernels][conv]") {
+  const auto isas = detail::supported_depthwise_3x3_isas();
+  if (isas.empty()) SUCCEED("no AVX2/AVX-512 on this CPU: the generic depthwise loops run instead");
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  struct Pads {
+    int64_t top, left, bottom, right;
+  };
+  const Pads pads[] = {{1, 1, 1, 1}, {0, 0, 0, 0}, {0, 0, 1, 1}, {2, 1, 0, 2}, {1, 2, 2, 0}};
+  for (int64_t h : {1, 3, 6}) {
+    for (int64_t w_in = 1; w_in <= 41; w_in += (w_in < 20 ? 1 : 7)) {
+      for (int64_t sh : {1, 2}) {
+        for (int64_t sw : {1, 2}) {
+          for (const Pads& pd : pads) {
+            Case c{1, 1, 1, 1, {h, w_in}, {3, 3}, {sh, sw}, {1, 1}, {pd.top, pd.left}, {pd.bottom, pd.right}};
+            if (h + pd.top + pd.bottom < 3 || w_in + pd.left + pd.right < 3) continue;  // no output
+            const ConvGeometry g = geometry(c);
+            std::vector<float> x(size_t(h * w_in)), wt(9);
+            for (float& v : x) v = dist(rng);
+            for (float& v : wt) v = dist(rng);
+            const float bias = dist(rng);
+            const int64_t out_h = g.out_spatial[0], out_w = g.out_spatial[1];
+            std::vector<float> want(size_t(out_h * out_w)), first;
+            conv_f32(g, x.data(), wt.data(), &bias, want.data());
+            INFO(describe(c));
+            for (const auto* isa : isas) {
+              INFO(isa->name);
+              for (bool clamp : {false, true}) {
+                std::vector<float> got(want.size(), 99.0f);
+                isa->kernel(detail::Depthwise3x3Plane{x.data(), got.data(), wt.data(), h, w_in, out_h, out_w, sh, sw,
+                                                      pd.top, pd.left, bias, clamp, -0.25f, 0.5f});
+                for (size_t i = 0; i < want.size(); ++i) {
+                  const float expect = clamp ? std::clamp(want[i], -0.25f, 0.5f) : want[i];
+                  REQUIRE(std::abs(got[i] - expect) <= 1e-5f * 13);
+                }
+                if (clamp) continue;
+                if (first.empty()) first = got;
+                CHECK(got == first);  // border and interior, AVX2 and AVX-512: the same fused sums
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("depthwise 3x3 clamp passes NaN through like clamp_f32", "[kernels][conv]") {
+  for (const auto* isa : detail::supported_depthwise_3x3_isas()) {
+    INFO(isa->name);
+    std::vector<float> x(5 * 40, 1.0f), y(5 * 40);
+    x[2 * 40 + 20] = std::nanf("");
+    const float wt[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    isa->kernel(detail::Depthwise3x3Plane{x.data(), y.data(), wt, 5, 40, 5, 40, 1, 1, 1, 1, 0.0f, true, 0.0f, 6.0f});
+    CHECK(std::isnan(y[2 * 40 + 20]));   // interior output reading the NaN
+    CHECK(std::isnan(y[1 * 40 + 19]));
+    CHECK(y[0] == 4.0f);                 // corner: four taps inside
+    CHECK(y[2 * 40 + 10] == 6.0f);       // nine taps clamped to hi
   }
 }

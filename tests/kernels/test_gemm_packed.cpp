@@ -64,19 +64,25 @@ TEST_CASE("gemm_f32_packed matches the reference for every ISA, shape and packin
         gemm_f32_packed(M, N, K, GemmA{&pa, {}}, GemmB{&pb, {}, nullptr}, got.data(), N, {}, 1, *isa);
         check_close(got, want, K, name + " prepacked");
 
-        // Epilogue: alpha, accumulate onto C, row and column bias, clamp.
+        // Epilogue: alpha, accumulate onto C, row and column bias, a residual
+        // (row stride N + 3), clamp.
         const std::vector<float> c0 = random_vector(size_t(M * N), rng);
+        const std::vector<float> residual = random_vector(size_t(M * (N + 3)), rng);
         std::vector<float> want_ep(size_t(M * N));
         for (int64_t i = 0; i < M; ++i)
           for (int64_t j = 0; j < N; ++j) {
             const size_t e = size_t(i * N + j);
-            want_ep[e] = std::clamp(c0[e] + 0.5f * want[e] + row_bias[size_t(i)] + col_bias[size_t(j)], -0.4f, 0.6f);
+            want_ep[e] = std::clamp(c0[e] + 0.5f * want[e] + row_bias[size_t(i)] + col_bias[size_t(j)] +
+                                        residual[size_t(i * (N + 3) + j)],
+                                    -0.4f, 0.6f);
           }
         GemmEpilogue ep;
         ep.alpha = 0.5f;
         ep.accumulate = true;
         ep.row_bias = row_bias.data();
         ep.col_bias = col_bias.data();
+        ep.residual = residual.data();
+        ep.ldr = N + 3;
         ep.clamp = true;
         ep.lo = -0.4f;
         ep.hi = 0.6f;
@@ -90,6 +96,10 @@ TEST_CASE("gemm_f32_packed matches the reference for every ISA, shape and packin
         for (int threads : {2, 3, 8}) {
           gemm_f32_packed(M, N, K, GemmA{nullptr, av}, GemmB{&pb, {}, nullptr}, many.data(), N, {}, threads, *isa);
           INFO(name << " threads " << threads);
+          CHECK(many == one);
+          // B packed on the fly (shared by the row parts of a small-N split).
+          std::fill(many.begin(), many.end(), 99.0f);
+          gemm_f32_packed(M, N, K, GemmA{&pa, {}}, GemmB{nullptr, bv, nullptr}, many.data(), N, {}, threads, *isa);
           CHECK(many == one);
         }
       }
@@ -128,5 +138,26 @@ TEST_CASE("gemm_f32_packed lets NaN through when no clamp is asked", "[kernels][
                     *isa);
     CHECK(std::isnan(c[0]));
     CHECK(c[1] == 1.0f);
+  }
+}
+
+TEST_CASE("gemm_f32_packed's fused clamp lets NaN through, as clamp_f32", "[kernels][gemm]") {
+  // Full 8x32 tiles and partial ones: every row of A is NaN or 1.
+  for (const detail::GemmIsa* isa : detail::supported_gemm_isas()) {
+    for (int64_t M : {8, 3}) {
+      for (int64_t N : {32, 5}) {
+        std::vector<float> A(size_t(M), 1.0f), B(size_t(N), 2.0f), c(size_t(M * N));
+        A[1] = NAN;
+        GemmEpilogue ep;
+        ep.clamp = true;
+        ep.lo = 0.0f;
+        ep.hi = 1.5f;
+        gemm_f32_packed(M, N, 1, GemmA{nullptr, {A.data(), 1, 1}}, GemmB{nullptr, {B.data(), N, 1}, nullptr}, c.data(), N,
+                        ep, 1, *isa);
+        INFO(isa->name << " M=" << M << " N=" << N);
+        CHECK(std::isnan(c[size_t(N)]));
+        CHECK(c[0] == 1.5f);
+      }
+    }
   }
 }

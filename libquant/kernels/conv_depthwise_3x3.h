@@ -1,0 +1,42 @@
+// Depthwise 3x3 convolution of one channel plane (MobileNet's depthwise
+// layers), internal to conv_depthwise.cpp and its tests.
+//
+// Each output row is split into a border (the columns whose 3 taps do not all
+// land inside the input row: one or two at each end) computed one output at a
+// time, and an interior computed in vector blocks with the nine weights held
+// in registers and unmasked loads. Rows of the kernel that fall in the top or
+// bottom padding are skipped. Every output is bias, then the nine taps in
+// (kh, kw) order, each a fused multiply-add, so border and interior (and
+// every ISA) give the same bits; thread count does not matter (one plane is
+// one task).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace quant::kernels::detail {
+
+struct Depthwise3x3Plane {
+  const float* x;  // in_h x in_w
+  float* y;        // out_h x out_w
+  const float* w;  // 9 weights, row-major 3x3
+  int64_t in_h, in_w, out_h, out_w;
+  int64_t stride_h, stride_w;  // stride_w is 1 or 2
+  int64_t pad_top, pad_left;   // >= 0
+  float bias;
+  bool clamp;  // y = min(max(y, lo), hi), NaN passing through (as clamp_f32)
+  float lo, hi;
+};
+
+using Depthwise3x3Kernel = void (*)(const Depthwise3x3Plane& p);
+
+struct Depthwise3x3Isa {
+  const char* name;
+  Depthwise3x3Kernel kernel;
+};
+
+// Every 3x3 kernel this CPU runs, fastest last (empty without AVX2 + FMA:
+// the generic depthwise loops serve then).
+std::vector<const Depthwise3x3Isa*> supported_depthwise_3x3_isas();
+
+}  // namespace quant::kernels::detail
