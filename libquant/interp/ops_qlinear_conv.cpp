@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "libquant/interp/ops_qlinear.h"
+#include "libquant/interp/output.h"
 #include "libquant/kernels/qconv_fast.h"
 
 namespace quant::interp {
@@ -110,7 +111,7 @@ KernelResult make_qlinear_conv(const KernelContext& ctx) {
       return Status::bad_input("QLinearConv bias must be int32 with " + std::to_string(g.out_channels) + " values");
     Dims shape{g.batch, g.out_channels};
     shape.insert(shape.end(), g.out_spatial.begin(), g.out_spatial.end());
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->y_type, shape));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], p->y_type, shape));
     const int32_t* bias = b ? b->data<int32_t>() : nullptr;
     kernels::PackedQConvWeights local;
     const kernels::PackedQConvWeights* packed = &weights->packed;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "libquant/interp/ops_qlinear.h"
+#include "libquant/interp/output.h"
 #include "libquant/kernels/matmul.h"
 #include "libquant/kernels/qgemm_packed.h"
 
@@ -157,7 +158,7 @@ KernelResult make_qlinear_matmul(const KernelContext& ctx) {
     if (a_shape.size() == 1) a_shape.insert(a_shape.begin(), 1);
     if (b_shape.size() == 1) b_shape.push_back(1);
     QT_ASSIGN_OR_RETURN(int64_t param_stride, b_param_stride(p->b_param_shape, static_cast<int64_t>(p->requant.count()), b_shape));
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->y_type, *shape));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], p->y_type, *shape));
     if (&b == packed->b && in[kBZero] == packed->bz && param_stride == 0)
       return dispatch_8bit(a.dtype(), "a", [&](auto ta) {
         return dispatch_8bit(p->y_type, "y", [&](auto ty) {
