@@ -84,7 +84,11 @@ KernelResult make_qlinear_conv(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   QT_ASSIGN_OR_RETURN(ConvAttrs attrs, parse_conv_attrs(node));
   const kernels::RequantMode mode = requant_mode(ctx);
-  auto build = [mode](std::span<const Tensor* const> in) { return conv_params(in, mode); };
+  auto build = [mode, &node](std::span<const Tensor* const> in) -> Expected<ConvParams> {
+    QT_ASSIGN_OR_RETURN(ConvParams p, conv_params(in, mode));
+    apply_folded_activation(node, p.requant);
+    return p;
+  };
   QT_ASSIGN_OR_RETURN(auto params, (prepare_params<ConvParams>(node, {kXScale, kXZero, kWScale, kWZero, kYScale, kYZero}, build)));
   auto weights = std::make_shared<ConvWeights>();
   weights->w = constant_input(node, kW);

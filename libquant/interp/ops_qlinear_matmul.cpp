@@ -139,7 +139,11 @@ void run_packed(const MatMulParams& p, const Tensor& a, const kernels::PackedQB&
 KernelResult make_qlinear_matmul(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   const kernels::RequantMode mode = requant_mode(ctx);
-  auto build = [mode](std::span<const Tensor* const> in) { return matmul_params(in, mode); };
+  auto build = [mode, &node](std::span<const Tensor* const> in) -> Expected<MatMulParams> {
+    QT_ASSIGN_OR_RETURN(MatMulParams p, matmul_params(in, mode));
+    apply_folded_activation(node, p.requant);
+    return p;
+  };
   QT_ASSIGN_OR_RETURN(auto params, (prepare_params<MatMulParams>(node, {kAScale, kAZero, kBScale, kBZero, kYScale, kYZero}, build)));
   const std::shared_ptr<PackedB> packed = pack_constant_b(node);
   const int threads = ctx.options.threads;

@@ -27,7 +27,7 @@ void q8_gemm_portable_4x16(int64_t groups, const uint8_t* a, const uint8_t* b, i
 }
 
 const QGemmIsa kPortable{"portable", kPortableMr, q8_gemm_portable_4x16<true>, q8_gemm_portable_4x16<false>,
-                         q_finish_scalar};
+                         q_finish_scalar, nullptr};
 
 }  // namespace
 

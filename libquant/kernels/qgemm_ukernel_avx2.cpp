@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 namespace quant::kernels::detail {
 namespace {
@@ -78,8 +79,8 @@ __attribute__((target("avx2"))) void q_finish_avx2(const int32_t* acc, int64_t a
   const int64_t full = vector ? cols / 8 * 8 : 0;
   const Requantizer* r = o.requant;
   int32_t qlo = 0, qhi = 0;
-  if (o.type == QOutType::U8) qlo = 0, qhi = 255;
-  if (o.type == QOutType::S8) qlo = -128, qhi = 127;
+  if (o.type == QOutType::U8) std::tie(qlo, qhi) = output_range<uint8_t>(*r);
+  if (o.type == QOutType::S8) std::tie(qlo, qhi) = output_range<int8_t>(*r);
   const int32_t zp = requant ? r->zero_point : 0;
   const __m256 lo = _mm256_set1_ps(static_cast<float>(qlo - zp)), hi = _mm256_set1_ps(static_cast<float>(qhi - zp));
   const __m256i zpv = _mm256_set1_epi32(zp);
@@ -122,7 +123,7 @@ __attribute__((target("avx2"))) void q_finish_avx2(const int32_t* acc, int64_t a
 }
 
 namespace {
-const QGemmIsa kAvx2{"avx2", kMr, q8_gemm_avx2_4x16<true>, q8_gemm_avx2_4x16<false>, q_finish_avx2};
+const QGemmIsa kAvx2{"avx2", kMr, q8_gemm_avx2_4x16<true>, q8_gemm_avx2_4x16<false>, q_finish_avx2, nullptr};
 }  // namespace
 
 const QGemmIsa* const kQGemmIsaAvx2 = &kAvx2;
