@@ -1,6 +1,7 @@
-// AVX-512 VNNI integer GEMM micro-kernel, 8 x 16: one zmm accumulator per row
-// (16 columns), VPDPBUSD with the A word broadcast from memory, eight
-// products per B load. VPDPBUSD (not VPDPBUSDS) wraps like the reference.
+// AVX-512 VNNI integer GEMM micro-kernels (8 x 16, and 8 x 32 over two B
+// panels for the convolution) and a 16-wide output stage: one zmm accumulator
+// per row and panel, VPDPBUSD with the A word broadcast from memory. VPDPBUSD
+// (not VPDPBUSDS) wraps like the reference.
 // Compiled with a target attribute; called only when the CPU reports
 // avx512f, avx512bw and avx512vnni.
 #include "libquant/kernels/qgemm_ukernel.h"
@@ -9,6 +10,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <tuple>
 
 namespace quant::kernels::detail {
 namespace {
@@ -61,8 +63,64 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_gemm_avx512vnni_8
   }
 }
 
+// GCC 12 reports the _mm512_undefined_* pass-through operands of the unmasked
+// AVX-512 intrinsics as maybe-uninitialized (a known false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// q_finish_avx2 sixteen columns at a time, lane for lane the same operations
+// (so the same bits); columns past the last multiple of 16, and Requantizers
+// the vector stage cannot reproduce, go to q_finish_avx2. The requantized
+// value is already within the output range (the float clamp has integer
+// bounds, so rounding stays inside), so VPMOVDB's truncation to bytes is exact
+// for uint8 and int8 alike.
+__attribute__((target("avx512f,avx512bw"))) void q_finish_avx512(const int32_t* acc, int64_t acc_stride, int64_t rows,
+                                                                 int64_t cols, int64_t i0, int64_t j0,
+                                                                 const QOutput& o) {
+  const bool requant = o.type != QOutType::S32;
+  const int64_t full = (requant && !o.vector_ok) ? 0 : cols / 16 * 16;
+  if (full > 0) {
+    const Requantizer* r = o.requant;
+    int32_t qlo = 0, qhi = 0;
+    if (o.type == QOutType::U8) std::tie(qlo, qhi) = output_range<uint8_t>(*r);
+    if (o.type == QOutType::S8) std::tie(qlo, qhi) = output_range<int8_t>(*r);
+    const int32_t zp = requant ? r->zero_point : 0;
+    const __m512 lo = _mm512_set1_ps(static_cast<float>(qlo - zp)), hi = _mm512_set1_ps(static_cast<float>(qhi - zp));
+    const __m512i zpv = _mm512_set1_epi32(zp);
+    const bool per_channel = requant && r->count() > 1;
+    const size_t elem = requant ? 1 : 4;
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t gi = i0 + i;
+      const int32_t* src = acc + i * acc_stride;
+      const __m512i row_add = _mm512_set1_epi32(o.row_add ? o.row_add[gi] : 0);
+      const __m512i row_zp = _mm512_set1_epi32(o.row_zp ? o.row_zp[gi] : 0);
+      const __m512i row_sum = _mm512_set1_epi32(o.row_sum ? o.row_sum[gi] : 0);
+      __m512 scale = _mm512_setzero_ps();
+      if (requant && (o.channel_is_row || !per_channel)) scale = _mm512_set1_ps(r->scale[per_channel ? static_cast<size_t>(gi) : 0]);
+      uint8_t* out = static_cast<uint8_t*>(o.y) + static_cast<size_t>(gi * o.ldy) * elem;
+      for (int64_t j = 0; j < full; j += 16) {
+        const int64_t gj = j0 + j;
+        __m512i v = _mm512_add_epi32(_mm512_loadu_si512(src + j), row_add);
+        if (o.col_add) v = _mm512_add_epi32(v, _mm512_loadu_si512(o.col_add + gj));
+        if (o.row_zp) v = _mm512_sub_epi32(v, _mm512_mullo_epi32(row_zp, _mm512_loadu_si512(o.col_sum + gj)));
+        if (o.row_sum) v = _mm512_sub_epi32(v, _mm512_mullo_epi32(row_sum, _mm512_loadu_si512(o.col_zp + gj)));
+        if (!requant) {
+          _mm512_storeu_si512(out + static_cast<size_t>(gj) * 4, v);
+          continue;
+        }
+        const __m512 sc = (per_channel && !o.channel_is_row) ? _mm512_loadu_ps(r->scale.data() + gj) : scale;
+        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), sc);
+        f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+        const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), zpv);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + gj), _mm512_cvtepi32_epi8(q));
+      }
+    }
+  }
+  if (full < cols) q_finish_avx2(acc + full, acc_stride, rows, cols - full, i0, j0 + full, o);
+}
+#pragma GCC diagnostic pop
+
 const QGemmIsa kIsa{"avx512vnni", kMr, q8_gemm_avx512vnni_8x16<true>, q8_gemm_avx512vnni_8x16<false>,
-                    q_finish_avx2, q8_gemm_avx512vnni_8x32_a_signed};
+                    q_finish_avx512, q8_gemm_avx512vnni_8x32_a_signed};
 
 }  // namespace
 
