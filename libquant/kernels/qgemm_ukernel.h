@@ -88,6 +88,15 @@ struct QGemmIsa {
 const QGemmIsa& best_qgemm_isa();
 std::vector<const QGemmIsa*> supported_qgemm_isas();
 
+// What the vector output stages need of a QOutput, read once per call: the
+// requantized range less the zero point, [lo, hi] (float clamp bounds), the
+// zero point, and whether the multipliers are per channel.
+struct QFinishParams {
+  bool requant = false, per_channel = false;
+  int32_t lo = 0, hi = 0, zero_point = 0;
+};
+QFinishParams finish_params(const QOutput& o);
+
 // The portable output stage (scalar; the definition the SIMD ones match).
 void q_finish_scalar(const int32_t* acc, int64_t acc_stride, int64_t rows, int64_t cols, int64_t i0, int64_t j0,
                      const QOutput& o);

@@ -10,7 +10,6 @@
 #include <immintrin.h>
 
 #include <cstring>
-#include <tuple>
 
 namespace quant::kernels::detail {
 namespace {
@@ -76,17 +75,13 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_gemm_avx512vnni_8
 __attribute__((target("avx512f,avx512bw"))) void q_finish_avx512(const int32_t* acc, int64_t acc_stride, int64_t rows,
                                                                  int64_t cols, int64_t i0, int64_t j0,
                                                                  const QOutput& o) {
-  const bool requant = o.type != QOutType::S32;
+  const QFinishParams fp = finish_params(o);
+  const bool requant = fp.requant, per_channel = fp.per_channel;
   const int64_t full = (requant && !o.vector_ok) ? 0 : cols / 16 * 16;
   if (full > 0) {
     const Requantizer* r = o.requant;
-    int32_t qlo = 0, qhi = 0;
-    if (o.type == QOutType::U8) std::tie(qlo, qhi) = output_range<uint8_t>(*r);
-    if (o.type == QOutType::S8) std::tie(qlo, qhi) = output_range<int8_t>(*r);
-    const int32_t zp = requant ? r->zero_point : 0;
-    const __m512 lo = _mm512_set1_ps(static_cast<float>(qlo - zp)), hi = _mm512_set1_ps(static_cast<float>(qhi - zp));
-    const __m512i zpv = _mm512_set1_epi32(zp);
-    const bool per_channel = requant && r->count() > 1;
+    const __m512 lo = _mm512_set1_ps(static_cast<float>(fp.lo)), hi = _mm512_set1_ps(static_cast<float>(fp.hi));
+    const __m512i zpv = _mm512_set1_epi32(fp.zero_point);
     const size_t elem = requant ? 1 : 4;
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t gi = i0 + i;
