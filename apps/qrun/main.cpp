@@ -243,6 +243,7 @@ Status run(const Flags& f) {
   if (!f.no_lower) {
     quant::passes::LowerOptions lo;
     lo.target = quant::passes::LowerTarget::Interpreter;
+    lo.fold_activations = !f.per_layer;  // --per-layer pairs every integer tensor, pre-activation ones too
     lo.has_kernel = [](const std::string& domain, const std::string& op) {
       return quant::interp::find_kernel_factory(domain, op) != nullptr;
     };

@@ -6,6 +6,7 @@
 #include "libquant/interp/output.h"
 #include "libquant/kernels/pool.h"
 #include "libquant/kernels/pool_fast.h"
+#include "libquant/kernels/qpool_max.h"
 
 namespace quant::interp {
 
@@ -78,6 +79,12 @@ KernelResult make_maxpool(const KernelContext& ctx) {
     if (t == DType::Float32 && out.size() == 1) {
       QT_RETURN_IF_ERROR(reuse_or_create(out[0], t, pool_output_dims(g)));
       kernels::max_pool_f32_fast(g, x.data<float>(), out[0].data<float>(), threads);
+      return Status::ok();
+    }
+    if ((t == DType::UInt8 || t == DType::Int8) && out.size() == 1) {  // lowered quantized graphs
+      QT_RETURN_IF_ERROR(reuse_or_create(out[0], t, pool_output_dims(g)));
+      if (t == DType::UInt8) kernels::max_pool_8bit_fast(g, x.data<uint8_t>(), out[0].data<uint8_t>(), threads);
+      else kernels::max_pool_8bit_fast(g, x.data<int8_t>(), out[0].data<int8_t>(), threads);
       return Status::ok();
     }
     QT_ASSIGN_OR_RETURN(out[0], Tensor::create(t, pool_output_dims(g)));

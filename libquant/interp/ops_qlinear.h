@@ -52,6 +52,15 @@ inline Expected<kernels::Requantizer> product_requantizer(kernels::RequantMode m
   return kernels::make_requantizer(mode, multipliers, out_zero_point);
 }
 
+// A Relu/Clip that qrun's lowering folded into a QLinearConv / QLinearMatMul
+// (passes/lower_qdq.h) arrives as the attributes activation_min /
+// activation_max, the Clip's bounds in the integer output domain; they narrow
+// the requantization's saturation (Requantizer::clamp_lo / clamp_hi).
+inline void apply_folded_activation(const ir::Node& node, kernels::Requantizer& r) {
+  if (const ir::Attribute* a = node.find_attribute("activation_min")) r.clamp_lo = static_cast<int32_t>(a->i);
+  if (const ir::Attribute* a = node.find_attribute("activation_max")) r.clamp_hi = static_cast<int32_t>(a->i);
+}
+
 // Every element of an integer tensor as int32 (zero points).
 inline std::vector<int32_t> int32_values(const Tensor& t) {
   std::vector<int32_t> v;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "libquant/interp/ops_qlinear.h"
+#include "libquant/interp/output.h"
 #include "libquant/kernels/qconv_fast.h"
 
 namespace quant::interp {
@@ -83,7 +84,11 @@ KernelResult make_qlinear_conv(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   QT_ASSIGN_OR_RETURN(ConvAttrs attrs, parse_conv_attrs(node));
   const kernels::RequantMode mode = requant_mode(ctx);
-  auto build = [mode](std::span<const Tensor* const> in) { return conv_params(in, mode); };
+  auto build = [mode, &node](std::span<const Tensor* const> in) -> Expected<ConvParams> {
+    QT_ASSIGN_OR_RETURN(ConvParams p, conv_params(in, mode));
+    apply_folded_activation(node, p.requant);
+    return p;
+  };
   QT_ASSIGN_OR_RETURN(auto params, (prepare_params<ConvParams>(node, {kXScale, kXZero, kWScale, kWZero, kYScale, kYZero}, build)));
   auto weights = std::make_shared<ConvWeights>();
   weights->w = constant_input(node, kW);
@@ -110,7 +115,7 @@ KernelResult make_qlinear_conv(const KernelContext& ctx) {
       return Status::bad_input("QLinearConv bias must be int32 with " + std::to_string(g.out_channels) + " values");
     Dims shape{g.batch, g.out_channels};
     shape.insert(shape.end(), g.out_spatial.begin(), g.out_spatial.end());
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->y_type, shape));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], p->y_type, shape));
     const int32_t* bias = b ? b->data<int32_t>() : nullptr;
     kernels::PackedQConvWeights local;
     const kernels::PackedQConvWeights* packed = &weights->packed;

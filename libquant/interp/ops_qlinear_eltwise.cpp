@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "libquant/interp/ops_qlinear.h"
+#include "libquant/interp/output.h"
 #include "libquant/kernels/lookup_table.h"
 #include "libquant/kernels/qlinear_eltwise.h"
 
@@ -103,7 +104,7 @@ KernelResult make_qlinear_binary(const KernelContext& ctx, BinaryOp op) {
       return Status::bad_input("A and B must both be " + std::string(dtype_name(p->type)));
     auto shape = kernels::broadcast_shapes(a.shape(), b.shape());
     if (!shape) return Status::bad_input("shapes " + dims_to_string(a.shape()) + " and " + dims_to_string(b.shape()) + " do not broadcast");
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->type, *shape));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], p->type, *shape));
     return dispatch_8bit(p->type, "A", [&](auto t) {
       run_binary<decltype(t)>(op, p->p, a, b, out[0]);
       return Status::ok();
@@ -158,7 +159,7 @@ KernelResult make_qlinear_table(const KernelContext& ctx, TableOp op) {
     QT_ASSIGN_OR_RETURN(const TableParams* p, params.get(in, scratch));
     const Tensor& x = *in[kX];
     if (x.dtype() != p->type) return Status::bad_input("X must be " + std::string(dtype_name(p->type)));
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->type, x.shape()));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], p->type, x.shape()));
     return dispatch_8bit(p->type, "X", [&](auto tag) {
       using T = decltype(tag);
       kernels::apply_lookup_table<T>(x.data<T>(), reinterpret_cast<const T*>(p->table.data()), out[0].data<T>(), x.size());
@@ -238,7 +239,7 @@ KernelResult make_qlinear_concat(const KernelContext& ctx) {
                                    dims_to_string(x->shape()) + " differ off the axis");
       shape[static_cast<size_t>(axis)] += x->dim(axis);
     }
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->type, shape));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], p->type, shape));
     const int64_t outer = kernels::element_count(std::span(shape).first(static_cast<size_t>(axis)));
     const int64_t inner = kernels::element_count(std::span(shape).subspan(static_cast<size_t>(axis) + 1));
     const int64_t out_pitch = shape[static_cast<size_t>(axis)] * inner;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "libquant/interp/ops_qlinear.h"
+#include "libquant/interp/output.h"
 #include "libquant/kernels/matmul.h"
 #include "libquant/kernels/qgemm_packed.h"
 
@@ -138,7 +139,11 @@ void run_packed(const MatMulParams& p, const Tensor& a, const kernels::PackedQB&
 KernelResult make_qlinear_matmul(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   const kernels::RequantMode mode = requant_mode(ctx);
-  auto build = [mode](std::span<const Tensor* const> in) { return matmul_params(in, mode); };
+  auto build = [mode, &node](std::span<const Tensor* const> in) -> Expected<MatMulParams> {
+    QT_ASSIGN_OR_RETURN(MatMulParams p, matmul_params(in, mode));
+    apply_folded_activation(node, p.requant);
+    return p;
+  };
   QT_ASSIGN_OR_RETURN(auto params, (prepare_params<MatMulParams>(node, {kAScale, kAZero, kBScale, kBZero, kYScale, kYZero}, build)));
   const std::shared_ptr<PackedB> packed = pack_constant_b(node);
   const int threads = ctx.options.threads;
@@ -157,7 +162,7 @@ KernelResult make_qlinear_matmul(const KernelContext& ctx) {
     if (a_shape.size() == 1) a_shape.insert(a_shape.begin(), 1);
     if (b_shape.size() == 1) b_shape.push_back(1);
     QT_ASSIGN_OR_RETURN(int64_t param_stride, b_param_stride(p->b_param_shape, static_cast<int64_t>(p->requant.count()), b_shape));
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->y_type, *shape));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], p->y_type, *shape));
     if (&b == packed->b && in[kBZero] == packed->bz && param_stride == 0)
       return dispatch_8bit(a.dtype(), "a", [&](auto ta) {
         return dispatch_8bit(p->y_type, "y", [&](auto ty) {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "libquant/interp/ops_qlinear.h"
+#include "libquant/interp/output.h"
 #include "libquant/kernels/qpool.h"
 
 namespace quant::interp {
@@ -58,7 +59,7 @@ KernelResult make_qlinear_global_averagepool(const KernelContext& ctx) {
     if (spatial == 0) return Status::bad_input("QLinearGlobalAveragePool over an empty spatial extent");
     Dims shape(static_cast<size_t>(x.rank()), 1);
     shape[0] = x.dim(0), shape[1] = x.dim(1);
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->type, shape));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], p->type, shape));
     const float m = p->p.x_scale / (p->p.y_scale * static_cast<float>(spatial));
     if (!std::isfinite(m)) return Status::bad_input("x_scale / y_scale overflows float32");
     const kernels::Requantizer r = kernels::make_requantizer(mode, std::span<const float>(&m, 1), p->p.y_zero_point);
@@ -90,7 +91,7 @@ KernelResult make_qlinear_averagepool(const KernelContext& ctx) {
     const Tensor& x = *in[kX];
     if (x.dtype() != p->type) return Status::bad_input("X must be " + std::string(dtype_name(p->type)));
     QT_ASSIGN_OR_RETURN(auto g, pool_geometry(node, attrs, x));
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->type, pool_output_dims(g)));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], p->type, pool_output_dims(g)));
     return dispatch_8bit(p->type, "X", [&](auto tag) {
       using T = decltype(tag);
       kernels::qlinear_average_pool<T>(g, count_include_pad, p->p, mode, x.data<T>(), out[0].data<T>());

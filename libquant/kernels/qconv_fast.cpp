@@ -60,8 +60,26 @@ Shape conv_shape(const ConvGeometry& g) {
   return c;
 }
 
+// dst[o] = line[o * 2] for o < n: the input under one tap of a stride-2
+// convolution. SSE2: the even bytes of 32 are the low bytes of 16 words.
+inline void copy_stride2(const uint8_t* line, int64_t n, uint8_t* dst) {
+  int64_t o = 0;
+#if defined(__SSE2__)
+  const __m128i low = _mm_set1_epi16(0x00FF);
+  // Reads line[2o .. 2o+31]: stays within the 2n - 1 bytes the loop needs.
+  for (; o + 16 <= n && 2 * o + 32 <= 2 * n - 1; o += 16) {
+    const __m128i a = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(line + 2 * o)), low);
+    const __m128i b = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(line + 2 * o + 16)), low);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + o), _mm_packus_epi16(a, b));
+  }
+#endif
+  for (; o < n; ++o) dst[o] = line[2 * o];
+}
+
 // Patch row k (weight order c, k0, k1, k2) for output pixels [p0, p0+count)
 // of one image and group: input values under tap k, x_zero_point in padding.
+// Walks the block line by line (the pixel's coordinates advance, no division
+// per line): late layers have lines of 7 pixels.
 template <class TX>
 void gather_row(const Shape& c, const TX* x, TX zx, int64_t kk, int64_t p0, int64_t count, TX* dst) {
   const detail::Spatial3& s = c.s;
@@ -70,9 +88,8 @@ void gather_row(const Shape& c, const TX* x, TX zx, int64_t kk, int64_t p0, int6
   const TX* plane = x + ch * c.in_plane;
   const int64_t off2 = k2 * s.dilations[2] - s.pads_begin[2];
   const detail::IndexRange valid = detail::valid_range(off2, s.strides[2], s.in[2], s.out[2]);
-  int64_t p = p0, j = 0;
-  while (j < count) {
-    const int64_t o2 = p % s.out[2], o1 = (p / s.out[2]) % s.out[1], o0 = p / (s.out[2] * s.out[1]);
+  int64_t o2 = p0 % s.out[2], o1 = (p0 / s.out[2]) % s.out[1], o0 = p0 / (s.out[2] * s.out[1]);
+  for (int64_t j = 0; j < count;) {
     const int64_t len = std::min(s.out[2] - o2, count - j);
     const int64_t i0 = o0 * s.strides[0] + k0 * s.dilations[0] - s.pads_begin[0];
     const int64_t i1 = o1 * s.strides[1] + k1 * s.dilations[1] - s.pads_begin[1];
@@ -85,13 +102,20 @@ void gather_row(const Shape& c, const TX* x, TX zx, int64_t kk, int64_t p0, int6
       std::fill(d, d + (lo - o2), zx);
       if (s.strides[2] == 1) {
         std::memcpy(d + (lo - o2), line + lo + off2, static_cast<size_t>(hi - lo) * sizeof(TX));
+      } else if (s.strides[2] == 2) {
+        copy_stride2(reinterpret_cast<const uint8_t*>(line + lo * 2 + off2), hi - lo,
+                     reinterpret_cast<uint8_t*>(d + (lo - o2)));
       } else {
         for (int64_t o = lo; o < hi; ++o) d[o - o2] = line[o * s.strides[2] + off2];
       }
       std::fill(d + (hi - o2), d + len, zx);
     }
     j += len;
-    p += len;
+    o2 += len;
+    if (o2 == s.out[2]) {
+      o2 = 0;
+      if (++o1 == s.out[1]) o1 = 0, ++o0;
+    }
   }
 }
 
@@ -158,7 +182,9 @@ PackedQConvWeights::PackedQConvWeights(const TW* w, int64_t out_channels, int64_
   uint8_t* d = data_.reserve(static_cast<size_t>(std::max<int64_t>(group_bytes_ * group, 1)));
   row_sum_.assign(static_cast<size_t>(out_channels), 0);
   row_zp_.assign(static_cast<size_t>(out_channels), 0);
-  centered_.resize(static_cast<size_t>(out_channels * depth_per_group));
+  // Only the depthwise path (one output channel per group) reads centered weights.
+  const bool depthwise = group == out_channels;
+  if (depthwise) centered_.resize(static_cast<size_t>(out_channels * depth_per_group));
   for (int64_t g = 0; g < group; ++g)
     for (int64_t p = 0; p < panels; ++p) {
       const int64_t m0 = g * group_out + p * mr;
@@ -169,7 +195,7 @@ PackedQConvWeights::PackedQConvWeights(const TW* w, int64_t out_channels, int64_
     const TW z = zero_point_count == 0 ? TW{0} : zero_points[zero_point_count == 1 ? 0 : m];
     row_zp_[static_cast<size_t>(m)] = stored_value(z, flip);
     has_zp_ = has_zp_ || row_zp_[static_cast<size_t>(m)] != 0;
-    for (int64_t t = 0; t < depth_per_group; ++t)
+    for (int64_t t = 0; depthwise && t < depth_per_group; ++t)
       centered_[static_cast<size_t>(m * depth_per_group + t)] =
           static_cast<int32_t>(w[m * depth_per_group + t]) - static_cast<int32_t>(z);
   }
@@ -229,17 +255,29 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
     col_sum.resize(static_cast<size_t>(stride));
     pack_block(c, xg, x_zero_point, p0, count, rb, pb, o.row_zp ? col_sum.data() : nullptr);
     detail::QOutput ot = o;
-    alignas(64) int32_t tile[detail::kQMaxMr * kQNr];
+    alignas(64) int32_t tile[2][detail::kQMaxMr * kQNr];
     const uint8_t* wg = packed.panels(grp);
     const int64_t p_begin = chunk * per_chunk, p_end = std::min(row_panels, p_begin + per_chunk);
+    auto finish = [&](const int32_t* t, int64_t i0, int64_t mv, int64_t j) {
+      ot.y = y + n * g.out_channels * c.out_plane + p0 + j;
+      ot.col_sum = o.row_zp ? col_sum.data() + j : nullptr;
+      isa.finish(t, kQNr, mv, std::min<int64_t>(kQNr, count - j), i0, 0, ot);
+    };
     for (int64_t p = p_begin; p < p_end; ++p) {
       const int64_t i0 = grp * c.group_out + p * mr;
       const int64_t mv = std::min<int64_t>(mr, c.group_out - p * mr);
-      for (int64_t j = 0; j < count; j += kQNr) {
-        (isa.a_signed)(groups, wg + p * mr * kp, pb + j * kp, tile);
-        ot.y = y + n * g.out_channels * c.out_plane + p0 + j;
-        ot.col_sum = o.row_zp ? col_sum.data() + j : nullptr;
-        isa.finish(tile, kQNr, mv, std::min<int64_t>(kQNr, count - j), i0, 0, ot);
+      const uint8_t* wp = wg + p * mr * kp;
+      int64_t j = 0;
+      if (isa.a_signed_x2) {
+        for (; j + kQNr < count; j += 2 * kQNr) {  // two panels, the second possibly partial
+          (isa.a_signed_x2)(groups, wp, pb + j * kp, pb + (j + kQNr) * kp, tile[0], tile[1]);
+          finish(tile[0], i0, mv, j);
+          finish(tile[1], i0, mv, j + kQNr);
+        }
+      }
+      for (; j < count; j += kQNr) {
+        (isa.a_signed)(groups, wp, pb + j * kp, tile[0]);
+        finish(tile[0], i0, mv, j);
       }
     }
   });

@@ -1,6 +1,7 @@
 #include "libquant/kernels/qgemm_ukernel.h"
 
 #include <cmath>
+#include <tuple>
 #include <type_traits>
 
 namespace quant::kernels::detail {
@@ -27,7 +28,7 @@ void q8_gemm_portable_4x16(int64_t groups, const uint8_t* a, const uint8_t* b, i
 }
 
 const QGemmIsa kPortable{"portable", kPortableMr, q8_gemm_portable_4x16<true>, q8_gemm_portable_4x16<false>,
-                         q_finish_scalar};
+                         q_finish_scalar, nullptr};
 
 }  // namespace
 
@@ -36,6 +37,19 @@ bool requant_vector_ok(const Requantizer* r) {
   for (float s : r->scale)
     if (!std::isfinite(s)) return false;
   return true;
+}
+
+QFinishParams finish_params(const QOutput& o) {
+  QFinishParams f;
+  f.requant = o.type != QOutType::S32;
+  if (!f.requant) return f;
+  int32_t qlo = 0, qhi = 0;
+  if (o.type == QOutType::U8) std::tie(qlo, qhi) = output_range<uint8_t>(*o.requant);
+  if (o.type == QOutType::S8) std::tie(qlo, qhi) = output_range<int8_t>(*o.requant);
+  f.zero_point = o.requant->zero_point;
+  f.lo = qlo - f.zero_point, f.hi = qhi - f.zero_point;
+  f.per_channel = o.requant->count() > 1;
+  return f;
 }
 
 void q_finish_one(uint32_t v, int64_t i, int64_t j, const QOutput& o) {

@@ -42,6 +42,11 @@ inline int64_t q_padded_k(int64_t k) { return (k + kQKGroup - 1) / kQKGroup * kQ
 
 // tile: MR x kQNr int32, row-major, overwritten.
 using QMicroKernel = void (*)(int64_t groups, const uint8_t* a, const uint8_t* b, int32_t* tile);
+// Two B panels against one A panel (tile0 from b0, tile1 from b1): each A
+// word loaded once feeds twice the products, and twice the accumulators hide
+// the dot-product latency. Bit for bit two QMicroKernel calls.
+using QMicroKernel2 = void (*)(int64_t groups, const uint8_t* a, const uint8_t* b0, const uint8_t* b1, int32_t* tile0,
+                               int32_t* tile1);
 
 enum class QOutType { S32, U8, S8 };
 
@@ -75,12 +80,22 @@ struct QGemmIsa {
   QMicroKernel a_unsigned;  // A u8, B s8
   QMicroKernel a_signed;    // A s8, B u8
   QFinish finish;
+  QMicroKernel2 a_signed_x2;  // a_signed on two B panels; null: call a_signed twice
 };
 
 // The fastest ISA this CPU runs (chosen once), and every ISA it runs,
 // portable first (tests compare each against the reference kernels).
 const QGemmIsa& best_qgemm_isa();
 std::vector<const QGemmIsa*> supported_qgemm_isas();
+
+// What the vector output stages need of a QOutput, read once per call: the
+// requantized range less the zero point, [lo, hi] (float clamp bounds), the
+// zero point, and whether the multipliers are per channel.
+struct QFinishParams {
+  bool requant = false, per_channel = false;
+  int32_t lo = 0, hi = 0, zero_point = 0;
+};
+QFinishParams finish_params(const QOutput& o);
 
 // The portable output stage (scalar; the definition the SIMD ones match).
 void q_finish_scalar(const int32_t* acc, int64_t acc_stride, int64_t rows, int64_t cols, int64_t i0, int64_t j0,

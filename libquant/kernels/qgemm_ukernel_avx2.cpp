@@ -73,17 +73,12 @@ __attribute__((target("avx2"))) inline void store8(__m256i q, void* dst) {
 
 __attribute__((target("avx2"))) void q_finish_avx2(const int32_t* acc, int64_t acc_stride, int64_t rows, int64_t cols,
                                                    int64_t i0, int64_t j0, const QOutput& o) {
-  const bool requant = o.type != QOutType::S32;
-  const bool vector = !requant || o.vector_ok;
-  const int64_t full = vector ? cols / 8 * 8 : 0;
+  const QFinishParams fp = finish_params(o);
+  const bool requant = fp.requant, per_channel = fp.per_channel;
+  const int64_t full = !requant || o.vector_ok ? cols / 8 * 8 : 0;
   const Requantizer* r = o.requant;
-  int32_t qlo = 0, qhi = 0;
-  if (o.type == QOutType::U8) qlo = 0, qhi = 255;
-  if (o.type == QOutType::S8) qlo = -128, qhi = 127;
-  const int32_t zp = requant ? r->zero_point : 0;
-  const __m256 lo = _mm256_set1_ps(static_cast<float>(qlo - zp)), hi = _mm256_set1_ps(static_cast<float>(qhi - zp));
-  const __m256i zpv = _mm256_set1_epi32(zp);
-  const bool per_channel = requant && r->count() > 1;
+  const __m256 lo = _mm256_set1_ps(static_cast<float>(fp.lo)), hi = _mm256_set1_ps(static_cast<float>(fp.hi));
+  const __m256i zpv = _mm256_set1_epi32(fp.zero_point);
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t gi = i0 + i;
     const int32_t* src = acc + i * acc_stride;
@@ -122,7 +117,7 @@ __attribute__((target("avx2"))) void q_finish_avx2(const int32_t* acc, int64_t a
 }
 
 namespace {
-const QGemmIsa kAvx2{"avx2", kMr, q8_gemm_avx2_4x16<true>, q8_gemm_avx2_4x16<false>, q_finish_avx2};
+const QGemmIsa kAvx2{"avx2", kMr, q8_gemm_avx2_4x16<true>, q8_gemm_avx2_4x16<false>, q_finish_avx2, nullptr};
 }  // namespace
 
 const QGemmIsa* const kQGemmIsaAvx2 = &kAvx2;

@@ -45,7 +45,7 @@ __attribute__((target("avx2,avxvnni"))) void q8_gemm_avxvnni_4x16(int64_t groups
   }
 }
 
-const QGemmIsa kIsa{"avxvnni", kMr, q8_gemm_avxvnni_4x16<true>, q8_gemm_avxvnni_4x16<false>, q_finish_avx2};
+const QGemmIsa kIsa{"avxvnni", kMr, q8_gemm_avxvnni_4x16<true>, q8_gemm_avxvnni_4x16<false>, q_finish_avx2, nullptr};
 
 }  // namespace
 

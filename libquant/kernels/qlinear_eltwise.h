@@ -46,8 +46,16 @@ struct QLinearBinaryParams {
   int32_t a_zero_point = 0, b_zero_point = 0, c_zero_point = 0;
 };
 
+// Eight elements at a time with AVX2 + FMA when the CPU has them (the same
+// instructions as MLAS, so the same bits), else detail::qlinear_add_portable.
 template <class T>
 void qlinear_add(const T* a, const T* b, bool b_is_scalar, T* c, int64_t n, const QLinearBinaryParams& p);
+
+namespace detail {
+// The scalar definition of qlinear_add, which the tests compare the SIMD path against.
+template <class T>
+void qlinear_add_portable(const T* a, const T* b, bool b_is_scalar, T* c, int64_t n, const QLinearBinaryParams& p);
+}  // namespace detail
 
 template <class T>
 void qlinear_mul(const T* a, const T* b, bool b_is_scalar, T* c, int64_t n, const QLinearBinaryParams& p);

@@ -61,8 +61,7 @@ Requantizer make_requantizer(RequantMode mode, std::span<const float> multiplier
 
 template <class Q>
 Q requantize_one(int32_t acc, const Requantizer& r, int64_t channel) {
-  constexpr int32_t lo = std::numeric_limits<Q>::min();
-  constexpr int32_t hi = std::numeric_limits<Q>::max();
+  const auto [lo, hi] = output_range<Q>(r);
   const size_t c = r.count() == 1 ? 0 : static_cast<size_t>(channel);
   if (r.mode == RequantMode::Float) {
     // MLAS MlasRequantizeOutput: scale in float32, clamp to the output range

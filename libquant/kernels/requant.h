@@ -22,8 +22,11 @@
 // does it; defined here because it is computed in uint32).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace quant::kernels {
@@ -69,11 +72,20 @@ int32_t multiply_by_quantized_multiplier(int32_t x, FixedPointMultiplier m);
 // Requantization parameters of one kernel, built once at prepare time.
 // scale (Float) or fixed (FixedPoint) holds 1 entry (per-tensor) or one per
 // output channel; zero_point is the output zero point.
+//
+// clamp_lo / clamp_hi narrow the output range further: a Relu/Clip folded
+// into the op (passes/lower_qdq.h) runs as clip(y, clamp_lo, clamp_hi) on the
+// integer output, which equals saturating to the intersected range (both
+// clamps are monotone and the bounds integers), and in Float mode that equals
+// clamping the scaled value to [lo - zp, hi - zp] before rounding, as the
+// type's own range is.
 struct Requantizer {
   RequantMode mode = RequantMode::Float;
   std::vector<float> scale;
   std::vector<FixedPointMultiplier> fixed;
   int32_t zero_point = 0;
+  int32_t clamp_lo = std::numeric_limits<int32_t>::min();
+  int32_t clamp_hi = std::numeric_limits<int32_t>::max();
 
   size_t count() const { return mode == RequantMode::Float ? scale.size() : fixed.size(); }
 };
@@ -82,7 +94,14 @@ struct Requantizer {
 // FixedPoint converts each float M with quantize_multiplier.
 Requantizer make_requantizer(RequantMode mode, std::span<const float> multipliers, int32_t zero_point);
 
-// One value: saturate(requant(acc) + zero_point) to Q's range, with the
+// Q's range intersected with the Requantizer's clamp: [lo, hi].
+template <class Q>
+std::pair<int32_t, int32_t> output_range(const Requantizer& r) {
+  return {std::max<int32_t>(std::numeric_limits<Q>::min(), r.clamp_lo),
+          std::min<int32_t>(std::numeric_limits<Q>::max(), r.clamp_hi)};
+}
+
+// One value: saturate(requant(acc) + zero_point) to output_range<Q>, with the
 // multiplier at `channel` (0 when per-tensor).
 template <class Q>
 Q requantize_one(int32_t acc, const Requantizer& r, int64_t channel);

@@ -86,14 +86,19 @@ std::optional<std::pair<std::optional<float>, std::optional<float>>> activation_
 }
 
 // Whether Relu/Clip `act` changes nothing once its output is saturated by Q
-// (`q` = the Q's parameters): the quantized range lies inside [lo, hi].
+// (`q` = the Q's parameters). Exact: Q is monotone, so Q(clip(x, lo, hi)) =
+// clip(Q(x), Q(lo), Q(hi)), and that is Q(x) for every x exactly when
+// Q(lo) <= qmin and Q(hi) >= qmax. (A range test in float, scale * (qmax - zp)
+// <= hi, misses a Relu6 whose profiled max is 6: scale * 255 lands a rounding
+// above 6 while Q(6) is still 255. ONNX Runtime's ClipQuantFusion allows one
+// float epsilon for that reason; the quantized bounds need no tolerance.)
 bool activation_implied(const ir::Node& act, const QTriple& q) {
   auto bounds = activation_bounds(act);
   if (!bounds) return false;
   auto r = int_range(q.qtype);
-  const double scale = scalar_of(q.scale), zp = ir::constant_data(q.zero_point)->as_double(0);
-  const double qlo = scale * (static_cast<double>(r->min) - zp), qhi = scale * (static_cast<double>(r->max) - zp);
-  return (!bounds->first || qlo >= *bounds->first) && (!bounds->second || qhi <= *bounds->second);
+  if (bounds->first && quantize_scalar(*bounds->first, q).as_int64(0) > r->min) return false;
+  if (bounds->second && quantize_scalar(*bounds->second, q).as_int64(0) < r->max) return false;
+  return true;
 }
 
 // Unary element-wise float ops that the interpreter lowers to a lookup table.
@@ -148,6 +153,7 @@ class Lowerer {
   // the Q's integer output (or n's float output when m.q is null).
   void replace(ir::Node* n, const OutputMatch& m, const std::string& op_type, const std::string& domain,
                std::vector<ir::Value*> inputs, std::map<std::string, ir::Attribute> attributes);
+  std::optional<std::pair<int64_t, int64_t>> folded_bounds(const std::string& op_type, const OutputMatch& m) const;
   // Records `n` as lowered to `what` and removes it with m.q and m.act.
   void finish(ir::Node* n, const OutputMatch& m, const std::string& what);
   // Emits the integer form of Relu/Clip `act` from `in` to `out` (both with
@@ -279,18 +285,42 @@ void Lowerer::emit_activation(ir::Node* before, const ir::Node& act, const QTrip
   emit_lookup(before, act.name, act.op_type, act.attributes, QTriple{in, p.scale, p.zero_point, p.qtype}, p, extra, out);
 }
 
+// The bounds of Relu/Clip `act` quantized with `p` (the type's limits where
+// a bound is absent), when the interpreter's lowering folds it into the
+// output clamp of `op_type`.
+std::optional<std::pair<int64_t, int64_t>> Lowerer::folded_bounds(const std::string& op_type, const OutputMatch& m) const {
+  if (!interp() || !o_.fold_activations || !m.act || m.act_implied || !m.q) return std::nullopt;
+  if (op_type != "QLinearConv" && op_type != "QLinearMatMul") return std::nullopt;
+  auto bounds = activation_bounds(*m.act);
+  auto r = int_range(m.params.qtype);
+  if (!bounds || !r) return std::nullopt;
+  const int64_t lo = bounds->first ? quantize_scalar(*bounds->first, m.params).as_int64(0) : r->min;
+  const int64_t hi = bounds->second ? quantize_scalar(*bounds->second, m.params).as_int64(0) : r->max;
+  if (lo > hi) return std::nullopt;  // Clip with min > max: left to the Clip kernel's rule
+  return std::make_pair(lo, hi);
+}
+
 void Lowerer::replace(ir::Node* n, const OutputMatch& m, const std::string& op_type, const std::string& domain,
                       std::vector<ir::Value*> inputs, std::map<std::string, ir::Attribute> attributes) {
-  const bool clamp = m.act && !m.act_implied;
+  const auto folded = folded_bounds(op_type, m);
+  const bool clamp = m.act && !m.act_implied && !folded;
   ir::Value* out = m.q ? m.q->outputs[0] : n->outputs[0];
   ir::Value* op_out = out;
   // An activation saturation does not imply runs on the integer output: the
   // op writes the pre-activation tensor, named after its float twin.
   if (clamp) op_out = add_int_value(m.act->inputs[0]->name() + "_quantized", *m.act->inputs[0], m.params.qtype);
   std::string what = (domain.empty() ? "" : domain + ".") + op_type;
-  if (m.act) what += m.act_implied ? " (" + m.act->op_type + " implied by saturation)" : " + integer " + m.act->op_type;
+  if (m.act && m.act_implied) what += " (" + m.act->op_type + " implied by saturation)";
+  else if (folded) what += " (" + m.act->op_type + " folded into the output clamp)";
+  else if (m.act) what += " + integer " + m.act->op_type;
   ir::Node* lowered = g_.insert_node(n, op_type, std::move(inputs), {op_out}, n->name, domain);
   lowered->attributes = std::move(attributes);
+  if (folded) {
+    // Clamping the integer output to [Q(lo), Q(hi)] inside the requantization
+    // is the integer Clip after it (kernels/requant.h, Requantizer::clamp_lo).
+    lowered->attributes["activation_min"] = ir::Attribute::of_int(folded->first);
+    lowered->attributes["activation_max"] = ir::Attribute::of_int(folded->second);
+  }
   if (clamp) emit_activation(n, *m.act, m.params, op_out, out);
   finish(n, m, what);
 }

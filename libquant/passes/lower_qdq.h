@@ -9,14 +9,18 @@
 //    QLinearLeakyRelu, and data-movement ops (MaxPool, Reshape, Flatten,
 //    Transpose, Squeeze, Unsqueeze) run on the 8-bit tensor when their input
 //    and output share parameters. A Relu/Clip between an op and its Q is
-//    dropped when the Q's saturation already clamps to its range.
+//    dropped when the Q's saturation already clamps to its range: when its
+//    bounds quantize to the type's limits or beyond (Q(lo) <= qmin,
+//    Q(hi) >= qmax), so that clip(Q(x), Q(lo), Q(hi)) = Q(x) for every x.
 //  - qrun (LowerTarget::Interpreter), at prepare time, before
 //    Session::create: the same, plus
 //      * com.microsoft QGemm for Gemm (also with a float output, as ONNX
 //        Runtime fuses DQ -> Gemm at the end of a model),
 //      * Relu/Clip that saturation does not imply: an integer Clip on the
 //        8-bit output, exact since Q(clip(x, a, b)) = clip(Q(x), Q(a), Q(b))
-//        for the monotone Q (ONNX Clip takes 8-bit types from opset 12),
+//        for the monotone Q (ONNX Clip takes 8-bit types from opset 12), or,
+//        after a Conv / MatMul, folded into its output clamp
+//        (LowerOptions::fold_activations),
 //      * unary ops (Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu, Relu...) as
 //        ai.qtool QLinearLookup: a 2^bits-entry table computed at prepare
 //        time by running the float op on every dequantized input value and
@@ -52,6 +56,13 @@ struct LowerOptions {
   // the interpreter itself (passes do not depend on interp/): qrun passes
   // interp::find_kernel_factory. Null: every op is available.
   std::function<bool(const std::string& domain, const std::string& op_type)> has_kernel;
+  // Interpreter: a Relu/Clip that saturation does not imply, after a Conv or
+  // MatMul, runs inside the QLinearConv / QLinearMatMul as a narrower output
+  // clamp (attributes activation_min / activation_max, the Clip's bounds
+  // quantized) instead of as an integer Clip after it: the same bits, one
+  // pass less. The pre-activation integer tensor then no longer exists, so
+  // qrun --per-layer turns this off to pair every tensor with its twin.
+  bool fold_activations = true;
 };
 
 // An integer activation of a lowered (or QOperator) graph and the float

@@ -44,6 +44,7 @@ std::vector<Case> cases() {
       {1, 3, 4, 1, {13}, {3}, {1}, {1}, {2}, {0}},                       // 1-D
       {1, 2, 3, 1, {3, 4, 5}, {2, 2, 3}, {1, 1, 2}, {1, 1, 1}, {1, 0, 1}, {0, 1, 1}},  // 3-D
       {1, 40, 9, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},     // K = 360
+      {1, 3, 10, 1, {5, 41}, {3, 3}, {2, 2}, {1, 1}, {1, 0}, {1, 1}},    // stride 2, lines of 20 (vector gather)
   };
 }
 
@@ -97,11 +98,17 @@ void sweep(uint32_t seed) {
             qconv_fast<TX, uint8_t>(g, x.data(), xzp, packed, bias.data(), &r, got_y.data(), 2);
             INFO("mode=" << (mode == RequantMode::Float ? "float" : "fixed") << " per_channel=" << per_channel);
             REQUIRE(got_y == want_y);
-            const Requantizer rs = make_requantizer(mode, per_channel ? mult : std::vector<float>{mult[0]}, -20);
+            Requantizer rs = make_requantizer(mode, per_channel ? mult : std::vector<float>{mult[0]}, -20);
             std::vector<int8_t> want_s(out_size), got_s(out_size, 1);
             qlinear_conv<TX, TW, int8_t>(g, a, nullptr, rs, want_s.data(), workspace.data());
             qconv_fast<TX, int8_t>(g, x.data(), xzp, packed, nullptr, &rs, got_s.data(), 1);
             REQUIRE(got_s == want_s);
+            // A folded Relu/Clip: the output clamp narrowed (vector and scalar output stages).
+            rs.clamp_lo = -20, rs.clamp_hi = 60;
+            qlinear_conv<TX, TW, int8_t>(g, a, bias.data(), rs, want_s.data(), workspace.data());
+            qconv_fast<TX, int8_t>(g, x.data(), xzp, packed, bias.data(), &rs, got_s.data(), 2);
+            REQUIRE(got_s == want_s);
+            for (int8_t v : got_s) REQUIRE((v >= -20 && v <= 60));
           }
         }
       }

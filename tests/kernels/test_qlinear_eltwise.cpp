@@ -159,6 +159,12 @@ void check_ort_cases(const std::vector<OrtCase>& cases, bool scalar_b, bool mul)
     else qlinear_add<T>(&a, &b, scalar_b, &c, 1, p);
     INFO("a=" << k.a << " b=" << k.b << " scales " << k.sa << " " << k.sb << " " << k.sc);
     CHECK(int(c) == k.c);
+    // The same case in every lane of the vector path (and its tail).
+    const std::vector<T> as(19, a), bs(19, b);
+    std::vector<T> cs(19);
+    if (mul) qlinear_mul<T>(as.data(), bs.data(), scalar_b, cs.data(), 19, p);
+    else qlinear_add<T>(as.data(), bs.data(), scalar_b, cs.data(), 19, p);
+    CHECK(cs == std::vector<T>(19, static_cast<T>(k.c)));
     CHECK(int(mul ? naive_mul<T>(a, b, p) : naive_add<T>(a, b, scalar_b, p)) == k.c);
   }
 }
@@ -203,6 +209,35 @@ TEST_CASE("qlinear_add / qlinear_mul uint8 match ONNX Runtime's formulas", "[ker
 }
 TEST_CASE("qlinear_add / qlinear_mul int8 match ONNX Runtime's formulas", "[kernels][qlinear_eltwise]") {
   sweep_binary<int8_t>();
+}
+
+// The dispatched qlinear_add (AVX2 + FMA on x86-64 CPUs that have them)
+// against its portable definition, over every operand pair and both forms.
+template <class T>
+void check_add_paths() {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> sd(0.0005f, 0.5f);
+  std::uniform_int_distribution<int> vd(std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+  std::vector<T> a, b;
+  for (int x = std::numeric_limits<T>::min(); x <= std::numeric_limits<T>::max(); ++x)
+    for (int y = std::numeric_limits<T>::min(); y <= std::numeric_limits<T>::max(); ++y)
+      a.push_back(static_cast<T>(x)), b.push_back(static_cast<T>(y));
+  const int64_t n = static_cast<int64_t>(a.size()) - 3;  // a tail after the 8-wide steps
+  std::vector<T> fast(a.size()), portable(a.size());
+  for (int trial = 0; trial < 8; ++trial) {
+    const QLinearBinaryParams p{sd(rng), sd(rng), sd(rng), vd(rng), vd(rng), vd(rng)};
+    for (bool scalar_b : {false, true}) {
+      const T* bp = scalar_b ? b.data() + 77 * 256 + trial : b.data();
+      qlinear_add<T>(a.data(), bp, scalar_b, fast.data(), n, p);
+      detail::qlinear_add_portable<T>(a.data(), bp, scalar_b, portable.data(), n, p);
+      REQUIRE(fast == portable);
+    }
+  }
+}
+
+TEST_CASE("qlinear_add's vector path equals its portable definition", "[kernels][qlinear_eltwise]") {
+  check_add_paths<uint8_t>();
+  check_add_paths<int8_t>();
 }
 
 TEST_CASE("qlinear_add by hand", "[kernels][qlinear_eltwise]") {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "libquant/kernels/qpool.h"
+#include "libquant/kernels/qpool_max.h"
 #include "tests/kernels/random_ints.h"
 
 using namespace quant::kernels;
@@ -122,4 +123,47 @@ TEST_CASE("qlinear_average_pool equals the written-out algorithms", "[kernels][q
       }
     }
   }
+}
+
+// The 8-bit MaxPool fast path against the reference max_pool<T>, bit for bit:
+// shapes, kernels, strides, pads (windows hanging over every edge, and rows
+// of windows wholly in the padding), ceil_mode, both types, 1 and 3 threads;
+// 1-D and dilated geometries take the reference path and must still agree.
+template <class T>
+void check_max_pool_8bit(std::mt19937& rng) {
+  for (int64_t h : {1, 5, 17})
+    for (int64_t w : {1, 7, 16, 37})
+      for (int64_t k : {1, 2, 3})
+        for (int64_t s : {1, 2, 3})
+          for (int64_t pad = 0; pad < k; ++pad)
+            for (bool ceil_mode : {false, true}) {
+              const PoolGeometry g = geometry_2d(2, 3, {h, w}, {k, k}, {s, s}, {pad, pad}, {k - 1, pad}, ceil_mode);
+              if (g.out_spatial[0] < 1 || g.out_spatial[1] < 1) continue;
+              const auto x = random_values<T>(rng, static_cast<size_t>(6 * h * w));
+              const size_t out = static_cast<size_t>(6 * g.out_spatial[0] * g.out_spatial[1]);
+              std::vector<T> want(out);
+              max_pool<T>(g, x.data(), want.data(), nullptr, false);
+              for (int threads : {1, 3}) {
+                std::vector<T> y(out, T{1});
+                max_pool_8bit_fast<T>(g, x.data(), y.data(), threads);
+                INFO(h << "x" << w << " k " << k << " s " << s << " pad " << pad << " ceil " << ceil_mode << " threads " << threads);
+                REQUIRE(y == want);
+              }
+            }
+  PoolGeometry g;  // 1-D with dilation 2: the reference path
+  g.batch = 1, g.channels = 2, g.in_spatial = {11}, g.kernel = {3}, g.strides = {1}, g.dilations = {2};
+  g.pads_begin = {1}, g.pads_end = {1};
+  pool_output_shape(AutoPad::NotSet, false, g.in_spatial, g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end,
+                    g.out_spatial);
+  const auto x = random_values<T>(rng, 22);
+  std::vector<T> want(static_cast<size_t>(2 * g.out_spatial[0])), y(want.size());
+  max_pool<T>(g, x.data(), want.data(), nullptr, false);
+  max_pool_8bit_fast<T>(g, x.data(), y.data(), 2);
+  REQUIRE(y == want);
+}
+
+TEST_CASE("max_pool_8bit_fast matches the reference max_pool", "[kernels][qpool]") {
+  std::mt19937 rng(23);
+  check_max_pool_8bit<uint8_t>(rng);
+  check_max_pool_8bit<int8_t>(rng);
 }

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -216,5 +217,24 @@ TEST_CASE("requantize applies bias and per-column multipliers with strides", "[k
     std::vector<uint8_t> y3(2);
     requantize<uint8_t>(acc.data() + 4, 1, 2, 4, nullptr, r, 1, y3.data(), 2, 1);
     CHECK(y3 == std::vector<uint8_t>{3 + 10, 3 + 0});
+  }
+}
+
+TEST_CASE("a requantizer's clamp equals clipping its output afterwards", "[kernels][requant]") {
+  // The folded Relu/Clip of passes/lower_qdq: saturating to [clamp_lo, clamp_hi]
+  // gives clip(requantize(acc), clamp_lo, clamp_hi) in both modes and types.
+  std::mt19937 rng(41);
+  std::uniform_int_distribution<int32_t> acc(-200000, 200000);
+  for (RequantMode mode : {RequantMode::Float, RequantMode::FixedPoint}) {
+    const std::vector<float> m = {0.0011f, 0.00037f};
+    Requantizer plain = make_requantizer(mode, m, -5);
+    Requantizer clamped = plain;
+    clamped.clamp_lo = -5, clamped.clamp_hi = 90;
+    for (int i = 0; i < 20000; ++i) {
+      const int32_t a = acc(rng);
+      const int64_t ch = i % 2;
+      REQUIRE(int{requantize_one<int8_t>(a, clamped, ch)} == std::clamp(int{requantize_one<int8_t>(a, plain, ch)}, -5, 90));
+      REQUIRE(int{requantize_one<uint8_t>(a, clamped, ch)} == std::clamp(int{requantize_one<uint8_t>(a, plain, ch)}, 0, 90));
+    }
   }
 }

@@ -94,8 +94,8 @@ const Node* producer_of(const Graph& g, const std::string& value) {
   return v ? v->producer : nullptr;
 }
 
-passes::Lowering lower(Graph& g, passes::LowerTarget t = passes::LowerTarget::Interpreter) {
-  auto r = passes::lower_qdq(g, {t, nullptr});
+passes::Lowering lower(Graph& g, passes::LowerTarget t = passes::LowerTarget::Interpreter, bool fold = true) {
+  auto r = passes::lower_qdq(g, {t, nullptr, fold});
   REQUIRE(r.has_value());
   return std::move(r).value();
 }
@@ -155,7 +155,7 @@ TEST_CASE("Conv + Relu implied by uint8 saturation lowers to one QLinearConv", "
 TEST_CASE("Relu that int8 saturation does not imply becomes an integer Clip at the zero point", "[passes][lower]") {
   QdqGraph b;
   build_conv_relu(b, DType::Int8, -3);
-  auto l = lower(b.g);
+  auto l = lower(b.g, passes::LowerTarget::Interpreter, /*fold=*/false);
   const Node* clip = producer_of(b.g, "r_quantized");
   REQUIRE(clip);
   CHECK(clip->op_type == "Clip");
@@ -174,6 +174,51 @@ TEST_CASE("Relu that int8 saturation does not imply becomes an integer Clip at t
   CHECK(twin_of.at("c_quantized") == "c");
   CHECK(twin_of.at("r_quantized") == "r");
   CHECK(twin_of.at("x_quantized") == "x");
+}
+
+TEST_CASE("A Relu saturation does not imply folds into QLinearConv's output clamp, same bits as the Clip", "[passes][lower]") {
+  QdqGraph folded, separate;
+  build_conv_relu(folded, DType::Int8, -3);
+  build_conv_relu(separate, DType::Int8, -3);
+  auto l = lower(folded.g);
+  lower(separate.g, passes::LowerTarget::Interpreter, /*fold=*/false);
+  const Node* conv = producer_of(folded.g, "r_quantized");
+  REQUIRE(conv);
+  CHECK(conv->op_type == "QLinearConv");
+  REQUIRE(conv->find_attribute("activation_min"));
+  CHECK(conv->find_attribute("activation_min")->i == -3);  // Q(0) at zero point -3
+  CHECK(conv->find_attribute("activation_max")->i == 127);
+  CHECK(op_types(folded.g).count("Clip") == 0);
+  CHECK(op_types(separate.g).count("Clip") == 1);
+  CHECK(l.lowered.at("c_node") == "QLinearConv (Relu folded into the output clamp)");
+  // Inputs across the whole range, negative conv outputs included: the
+  // folded clamp gives the integer Clip's bits, and the Relu acts.
+  std::vector<float> v(2 * 64);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = -6.4f + 0.1f * static_cast<float>(i);
+  const Tensor x = Tensor::from_vector<float>({2, 1, 8, 8}, v);
+  const auto a = run(folded.g, {x}), b = run(separate.g, {x});
+  require_same(a[0], b[0]);
+  int clamped = 0;
+  for (int64_t i = 0; i < a[0].size(); ++i) clamped += a[0].as_double(i) == 0.0;
+  CHECK(clamped > 0);
+}
+
+TEST_CASE("A Clip whose bounds quantize to the type's limits is implied, though scale * 255 exceeds its max", "[passes][lower]") {
+  // Relu6 profiled to [0, 6]: scale = 6 / 255 in float32, and 255 * scale lands above 6 in exact arithmetic,
+  // but Q(6) = round(6 / scale) = 255, so the Clip changes no quantized value.
+  const float scale = 6.0f / 255.0f;
+  REQUIRE(static_cast<double>(scale) * 255.0 > 6.0);
+  QdqGraph b;
+  Value* x = b.qdq(b.input("x"), 0.05f, 128);
+  Value* w = b.weight("w", Tensor::from_vector<int8_t>({2, 1, 1, 1}, {10, -20}), {0.01f, 0.02f}, 0);
+  Value* c = b.op("Conv", {x, w}, "c");
+  Value* lo = quant::passes::add_constant(b.g, "lo", Tensor::scalar<float>(0.0f));
+  Value* hi = quant::passes::add_constant(b.g, "hi", Tensor::scalar<float>(6.0f));
+  Value* r = b.op("Clip", {c, lo, hi}, "r");
+  b.g.outputs = {b.op("Identity", {b.qdq(r, scale, 0)}, "y")};
+  auto l = lower(b.g);
+  CHECK(l.lowered.at("c_node") == "QLinearConv (Clip implied by saturation)");
+  CHECK(op_types(b.g).count("Clip") == 0);
 }
 
 TEST_CASE("ONNX Runtime target keeps a Relu saturation does not imply in QDQ form", "[passes][lower]") {
