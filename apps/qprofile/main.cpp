@@ -60,10 +60,12 @@ Status profile_model(const Flags& f) {
     QT_ASSIGN_OR_RETURN(graph, quant::onnx_io::load_model_from_bytes(file.bytes(), f.model));
     digest = quant::sha256_hex(file.bytes());
   }
-  auto session_or = quant::interp::Session::create(*graph);
+  QT_ASSIGN_OR_RETURN(auto data, qtool::DataReader::create(f.data, *graph, f.model));
+  quant::interp::SessionOptions options;
+  options.threads = qtool::split_threads(data.runs(), f.collect.threads).kernel_threads;
+  auto session_or = quant::interp::Session::create(*graph, options);
   if (!session_or) return session_or.status().with_context(f.model);
   auto session = std::move(session_or).value();
-  QT_ASSIGN_OR_RETURN(auto data, qtool::DataReader::create(f.data, *graph, f.model));
 
   quant::profile::Profile profile;
   profile.model_path = f.model;
