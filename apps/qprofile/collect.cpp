@@ -18,11 +18,19 @@ using Tensors = std::map<std::string, TensorProfile>;
 
 }  // namespace
 
+ThreadSplit split_threads(size_t runs, int threads) {
+  const size_t chunks = (runs + kRunsPerChunk - 1) / kRunsPerChunk;
+  ThreadSplit split;
+  split.sample_threads = std::clamp<size_t>(static_cast<size_t>(std::max(threads, 1)), 1, std::max<size_t>(chunks, 1));
+  split.kernel_threads = std::max(1, threads / static_cast<int>(split.sample_threads));
+  return split;
+}
+
 quant::Status collect_profile(const quant::interp::Session& session, const DataReader& data, const CollectOptions& options,
                               const std::string& model_path, quant::profile::Profile& profile) {
   const size_t runs = data.runs();
   const size_t chunks = (runs + kRunsPerChunk - 1) / kRunsPerChunk;
-  const size_t threads = std::clamp<size_t>(static_cast<size_t>(std::max(options.threads, 1)), 1, std::max<size_t>(chunks, 1));
+  const size_t threads = split_threads(runs, options.threads).sample_threads;
   // At most this many chunks are in flight or waiting to be folded: memory stays
   // bounded by the thread count, not by the data size.
   const size_t window = 2 * threads;

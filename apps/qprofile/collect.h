@@ -27,4 +27,14 @@ quant::Status collect_profile(const quant::interp::Session& session, const DataR
 
 constexpr size_t kRunsPerChunk = 8;
 
+// How --threads is spent: one thread per chunk in flight, at most as many as
+// there are chunks; the threads left over go to the kernels of each run (whose
+// results are the same bits for any thread count), so that a few samples, one
+// chunk, still use every thread.
+struct ThreadSplit {
+  size_t sample_threads = 1;
+  int kernel_threads = 1;
+};
+ThreadSplit split_threads(size_t runs, int threads);
+
 }  // namespace qtool

@@ -14,8 +14,6 @@ namespace {
 
 constexpr int kLanes = 8;
 
-double combine_lanes(const double* l) { return ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7])); }
-
 // -0 and +0 compare equal; report +0 whichever the scan met first.
 float canonical_zero(float v) { return v == 0 ? 0.0f : v; }
 
@@ -54,6 +52,8 @@ struct ScalarScan {
 inline int64_t bin_of(float v, double scale, int64_t first, int64_t last) {
   return std::clamp<int64_t>(static_cast<int64_t>(std::floor(static_cast<double>(v) * scale)) - first, 0, last);
 }
+
+constexpr int64_t kCellLimit = int64_t{1} << 26;
 
 #if defined(__x86_64__)
 bool cpu_has_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
@@ -176,9 +176,147 @@ __attribute__((target("avx2,fma"))) void count_cells_avx2(const float* x, int64_
   for (; i < n; ++i)
     if (std::isfinite(x[i])) counts[bin_of(x[i], scale_d, first, last)]++;
 }
+
+bool cpu_has_avx512() { return __builtin_cpu_supports("avx512f"); }
+
+// scan_batch_avx2's statistics and count_cells_avx2's bins in one pass, 16
+// values at a time. kChecked masks NaN/Inf lanes out of everything; without it
+// the loop assumes there are none (the caller checks the sums afterwards).
+// GCC 12 warns inside its own AVX-512 headers (their _mm512_undefined_* sources).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+template <bool kBins, bool kChecked>
+__attribute__((target("avx512f,popcnt"))) BlockScan scan_block_avx512(const float* x, int64_t n, double* lanes,
+                                                                       const BinLattice& lat, int32_t* cold_bins) {
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+  const __m512i largest_finite = _mm512_set1_epi32(0x7f7fffff);
+  const __m512i inf_bits = _mm512_set1_epi32(0x7f800000);
+  const __m512 zero = _mm512_setzero_ps();
+  const __m512 minus_one = _mm512_set1_ps(-1.0f);
+  const __m512 scale = _mm512_set1_ps(kBins ? std::ldexp(1.0f, -lat.e) : 1.0f);
+  const __m512i first_v = _mm512_set1_epi32(static_cast<int32_t>(lat.first));
+  const __m512i last_v = _mm512_set1_epi32(lat.bins - 1);
+  const __m512i zero_i = _mm512_setzero_si512();
+  const __m512i hot_v = _mm512_set1_epi32(lat.hot);
+  // A nonzero float (|v| >= 2^-149) times 2^-e rounds to 0 only at or below
+  // 2^-150, so only for e >= 1: activations' lattices (e < 0) skip the fix-up below.
+  const bool may_underflow = lat.e >= 1;
+  __m512 vmin = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+  __m512 vmax = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512d acc = _mm512_loadu_pd(lanes);
+  uint64_t nan = 0, inf = 0, hot = 0;
+  int64_t cold = 0, i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v = _mm512_loadu_ps(x + i);
+    __mmask16 good = 0xffff;
+    if constexpr (kChecked) {
+      const __m512i abs = _mm512_and_si512(_mm512_castps_si512(v), abs_mask);
+      const __mmask16 bad = _mm512_cmpgt_epi32_mask(abs, largest_finite);
+      if (bad) {
+        const unsigned nan_bits = _mm512_cmpgt_epi32_mask(abs, inf_bits);
+        nan += static_cast<uint64_t>(__builtin_popcount(nan_bits));
+        inf += static_cast<uint64_t>(__builtin_popcount(bad & ~nan_bits & 0xffffu));
+      }
+      good = static_cast<__mmask16>(~bad);
+      v = _mm512_maskz_mov_ps(good, v);  // +0 adds nothing to a lane
+      vmin = _mm512_mask_min_ps(vmin, good, vmin, v);
+      vmax = _mm512_mask_max_ps(vmax, good, vmax, v);
+    } else {
+      vmin = _mm512_min_ps(vmin, v);
+      vmax = _mm512_max_ps(vmax, v);
+    }
+    // Elements i..i+7 to lanes 0-7, then i+8..i+15 to the same lanes: each lane
+    // adds its elements in index order, as the portable scan does.
+    acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+    acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+    if constexpr (kBins) {
+      __m512 cell = _mm512_roundscale_ps(_mm512_mul_ps(v, scale), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+      if (may_underflow) {
+        // As count_cells_avx2: a negative value whose scaled cell underflows to -0 is in cell -1.
+        const __mmask16 negative_to_zero =
+            _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), cell, zero, _CMP_EQ_OQ);
+        cell = _mm512_mask_mov_ps(cell, negative_to_zero, minus_one);
+      }
+      __m512i bin = _mm512_sub_epi32(_mm512_cvttps_epi32(cell), first_v);
+      bin = _mm512_min_epi32(_mm512_max_epi32(bin, zero_i), last_v);
+      const __mmask16 is_cold = _mm512_mask_cmpneq_epi32_mask(good, bin, hot_v);
+      const int cold_here = __builtin_popcount(is_cold);
+      hot += static_cast<uint64_t>(__builtin_popcount(good) - cold_here);
+      _mm512_storeu_si512(cold_bins + cold, _mm512_maskz_compress_epi32(is_cold, bin));
+      cold += cold_here;
+    }
+  }
+  ScalarScan tail;  // the last n % 16 values, added to the lanes in index order
+  _mm512_storeu_pd(tail.lanes, acc);
+  tail.min = _mm512_reduce_min_ps(vmin);
+  tail.max = _mm512_reduce_max_ps(vmax);
+  tail.nan = nan;
+  tail.inf = inf;
+  const double scale_d = std::ldexp(1.0, -lat.e);
+  for (; i < n; ++i) {
+    const float v = x[i];
+    tail.step(v, static_cast<int>(i % kLanes));
+    if (kBins && std::isfinite(v)) {
+      const int32_t bin = static_cast<int32_t>(bin_of(v, scale_d, lat.first, lat.bins - 1));
+      if (bin == lat.hot)
+        ++hot;
+      else
+        cold_bins[cold++] = bin;
+    }
+  }
+  std::copy(tail.lanes, tail.lanes + kLanes, lanes);
+  BlockScan out;
+  out.stats = tail.finish(n);
+  out.stats.sum = 0;
+  out.cold = cold;
+  out.hot = hot;
+  return out;
+}
+
+// Unchecked first: a NaN or Inf in the 16-wide part makes a lane sum NaN or Inf
+// for good (finite floats cannot overflow a double sum), and then the block is
+// scanned again from the lanes it started with, checked.
+template <bool kBins>
+BlockScan scan_block_avx512(const float* x, int64_t n, double* lanes, const BinLattice& lat, int32_t* cold_bins) {
+  double start[kLanes];
+  std::copy(lanes, lanes + kLanes, start);
+  const BlockScan fast = scan_block_avx512<kBins, false>(x, n, lanes, lat, cold_bins);
+  if (std::all_of(lanes, lanes + kLanes, [](double l) { return std::isfinite(l); })) return fast;
+  std::copy(start, start + kLanes, lanes);
+  return scan_block_avx512<kBins, true>(x, n, lanes, lat, cold_bins);
+}
+#pragma GCC diagnostic pop
 #endif
 
 }  // namespace
+
+double combine_lanes(const double* l) { return ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7])); }
+
+bool lattice_fits_simd(int e, int64_t first) {
+  return e >= -127 && e <= 126 && first > -kCellLimit && first < kCellLimit;
+}
+
+bool scan_block_available() {
+#if defined(__x86_64__)
+  static const bool avx512 = cpu_has_avx512();
+  return avx512;
+#else
+  return false;
+#endif
+}
+
+BlockScan scan_block(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins) {
+  assert(scan_block_available());
+  assert(!lattice || lattice_fits_simd(lattice->e, lattice->first));
+#if defined(__x86_64__)
+  if (lattice) return scan_block_avx512<true>(x, n, lanes, *lattice, cold_bins);
+  return scan_block_avx512<false>(x, n, lanes, BinLattice{}, cold_bins);
+#else
+  (void)x, (void)n, (void)lanes, (void)lattice, (void)cold_bins;
+  return {};
+#endif
+}
 
 BatchStats scan_batch_portable(const float* x, int64_t n) {
   ScalarScan scan;
@@ -212,8 +350,7 @@ BatchStats scan_batch(const float* x, int64_t n) {
 void count_cells(const float* x, int64_t n, int e, int64_t first, uint64_t* counts, int bins) {
 #if defined(__x86_64__)
   // The float path needs 2^-e to be a normal float and cells to fit int32.
-  constexpr int64_t kCellLimit = int64_t{1} << 26;
-  if (batch_scan_uses_avx2() && e >= -127 && e <= 126 && first > -kCellLimit && first < kCellLimit)
+  if (batch_scan_uses_avx2() && lattice_fits_simd(e, first))
     return count_cells_avx2(x, n, e, first, counts, bins);
 #endif
   count_cells_portable(x, n, e, first, counts, bins);

@@ -37,4 +37,42 @@ void count_cells_portable(const float* x, int64_t n, int e, int64_t first, uint6
 // Whether scan_batch and count_cells run their AVX2 versions on this CPU.
 bool batch_scan_uses_avx2();
 
+// Whether count_cells' SIMD versions (and scan_block) can bin on the lattice
+// (e, first): 2^-e must be a normal float and cells must fit int32.
+bool lattice_fits_simd(int e, int64_t first);
+
+// The sum of BatchStats::sum from its 8 lanes: ((l0 + l4) + (l1 + l5)) + ((l2 + l6) + (l3 + l7)).
+double combine_lanes(const double* lanes);
+
+// One block of a tensor in Histogram::add's single pass over it (one read of
+// memory instead of two: the block is still in the L1 cache when it is counted
+// again in the rare case the lattice changes). Returns the statistics of
+// scan_batch for the block; the sum goes to `lanes` (8 doubles, carried from
+// block to block: a block must start at an element index that is a multiple
+// of 8, so that element i still goes to lane i % 8).
+//
+// With `lattice`, also bins every finite value as count_cells would: the number
+// of values in bin `lattice->hot` (the bin of 0, where Relu outputs put half
+// their values) goes to `hot`, and the bins of all other values are written to
+// `cold_bins` (room for n + 16 entries), `cold` of them. The bins are those of
+// count_cells only when the block's values lie in the lattice's range (the
+// caller checks min and max before using them); otherwise they are some bins
+// in [0, bins), never outside.
+struct BinLattice {
+  int e = 0;
+  int64_t first = 0;
+  int bins = 0;
+  int32_t hot = 0;
+};
+struct BlockScan {
+  BatchStats stats;  // its sum field is left 0: the sum is in `lanes`
+  int64_t cold = 0;
+  uint64_t hot = 0;
+};
+BlockScan scan_block(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins);
+
+// Whether scan_block runs on this CPU (AVX-512F); without it Histogram::add
+// makes its two passes with scan_batch and count_cells.
+bool scan_block_available();
+
 }  // namespace quant::profile

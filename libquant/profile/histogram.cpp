@@ -139,26 +139,74 @@ static Histogram onto_lattice(const Histogram& h) {
   return std::move(out).value();
 }
 
-void Histogram::add(const float* x, int64_t n) {
-  // Two passes over the activation, where the interpreter produced it (no copy):
-  // statistics first, as they may widen the lattice, then the bins.
-  const BatchStats batch = scan_batch(x, n);
-  nan_count_ += batch.nan;
-  inf_count_ += batch.inf;
-  if (batch.finite == 0) return;
+void Histogram::widen(float lo, float hi) {
   if (!lattice_) *this = onto_lattice(*this);
-
-  const double new_min = empty() ? batch.min : std::min<double>(min_, batch.min);
-  const double new_max = empty() ? batch.max : std::max<double>(max_, batch.max);
+  const double new_min = empty() ? lo : std::min<double>(min_, lo);
+  const double new_max = empty() ? hi : std::max<double>(max_, hi);
   int e = fit_exponent(new_min, new_max, bins());
   if (!empty()) e = std::max(e, exp_);  // only a hand-written lattice can be coarser than needed
   const int64_t first = cell_of(new_min, e);
   if (e != exp_ || first != first_ || empty()) relayout(e, first, bins());
   min_ = new_min;
   max_ = new_max;
+}
+
+void Histogram::add_in_two_passes(const float* x, int64_t n) {
+  // Statistics first, as they may widen the lattice, then the bins.
+  const BatchStats batch = scan_batch(x, n);
+  nan_count_ += batch.nan;
+  inf_count_ += batch.inf;
+  if (batch.finite == 0) return;
+  widen(batch.min, batch.max);
   count_cells(x, n, exp_, first_, counts_.data(), bins());
   count_ += batch.finite;
   sum_ += batch.sum;
+}
+
+void Histogram::add(const float* x, int64_t n) {
+  // The lattice depends on min and max only (the smallest fitting exponent grows
+  // with the range), and moving counts to a coarser lattice is exact (header).
+  // So the activation can be taken block by block, each block's statistics and
+  // bins in one pass while it is in the L1 cache, moving to a wider lattice when
+  // a block widens the range: the result is add_in_two_passes' to the bit. That
+  // holds from a lattice add() itself made (or an empty histogram); a
+  // hand-written one keeps the two passes.
+  const bool canonical = empty() || (lattice_ && exp_ == fit_exponent(min_, max_, bins()) && first_ == cell_of(min_, exp_));
+  if (!scan_block_available() || !canonical) return add_in_two_passes(x, n);
+
+  // 4096 values: the block and its bins (16 KiB each) fit the L1 cache together.
+  constexpr int64_t kBlock = 4096;
+  thread_local std::vector<int32_t> cold_bins(static_cast<size_t>(kBlock) + 16);
+  double lanes[8] = {};
+  bool any_finite = false;
+  for (int64_t at = 0; at < n; at += kBlock) {
+    const int64_t len = std::min(kBlock, n - at);
+    const bool binned = !empty() && lattice_fits_simd(exp_, first_);
+    const BinLattice lattice{exp_, first_, bins(), static_cast<int32_t>(std::clamp<int64_t>(-first_, 0, bins() - 1))};
+    const BlockScan block = scan_block(x + at, len, lanes, binned ? &lattice : nullptr, cold_bins.data());
+    nan_count_ += block.stats.nan;
+    inf_count_ += block.stats.inf;
+    if (block.stats.finite == 0) continue;
+    any_finite = true;
+    if (binned && block.stats.min >= min_ && block.stats.max <= max_) {
+      // The range (so the lattice) is unchanged: the bins are count_cells'.
+      const int32_t* b = cold_bins.data();
+      int64_t j = 0;
+      for (; j + 4 <= block.cold; j += 4) {
+        counts_[static_cast<size_t>(b[j])]++;
+        counts_[static_cast<size_t>(b[j + 1])]++;
+        counts_[static_cast<size_t>(b[j + 2])]++;
+        counts_[static_cast<size_t>(b[j + 3])]++;
+      }
+      for (; j < block.cold; ++j) counts_[static_cast<size_t>(b[j])]++;
+      counts_[static_cast<size_t>(lattice.hot)] += block.hot;
+    } else {
+      widen(block.stats.min, block.stats.max);
+      count_cells(x + at, len, exp_, first_, counts_.data(), bins());
+    }
+    count_ += block.stats.finite;
+  }
+  if (any_finite) sum_ += combine_lanes(lanes);
 }
 
 HistogramFields Histogram::fields() const {

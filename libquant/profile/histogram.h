@@ -52,7 +52,12 @@ class Histogram {
   static Expected<Histogram> from_fields(HistogramFields fields);
   HistogramFields fields() const;
 
+  // Adds the values x[0..n): one pass over them where the CPU allows
+  // (batch_scan.h, scan_block), with exactly the result of add_in_two_passes.
   void add(const float* x, int64_t n);
+  // The definition: statistics of all values (scan_batch), the lattice widened
+  // to them, then the bins (count_cells). Tests compare add() with it.
+  void add_in_two_passes(const float* x, int64_t n);
 
   // Combines shards, with max(a.bins, b.bins) bins. On lattice grids (every histogram
   // add() fills) the counts combine exactly: merging histograms of any split of the
@@ -89,6 +94,8 @@ class Histogram {
  private:
   // Moves the counts onto the lattice (exponent e, first cell `first`), e >= exp_.
   void relayout(int e, int64_t first, int bins);
+  // Widens [min, max] by the finite values lo <= hi and moves onto its lattice.
+  void widen(float lo, float hi);
   void set_edges();
 
   double lo_ = 0;

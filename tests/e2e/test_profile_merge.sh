@@ -36,6 +36,13 @@ PY
 cmp -s "$tmp/t1.json" "$tmp/t2.json" || fail "--threads 2 wrote a different profile than --threads 1"
 cmp -s "$tmp/t1.json" "$tmp/t3.json" || fail "--threads 3 wrote a different profile than --threads 1"
 validate_profile "$tmp/t2.json"
+# A few samples (one or two chunks of runs): the threads the chunks leave idle go
+# to the kernels of each run; still the same bytes.
+for n in 5 12; do
+  "$bin/qprofile" "$model" --data "$calib" --limit $n --threads 1 -o "$tmp/few1.json" --quiet
+  "$bin/qprofile" "$model" --data "$calib" --limit $n --threads 3 -o "$tmp/few3.json" --quiet
+  cmp -s "$tmp/few1.json" "$tmp/few3.json" || fail "--threads 3 on $n samples wrote a different profile than --threads 1"
+done
 
 # Another model's profile is refused, naming both files; nothing is written.
 /usr/bin/python3 "$src/tests/e2e/make_fixtures.py" "$tmp/fx"

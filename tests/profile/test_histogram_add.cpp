@@ -1,0 +1,213 @@
+// Histogram::add's one-pass path (batch_scan.h scan_block, block by block)
+// against its definition, add_in_two_passes: every field to the bit.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "libquant/profile/batch_scan.h"
+#include "libquant/profile/histogram.h"
+
+using quant::profile::BatchStats;
+using quant::profile::BinLattice;
+using quant::profile::BlockScan;
+using quant::profile::Histogram;
+
+namespace {
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+const float kInf = std::numeric_limits<float>::infinity();
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+void check_same(const Histogram& fast, const Histogram& ref) {
+  CHECK(fast.counts() == ref.counts());
+  CHECK(same_bits(fast.lo(), ref.lo()));
+  CHECK(same_bits(fast.hi(), ref.hi()));
+  CHECK(same_bits(fast.min(), ref.min()));
+  CHECK(same_bits(fast.max(), ref.max()));
+  CHECK(same_bits(fast.sum(), ref.sum()));
+  CHECK(fast.count() == ref.count());
+  CHECK(fast.nan_count() == ref.nan_count());
+  CHECK(fast.inf_count() == ref.inf_count());
+  CHECK(fast.on_lattice() == ref.on_lattice());
+}
+
+// Normal values at a scale, exact zeros of both signs (Relu), subnormals, and
+// optionally NaN/Inf.
+std::vector<float> values(size_t n, std::mt19937& rng, float scale, bool nonfinite) {
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::uniform_int_distribution<int> kind(0, 19);
+  std::vector<float> v(n);
+  for (float& x : v) {
+    switch (kind(rng)) {
+      case 0: case 1: case 2: x = 0.0f; break;
+      case 3: x = -0.0f; break;
+      case 4: x = std::numeric_limits<float>::denorm_min() * static_cast<float>(kind(rng) - 10); break;
+      case 5: x = nonfinite ? kNaN : 1.0f; break;
+      case 6: x = nonfinite ? (kind(rng) % 2 ? kInf : -kInf) : -1.0f; break;
+      default: x = normal(rng);
+    }
+  }
+  return v;
+}
+
+// Adds the same samples to a histogram with add() and one with add_in_two_passes().
+void check_samples(const std::vector<std::vector<float>>& samples, int bins) {
+  Histogram fast(bins), ref(bins);
+  for (const auto& s : samples) {
+    fast.add(s.data(), static_cast<int64_t>(s.size()));
+    ref.add_in_two_passes(s.data(), static_cast<int64_t>(s.size()));
+    check_same(fast, ref);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("histogram add: one pass equals two passes on swept sizes, around block edges", "[profile][histogram]") {
+  std::mt19937 rng(5);
+  // kBlock is 4096: sizes below, at and past one and several blocks, odd tails.
+  std::vector<size_t> sizes;
+  for (size_t n = 0; n < 70; ++n) sizes.push_back(n);
+  for (size_t n : {4095u, 4096u, 4097u, 4104u, 4111u, 8192u, 8199u, 3u * 4096u + 17u, 70001u}) sizes.push_back(n);
+  for (int bins : {16, 256, 2048}) {
+    for (size_t n : sizes) {
+      for (bool nonfinite : {false, true}) {
+        // First sample sets the range; the next ones fall inside it (the binned
+        // path), then one widens it, then inside again.
+        check_samples({values(n, rng, 4.0f, nonfinite), values(n, rng, 1.0f, nonfinite), values(n, rng, 40.0f, nonfinite),
+                       values(n, rng, 2.0f, nonfinite)},
+                      bins);
+      }
+    }
+  }
+}
+
+TEST_CASE("histogram add: one pass equals two passes when the range grows inside one tensor", "[profile][histogram]") {
+  // Values growing from block to block: nearly every block widens the lattice.
+  std::vector<float> rising(5 * 4096 + 9);
+  for (size_t i = 0; i < rising.size(); ++i) rising[i] = static_cast<float>(i) * 0.37f - 100.0f * static_cast<float>(i % 3);
+  std::vector<float> falling(rising.rbegin(), rising.rend());
+  // An outlier in the last block only, and one in the first only.
+  std::mt19937 rng(9);
+  auto late = values(3 * 4096, rng, 1.0f, false);
+  late.back() = 1e6f;
+  auto early = values(3 * 4096, rng, 1.0f, false);
+  early.front() = -1e6f;
+  for (int bins : {16, 2048}) {
+    check_samples({rising}, bins);
+    check_samples({falling, rising}, bins);
+    check_samples({late, early, late}, bins);
+  }
+}
+
+TEST_CASE("histogram add: one pass equals two passes on Relu outputs, zeros outside the range and extremes",
+          "[profile][histogram]") {
+  std::mt19937 rng(13);
+  // Relu / Relu6: half exact zeros (the bin of 0, counted without its own increment), some 6s.
+  auto relu = values(20000, rng, 3.0f, false);
+  for (float& x : relu) x = std::min(std::max(x, 0.0f), 6.0f);
+  // Ranges without 0: the bin of 0 clamps to an edge bin, which values also use.
+  std::vector<float> positive(9000), negative(9000);
+  std::uniform_real_distribution<float> u(1.0f, 2.0f);
+  for (size_t i = 0; i < positive.size(); ++i) {
+    positive[i] = u(rng);
+    negative[i] = -u(rng);
+  }
+  // Tiny negatives whose scaled cell underflows (cell -1, not 0) next to a huge value.
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  std::vector<float> underflow(4096 * 2 + 5, 0.0f);
+  for (size_t i = 0; i < underflow.size(); i += 3) underflow[i] = -tiny * static_cast<float>(1 + i % 4);
+  underflow[17] = 3e30f;
+  // Near the float limits: lattices whose 2^-e is no normal float (not binned by SIMD).
+  std::vector<float> huge(5000);
+  for (size_t i = 0; i < huge.size(); ++i) huge[i] = (i % 2 ? 1 : -1) * 3.0e38f * static_cast<float>(i % 97) / 97.0f;
+  std::vector<float> small(5000);
+  for (size_t i = 0; i < small.size(); ++i) small[i] = tiny * static_cast<float>(static_cast<int>(i % 50) - 25);
+  // Nothing finite at all, then values.
+  std::vector<float> bad(5000, kNaN);
+  for (size_t i = 0; i < bad.size(); i += 5) bad[i] = -kInf;
+  for (int bins : {16, 2048}) {
+    check_samples({relu, relu, positive}, bins);
+    check_samples({positive, positive, negative}, bins);
+    check_samples({negative, negative}, bins);
+    check_samples({underflow, underflow}, bins);
+    check_samples({huge, huge, small}, bins);
+    check_samples({small, small, huge}, bins);
+    check_samples({bad, relu, bad, relu}, bins);
+  }
+}
+
+TEST_CASE("histogram add: a hand-written histogram takes the two passes and gives their result", "[profile][histogram]") {
+  // A lattice coarser than the data needs and starting far below min.
+  quant::profile::HistogramFields f;
+  f.lo = -64;
+  f.hi = 64;
+  f.counts.assign(16, 0);
+  f.counts[8] = 3;
+  f.min = 0.5;
+  f.max = 1.5;
+  f.sum = 3;
+  auto fast = Histogram::from_fields(f);
+  auto ref = Histogram::from_fields(f);
+  REQUIRE(fast.has_value());
+  REQUIRE(ref.has_value());
+  std::mt19937 rng(17);
+  auto v = values(9000, rng, 1.0f, true);
+  fast->add(v.data(), static_cast<int64_t>(v.size()));
+  ref->add_in_two_passes(v.data(), static_cast<int64_t>(v.size()));
+  check_same(*fast, *ref);
+}
+
+TEST_CASE("batch scan: scan_block's statistics and bins equal the portable scan and count", "[profile][batch_scan]") {
+  if (!quant::profile::scan_block_available()) {
+    WARN("no AVX-512 on this CPU: scan_block is not used (Histogram::add makes two passes)");
+    return;
+  }
+  std::mt19937 rng(21);
+  for (int bins : {16, 2048}) {
+    for (size_t n : {0u, 1u, 7u, 8u, 15u, 16u, 17u, 31u, 33u, 100u, 4096u, 4099u}) {
+      for (bool nonfinite : {false, true}) {
+        const auto v = values(n, rng, 3.0f, nonfinite);
+        const BatchStats ref = quant::profile::scan_batch_portable(v.data(), static_cast<int64_t>(n));
+        // Blocks of 8, 16 and 40 values carry the lanes: the sum is the portable one.
+        for (int64_t block : {8, 16, 40, 4096}) {
+          double lanes[8] = {};
+          uint64_t finite = 0, nan = 0, inf = 0;
+          for (int64_t at = 0; at < static_cast<int64_t>(n); at += block) {
+            const BlockScan b = quant::profile::scan_block(v.data() + at, std::min<int64_t>(block, static_cast<int64_t>(n) - at),
+                                                           lanes, nullptr, nullptr);
+            finite += b.stats.finite;
+            nan += b.stats.nan;
+            inf += b.stats.inf;
+          }
+          CHECK(same_bits(quant::profile::combine_lanes(lanes), ref.sum));
+          CHECK(finite == ref.finite);
+          CHECK(nan == ref.nan);
+          CHECK(inf == ref.inf);
+        }
+        if (ref.finite == 0) continue;
+        // Bins on the values' own lattice: hot bin counted, the others listed
+        // (lattices of only subnormals are beyond the SIMD path: add() does not bin them there).
+        const int e = Histogram::fit_exponent(ref.min, ref.max, bins);
+        const auto first = static_cast<int64_t>(std::floor(std::ldexp(static_cast<double>(ref.min), -e)));
+        if (!quant::profile::lattice_fits_simd(e, first)) continue;
+        const BinLattice lattice{e, first, bins, static_cast<int32_t>(std::clamp<int64_t>(-first, 0, bins - 1))};
+        std::vector<int32_t> cold(n + 16);
+        double lanes[8] = {};
+        const BlockScan b = quant::profile::scan_block(v.data(), static_cast<int64_t>(n), lanes, &lattice, cold.data());
+        CHECK(b.stats.min == ref.min);
+        CHECK(b.stats.max == ref.max);
+        std::vector<uint64_t> counts(static_cast<size_t>(bins), 0), want(static_cast<size_t>(bins), 0);
+        for (int64_t j = 0; j < b.cold; ++j) counts[static_cast<size_t>(cold[static_cast<size_t>(j)])]++;
+        counts[static_cast<size_t>(lattice.hot)] += b.hot;
+        quant::profile::count_cells_portable(v.data(), static_cast<int64_t>(n), e, first, want.data(), bins);
+        CHECK(counts == want);
+      }
+    }
+  }
+}
