@@ -13,7 +13,7 @@ bin=${QTOOL_BIN:?QTOOL_BIN must point at the build directory}
 src=${QTOOL_SOURCE_DIR:?QTOOL_SOURCE_DIR must point at the repository}
 export ZOO_DIR=${ZOO_DIR:-$src/.cache/zoo}
 models=(resnet18_digits mobilenet_v2_digits shufflenet_v2_x0_5_digits efficientnet_b0_digits
-        transformer_encoder_digits)
+        squeezenet1_1_digits transformer_encoder_digits)
 [ -f "$src/.cache/ort/node_modules/onnxruntime-node/package.json" ] || "$src/scripts/setup_ort.sh"
 bash "$src/scripts/make_zoo.sh" --only "$(IFS=,; echo "${models[*]}")"
 tmp=$(mktemp -d)
@@ -51,6 +51,7 @@ for name in "${models[@]}"; do
     mobilenet_v2_digits) min_agreement=0.95 min_snr=19 ;;
     shufflenet_v2_x0_5_digits) min_agreement=0.94 min_snr=16.5 ;;
     efficientnet_b0_digits) min_agreement=0.94 max_drop=3.5 min_snr=13.5 ;;
+    squeezenet1_1_digits) min_snr=34 ;;
     transformer_encoder_digits) min_snr=28.5 ;;
   esac
   /usr/bin/python3 "$src/tests/zoo/agreement.py" "$name" "$t/quant" "$t/float" --labels "$d/labels.npy" \
