@@ -4,13 +4,14 @@ both accuracies against the labels, over directories of <stem>.out0.npy files
 (ort_run.js / qrun -o layout; label i belongs to the i-th file in name order).
 
     agreement.py NAME QUANT_DIR FLOAT_DIR [--labels LABELS.npy] [--min-agreement F] [--max-drop POINTS]
-                 [--fields]
+                 [--min-snr DB] [--fields]
 
 Prints one line: agreement, float and quantized accuracy, SNR (--fields: only
 "SNR AGREE/N FLOAT_ACC QUANT_ACC" for scripts/accuracy_table.sh, "-" for the
 accuracies without labels). Exit 1 when the agreement is below
 --min-agreement (a fraction, default 0.99) or accuracy drops by more than
---max-drop percentage points (default 1); 2 on bad input.
+--max-drop percentage points (default 1), or when the SNR of the quantized
+outputs vs float is below --min-snr dB (default: no SNR gate); 2 on bad input.
 """
 import argparse
 import math
@@ -35,6 +36,7 @@ def main():
     ap.add_argument("--labels")
     ap.add_argument("--min-agreement", type=float, default=0.99)
     ap.add_argument("--max-drop", type=float, default=1.0)
+    ap.add_argument("--min-snr", type=float, default=-math.inf)
     ap.add_argument("--fields", action="store_true")
     args = ap.parse_args()
     q_names, quant = load_outputs(args.quant_dir)
@@ -57,14 +59,14 @@ def main():
     noise = sum(float(np.sum((a.astype(np.float64) - b.astype(np.float64)) ** 2)) for a, b in zip(quant, flt))
     snr = math.inf if noise == 0 else 10 * math.log10(signal / noise)
     # Without labels the accuracy gate is not applied (nan compares false).
-    ok = agree >= args.min_agreement * n and not f_acc - q_acc > args.max_drop
+    ok = agree >= args.min_agreement * n and not f_acc - q_acc > args.max_drop and snr >= args.min_snr
     if args.fields:
         print(f"{snr:.1f} {agree}/{n} {f_acc:.1f} {q_acc:.1f}".replace("nan", "-"))
         return 0 if ok else 1
     accuracy = ("no labels" if labels is None else
                 f"accuracy float {f_acc:.2f}% quantized {q_acc:.2f}% (max drop {args.max_drop:g} points)")
     print(f"{'ok  ' if ok else 'FAIL'} {args.name}: top-1 agreement {agree}/{n} (min {args.min_agreement:g}), "
-          f"{accuracy}, SNR {snr:.1f} dB")
+          f"{accuracy}, SNR {snr:.1f} dB (min {args.min_snr:g})")
     return 0 if ok else 1
 
 
