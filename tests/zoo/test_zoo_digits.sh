@@ -51,7 +51,7 @@ for name in "${models[@]}"; do
     mobilenet_v2_digits) min_agreement=0.95 min_snr=19 ;;
     shufflenet_v2_x0_5_digits) min_agreement=0.94 min_snr=16.5 ;;
     efficientnet_b0_digits) min_agreement=0.94 max_drop=3.5 min_snr=13.5 ;;
-    squeezenet1_1_digits) min_snr=34 ;;
+    squeezenet1_1_digits) min_agreement=0.985 min_snr=34 ;;  # 357/360 today: one flip of margin would fail 0.99
     transformer_encoder_digits) min_snr=28.5 ;;
   esac
   /usr/bin/python3 "$src/tests/zoo/agreement.py" "$name" "$t/quant" "$t/float" --labels "$d/labels.npy" \
