@@ -48,9 +48,15 @@ struct ScalarScan {
 };
 
 // Bin of one finite value: floor(v * 2^-e) in double is exact (a power-of-two
-// scaling of a float stays far inside double's range).
+// scaling of a float stays far inside double's range). The cell leaves int64's
+// range only for a value far outside the lattice (a block that widens the range
+// is counted again on the wider lattice), so the distance to `first` is taken
+// and clamped in double: the same bin as the integer arithmetic wherever that
+// is defined (cells and `first` are integers below 2^53), the edge bin beyond.
 inline int64_t bin_of(float v, double scale, int64_t first, int64_t last) {
-  return std::clamp<int64_t>(static_cast<int64_t>(std::floor(static_cast<double>(v) * scale)) - first, 0, last);
+  const double d = std::floor(static_cast<double>(v) * scale) - static_cast<double>(first);
+  if (!(d > 0)) return 0;
+  return d >= static_cast<double>(last) ? last : static_cast<int64_t>(d);
 }
 
 constexpr int64_t kCellLimit = int64_t{1} << 26;
