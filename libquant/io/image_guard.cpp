@@ -190,7 +190,12 @@ std::string check_complete(std::string_view b, int w, int h, int channels) {
     const uint64_t need = static_cast<uint64_t>(w) * static_cast<uint64_t>(h) * static_cast<uint64_t>(channels) *
                           (stbi_is_16_bit_from_memory(reinterpret_cast<const unsigned char*>(b.data()), static_cast<int>(b.size())) ? 2 : 1);
     if (size - at < need) return "PNM pixel data is truncated (" + std::to_string(size - at) + " of " + std::to_string(need) + " bytes)";
-  } else if (b.size() >= 30 && b[0] == 'B' && b[1] == 'M') {
+  } else if (b.size() >= 2 && b[0] == 'B' && b[1] == 'M') {
+    // The smallest BMP (14-byte file header, 12-byte OS/2 header, one 4-byte
+    // row) has 30 bytes; stb reads the missing header bytes of a shorter file
+    // as zeros and its pixels as padding (a 29-byte file declaring 589831x1
+    // pixels, found by fuzz_image).
+    if (b.size() < 30) return "BMP header is truncated (" + std::to_string(size) + " bytes)";
     // Rows are padded to 4 bytes; the last row's padding may be missing.
     const uint64_t offset = read_le(b, 10, 4), header = read_le(b, 14, 4);
     const uint64_t bpp = header == 12 ? read_le(b, 24, 2) : read_le(b, 28, 2);

@@ -247,3 +247,11 @@ TEST_CASE("image: a JPEG scan that uses a table no segment defined is refused be
   REQUIRE_FALSE(r.has_value());
   CHECK(r.status().message().find("dqt.jpg: cannot decode image (JPEG scan of component 1 uses quantization table 0, which no") == 0);
 }
+
+TEST_CASE("image: a BMP shorter than its headers is refused, not padded", "[io][image]") {
+  // fuzz_image's finding: 29 bytes declaring 589831x1 pixels; stb read the rest as zeros.
+  auto r = io::decode_image(image_seed("regress_bmp_29_bytes.bmp"), "short.bmp", options());
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.status().code() == StatusCode::kBadInput);
+  CHECK(r.status().message() == "short.bmp: cannot decode image (BMP header is truncated (29 bytes))");
+}
