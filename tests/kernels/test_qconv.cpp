@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "libquant/kernels/qconv.h"
+#include "tests/kernels/conv_case.h"
 #include "tests/kernels/random_ints.h"
 
 using namespace quant::kernels;
@@ -14,20 +15,8 @@ using quant::testing::random_values;
 
 namespace {
 
-struct Case {
-  int64_t batch, in_channels, out_channels, group;
-  Dims in, kernel, strides, dilations, pads_begin, pads_end;
-};
-
-ConvGeometry geometry(const Case& c) {
-  ConvGeometry g;
-  g.batch = c.batch, g.in_channels = c.in_channels, g.out_channels = c.out_channels, g.group = c.group;
-  g.in_spatial = c.in, g.kernel = c.kernel, g.strides = c.strides, g.dilations = c.dilations;
-  g.pads_begin = c.pads_begin, g.pads_end = c.pads_end;
-  resolve_conv_pads(AutoPad::NotSet, g.in_spatial, g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end,
-                    g.out_spatial);
-  return g;
-}
+using Case = quant::testing::ConvCase;
+using quant::testing::geometry;
 
 // The defining sum, direct loops over every output and tap (N-d through a
 // flat index walk), int64 truncated to int32.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "libquant/kernels/qconv_fast.h"
+#include "tests/kernels/conv_case.h"
 #include "tests/kernels/random_ints.h"
 
 using namespace quant::kernels;
@@ -19,10 +20,8 @@ using quant::testing::random_values;
 
 namespace {
 
-struct Case {
-  int64_t batch, in_channels, out_channels, group;
-  Dims in, kernel, strides, dilations, pads_begin, pads_end;
-};
+using Case = quant::testing::ConvCase;
+using quant::testing::geometry;
 
 std::vector<Case> cases() {
   return {
@@ -46,16 +45,6 @@ std::vector<Case> cases() {
       {1, 40, 9, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},     // K = 360
       {1, 3, 10, 1, {5, 41}, {3, 3}, {2, 2}, {1, 1}, {1, 0}, {1, 1}},    // stride 2, lines of 20 (vector gather)
   };
-}
-
-ConvGeometry geometry(const Case& c) {
-  ConvGeometry g;
-  g.batch = c.batch, g.in_channels = c.in_channels, g.out_channels = c.out_channels, g.group = c.group;
-  g.in_spatial = c.in, g.kernel = c.kernel, g.strides = c.strides, g.dilations = c.dilations;
-  g.pads_begin = c.pads_begin, g.pads_end = c.pads_end;
-  resolve_conv_pads(AutoPad::NotSet, g.in_spatial, g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end,
-                    g.out_spatial);
-  return g;
 }
 
 template <class TX, class TW>
