@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -160,4 +161,35 @@ TEST_CASE("quantize then dequantize is within half a step", "[kernels][quantize]
   quantize_linear<uint8_t>(x.data(), q.data(), 1, int64_t(x.size()), 1, &scale, &zp, 0, 1);
   dequantize_linear<uint8_t>(q.data(), back.data(), 1, int64_t(x.size()), 1, &scale, &zp, 0, 1);
   for (size_t i = 0; i < x.size(); ++i) CHECK(std::abs(back[i] - x[i]) <= scale * 0.5f + 1e-6f);
+}
+
+TEST_CASE("quantize_linear's vector path matches the scalar definition", "[kernels][quantize]") {
+  // Long rows (the 8-bit types run sixteen at a time, then a scalar tail) of
+  // ties, saturating values, infinities, NaN and huge quotients, per tensor
+  // and per axis, against nearbyint(x / scale) + zero point saturated.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> x = {0.5f, 1.5f, -0.5f, -2.5f, 127.5f, -128.5f, 255.5f, 1e30f, -1e30f, inf, -inf, nan, 3e9f, -3e9f};
+  for (int i = 0; x.size() < 203; ++i) x.push_back(static_cast<float>((i * 37) % 701 - 350) * 0.37f + 0.125f * (i % 3));
+  auto want_one = [](float v, float s, int32_t zp, int32_t lo, int32_t hi) {
+    const float r = std::nearbyint(v / s);
+    if (std::isnan(r)) return zp;
+    return static_cast<int32_t>(std::clamp(r + static_cast<float>(zp), static_cast<float>(lo), static_cast<float>(hi)));
+  };
+  for (float s : {1.0f, 0.3f, 2.5f}) {
+    for (int32_t zp : {0, 100, -100}) {
+      const auto u = quantize_per_tensor<uint8_t>(x, s, static_cast<uint8_t>(std::abs(zp)));
+      const auto q = quantize_per_tensor<int8_t>(x, s, static_cast<int8_t>(zp));
+      for (size_t i = 0; i < x.size(); ++i) {
+        INFO("x=" << x[i] << " scale=" << s << " zp=" << zp);
+        REQUIRE(int32_t(u[i]) == want_one(x[i], s, std::abs(zp), 0, 255));
+        REQUIRE(int32_t(q[i]) == want_one(x[i], s, zp, -128, 127));
+      }
+    }
+  }
+  // Per axis: two rows of 101 (one scale and zero point each).
+  const float scales[2] = {0.7f, 1.9f};
+  const uint8_t zps[2] = {3, 250};
+  std::vector<uint8_t> y(202);
+  quantize_linear<uint8_t>(x.data(), y.data(), 1, 2, 101, scales, zps, 0, 2);
+  for (size_t i = 0; i < y.size(); ++i) REQUIRE(int32_t(y[i]) == want_one(x[i], scales[i / 101], zps[i / 101], 0, 255));
 }
