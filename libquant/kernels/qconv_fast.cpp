@@ -47,17 +47,72 @@ void transpose_4x16(const uint8_t* const rows[4], int64_t j, uint8_t flip, uint8
 #endif
 }
 
+// Where the patch rows come from:
+//  - pointwise (1x1, stride 1, no padding): the input planes themselves;
+//  - wide (other stride-1 2-D / 1-D convolutions): each input channel copied
+//    once per call into a plane padded with the zero point, pw = padded line
+//    width. Output (oy, ox) is computed at the "wide" pixel q = oy * pw + ox,
+//    whose tap (ky, kx) reads the padded plane at q + ky * d1 * pw + kx * d2:
+//    every patch row is a contiguous slice of a padded plane, nothing is
+//    gathered. The columns ox >= out_w (pw - out_w per line) are computed
+//    into a scratch block and dropped when it is copied to y (they read past
+//    their line, never past the plane's slack);
+//  - otherwise rows gathered per block (gather_row, im2col).
 struct Shape : detail::QConvShape {
-  bool pointwise = false;  // 1x1, stride 1, no padding: the input planes are the patch rows
+  bool pointwise = false;
+  bool wide = false;
+  int64_t pw = 0, pitch = 0;  // wide: padded line width; elements per padded plane (with slack)
+  int64_t plane = 0;          // output pixels the GEMM computes per channel: out_plane, or out_h * pw when wide
 };
 
 Shape conv_shape(const ConvGeometry& g) {
   Shape c{detail::qconv_shape(g)};
+  const detail::Spatial3& s = c.s;
   c.pointwise = true;
   for (int d = 0; d < 3; ++d)
-    c.pointwise = c.pointwise && c.s.kernel[d] == 1 && c.s.strides[d] == 1 && c.s.pads_begin[d] == 0 &&
-                  c.s.pads_end[d] == 0;
+    c.pointwise = c.pointwise && s.kernel[d] == 1 && s.strides[d] == 1 && s.pads_begin[d] == 0 && s.pads_end[d] == 0;
+  c.wide = !c.pointwise && s.in[0] == 1 && s.out[0] == 1 && s.kernel[0] == 1 && s.pads_begin[0] == 0 &&
+           s.pads_end[0] == 0 && s.strides[1] == 1 && s.strides[2] == 1 && s.out[1] > 0 && s.out[2] > 0;
+  c.plane = c.out_plane;
+  if (c.wide) {
+    c.pw = s.in[2] + s.pads_begin[2] + s.pads_end[2];
+    const int64_t ph = s.in[1] + s.pads_begin[1] + s.pads_end[1];
+    // The furthest read: wide pixel out_h * pw - 1 under the last tap.
+    const int64_t reach = s.out[1] * c.pw + (s.kernel[1] - 1) * s.dilations[1] * c.pw + (s.kernel[2] - 1) * s.dilations[2];
+    c.pitch = std::max(ph * c.pw, reach) + 64;
+    c.plane = s.out[1] * c.pw;
+  }
   return c;
+}
+
+// The padded planes of the wide path for one image: channel ch of x into
+// dst + ch * pitch.
+template <class TX>
+void pad_planes(const Shape& c, const TX* x, TX zx, int64_t channels, TX* dst, int threads) {
+  const detail::Spatial3& s = c.s;
+  parallel_for(threads, channels, [&](int64_t ch) {
+    TX* d = dst + ch * c.pitch;
+    const TX* src = x + ch * c.in_plane;
+    std::fill(d, d + c.pitch, zx);
+    for (int64_t y = 0; y < s.in[1]; ++y)
+      std::memcpy(d + (y + s.pads_begin[1]) * c.pw + s.pads_begin[2], src + y * s.in[2],
+                  static_cast<size_t>(s.in[2]) * sizeof(TX));
+  });
+}
+
+// Copies the wide block (wide pixels [p0, p0+count), row r at src + r * ld)
+// of rows [r0, r1) to y (row r at y + r * out_plane), dropping the columns
+// past the output line.
+template <class TY>
+void copy_wide(const Shape& c, const TY* src, int64_t ld, int64_t r0, int64_t r1, int64_t p0, int64_t count, TY* y) {
+  const int64_t ow = c.s.out[2];
+  for (int64_t q = p0; q < p0 + count;) {
+    const int64_t oy = q / c.pw, ox = q % c.pw, end = std::min(p0 + count, (oy + 1) * c.pw);
+    const int64_t n = std::min(ow, ox + (end - q)) - ox;
+    for (int64_t r = r0; n > 0 && r < r1; ++r)
+      std::memcpy(y + r * c.out_plane + oy * ow + ox, src + r * ld + (q - p0), static_cast<size_t>(n) * sizeof(TY));
+    q = end;
+  }
 }
 
 // dst[o] = line[o * 2] for o < n: the input under one tap of a stride-2
@@ -119,7 +174,8 @@ void gather_row(const Shape& c, const TX* x, TX zx, int64_t kk, int64_t p0, int6
   }
 }
 
-// Packs output pixels [p0, p0+count) of one image and group as B panels
+// Packs output pixels [p0, p0+count) (wide pixels when c.wide, x then being
+// the padded planes) of one image and group as B panels
 // (uint8 domain) and, when col_sum is not null, their column sums.
 template <class TX>
 void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, uint8_t* rows_buf, uint8_t* panels,
@@ -135,6 +191,10 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
   for (int64_t kk = 0; kk < c.reduction; ++kk) {
     if (c.pointwise) {
       rows[static_cast<size_t>(kk)] = reinterpret_cast<const uint8_t*>(x + kk * c.in_plane + p0);
+    } else if (c.wide) {  // x: the padded planes
+      const int64_t ch = kk / c.taps, tap = kk % c.taps, kx = tap % c.s.kernel[2], ky = tap / c.s.kernel[2];
+      const int64_t at = ch * c.pitch + ky * c.s.dilations[1] * c.pw + kx * c.s.dilations[2] + p0;
+      rows[static_cast<size_t>(kk)] = reinterpret_cast<const uint8_t*>(x + at);
     } else {
       TX* r = reinterpret_cast<TX*>(rows_buf + kk * stride);
       gather_row(c, x, zx, kk, p0, count, r);
@@ -234,32 +294,68 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
            : std::is_same_v<TY, uint8_t> ? detail::QOutType::U8
                                          : detail::QOutType::S8;
   o.ldy = c.out_plane;
+  // The output stage fused into the micro-kernel where the ISA has one (uint8
+  // / int8 outputs, Float requantization): per-call constants computed here
+  // once. Inside the task only `rt` may be used: the thread_local vectors
+  // name the running thread's instances there.
+  thread_local std::vector<float> row_scale;
+  detail::QRequantTile rt;
+  const bool fused = isa.a_signed_requant && !std::is_same_v<TY, int32_t> && o.vector_ok;
+  if (fused) {
+    const detail::QFinishParams fp = detail::finish_params(o);
+    row_scale.resize(static_cast<size_t>(g.out_channels));
+    for (int64_t m = 0; m < g.out_channels; ++m)
+      row_scale[static_cast<size_t>(m)] = requant->scale[fp.per_channel ? static_cast<size_t>(m) : 0];
+    rt.row_add = o.row_add, rt.row_scale = row_scale.data(), rt.row_zp = o.row_zp;
+    rt.lo = static_cast<float>(fp.lo), rt.hi = static_cast<float>(fp.hi), rt.zero_point = fp.zero_point;
+  }
+  // The wide path's padded planes, for every image (only this call's task
+  // lambda reads them, through `padded`).
+  thread_local AlignedBytes padded_buf;
+  const TX* padded = nullptr;
+  if (c.wide) {
+    TX* d = reinterpret_cast<TX*>(padded_buf.reserve(static_cast<size_t>(g.batch * g.in_channels * c.pitch) * sizeof(TX)));
+    for (int64_t n = 0; n < g.batch; ++n)
+      pad_planes(c, x + n * g.in_channels * c.in_plane, x_zero_point, g.in_channels, d + n * g.in_channels * c.pitch,
+                 threads);
+    padded = d;
+  }
 
   const int mr = isa.mr;
-  const int64_t nc = std::clamp<int64_t>(kBlockBytes / kp / kQNr * kQNr, kQNr, (c.out_plane + kQNr - 1) / kQNr * kQNr);
-  const int64_t blocks = (c.out_plane + nc - 1) / nc, row_panels = (c.group_out + mr - 1) / mr;
+  const int64_t nc = std::clamp<int64_t>(kBlockBytes / kp / kQNr * kQNr, kQNr, (c.plane + kQNr - 1) / kQNr * kQNr);
+  const int64_t blocks = (c.plane + nc - 1) / nc, row_panels = (c.group_out + mr - 1) / mr;
   const int64_t outer = g.batch * g.group * blocks;
   int64_t chunks = 1;  // few pixel blocks (late, small layers): split the output channels too
   if (threads > 1 && outer < 2 * threads) chunks = std::min<int64_t>(row_panels, (2 * threads + outer - 1) / outer);
   const int64_t per_chunk = (row_panels + chunks - 1) / chunks;
   parallel_for(threads, outer * chunks, [&](int64_t task) {
-    thread_local AlignedBytes rows_buf, panel_buf;
+    thread_local AlignedBytes rows_buf, panel_buf, wide_out;
     thread_local std::vector<int32_t> col_sum;
     const int64_t chunk = task % chunks, b = task / chunks;
     const int64_t blk = b % blocks, grp = (b / blocks) % g.group, n = b / (blocks * g.group);
-    const int64_t p0 = blk * nc, count = std::min(nc, c.out_plane - p0);
+    const int64_t p0 = blk * nc, count = std::min(nc, c.plane - p0);
     const int64_t stride = (count + kQNr - 1) / kQNr * kQNr;
-    const TX* xg = x + (n * g.in_channels + grp * c.group_in) * c.in_plane;
-    uint8_t* rb = c.pointwise ? nullptr : rows_buf.reserve(static_cast<size_t>(c.reduction * stride * sizeof(TX)));
+    const int64_t first = n * g.in_channels + grp * c.group_in;
+    const TX* xg = c.wide ? padded + first * c.pitch : x + first * c.in_plane;
+    const bool gather = !c.pointwise && !c.wide;
+    uint8_t* rb = gather ? rows_buf.reserve(static_cast<size_t>(c.reduction * stride * sizeof(TX))) : nullptr;
+    // Output row m of this image at ybase + m * yld: y itself, or (wide) a
+    // scratch block of every output channel, copied to y at the end.
+    TY* const y_image = y + n * g.out_channels * c.out_plane;
+    TY* const ybase =
+        c.wide ? reinterpret_cast<TY*>(wide_out.reserve(static_cast<size_t>(g.out_channels * stride) * sizeof(TY)))
+               : y_image + p0;
+    const int64_t yld = c.wide ? stride : c.out_plane;
     uint8_t* pb = panel_buf.reserve(static_cast<size_t>(kp * stride));
     col_sum.resize(static_cast<size_t>(stride));
     pack_block(c, xg, x_zero_point, p0, count, rb, pb, o.row_zp ? col_sum.data() : nullptr);
     detail::QOutput ot = o;
+    ot.ldy = yld;
     alignas(64) int32_t tile[2][detail::kQMaxMr * kQNr];
     const uint8_t* wg = packed.panels(grp);
     const int64_t p_begin = chunk * per_chunk, p_end = std::min(row_panels, p_begin + per_chunk);
     auto finish = [&](const int32_t* t, int64_t i0, int64_t mv, int64_t j) {
-      ot.y = y + n * g.out_channels * c.out_plane + p0 + j;
+      ot.y = ybase + j;
       ot.col_sum = o.row_zp ? col_sum.data() + j : nullptr;
       isa.finish(t, kQNr, mv, std::min<int64_t>(kQNr, count - j), i0, 0, ot);
     };
@@ -267,6 +363,19 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
       const int64_t i0 = grp * c.group_out + p * mr;
       const int64_t mv = std::min<int64_t>(mr, c.group_out - p * mr);
       const uint8_t* wp = wg + p * mr * kp;
+      if (fused) {
+        detail::QRequantTile t = rt;
+        t.row_add = rt.row_add + i0, t.row_scale = rt.row_scale + i0, t.row_zp = rt.row_zp ? rt.row_zp + i0 : nullptr;
+        t.rows = static_cast<int>(mv), t.ldy = yld;
+        for (int64_t j = 0; j < count; j += 2 * kQNr) {
+          t.cols = static_cast<int>(std::min<int64_t>(2 * kQNr, count - j));
+          t.y = reinterpret_cast<uint8_t*>(ybase + i0 * yld + j);
+          t.col_sum = rt.row_zp ? col_sum.data() + j : nullptr;
+          const uint8_t* b0 = pb + j * kp;
+          (isa.a_signed_requant)(groups, wp, b0, t.cols > kQNr ? b0 + kQNr * kp : b0, t);
+        }
+        continue;
+      }
       int64_t j = 0;
       if (isa.a_signed_x2) {
         for (; j + kQNr < count; j += 2 * kQNr) {  // two panels, the second possibly partial
@@ -279,6 +388,10 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
         (isa.a_signed)(groups, wp, pb + j * kp, tile[0]);
         finish(tile[0], i0, mv, j);
       }
+    }
+    if (c.wide) {
+      const int64_t r0 = grp * c.group_out + p_begin * mr, r1 = grp * c.group_out + std::min(c.group_out, p_end * mr);
+      copy_wide(c, ybase, yld, r0, r1, p0, count, y_image);
     }
   });
 }

@@ -5,11 +5,16 @@
 // Paths, chosen per call from the geometry:
 //  - depthwise (one input and one output channel per group): direct loops per
 //    channel, vectorised along the output line (qconv_depthwise.cpp);
+//    With the AVX-512 VNNI ISA, 3x3 / 5x5 planes of stride 1 or 2 use
+//    VPDPBUSD on byte windows (VPERMB) when the centered weights fit int8;
 //  - otherwise the integer GEMM of qgemm_packed.h with the weights as the
 //    row operand (packed once, output channels as rows, so the output comes
-//    out in NCHW order) and the input patches (im2col, gathered per block of
-//    output pixels; for 1x1 stride-1 unpadded convolutions the input planes
-//    themselves) packed as the column operand.
+//    out in NCHW order) and the input patches packed as the column operand:
+//    for 1x1 stride-1 unpadded convolutions the input planes themselves, for
+//    other stride-1 convolutions slices of zero-point-padded planes (the
+//    "wide" path, no gather), else rows gathered per block of output pixels
+//    (im2col). Where the ISA has one, the micro-kernel applies the output
+//    stage itself (QRequantTile) on its registers.
 // Zero points: the weights are taken as int8 (uint8 weights flipped), the
 // input as uint8 (int8 input flipped); see qgemm_packed.h for the algebra.
 #pragma once

@@ -85,7 +85,7 @@ std::vector<const QGemmIsa*> supported_qgemm_isas() {
     if (eax & (1u << 4)) isas.push_back(kQGemmIsaAvxVnni);
   }
   if (kQGemmIsaAvx512Vnni && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vnni"))
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
     isas.push_back(kQGemmIsaAvx512Vnni);
 #endif
   return isas;

@@ -74,6 +74,31 @@ bool requant_vector_ok(const Requantizer* r);
 using QFinish = void (*)(const int32_t* acc, int64_t acc_stride, int64_t rows, int64_t cols, int64_t i0, int64_t j0,
                          const QOutput& o);
 
+// The output stage fused into a micro-kernel, for the convolution (rows are
+// output channels): the common case of requant_vector_ok Float
+// requantization to uint8 / int8. Per valid element, the same operations in
+// the same order as the vector q_finish stages (so the same bits):
+//   v = tile + row_add[r] - row_zp[r] * col_sum[c]   (row_zp may be null)
+//   y[r * ldy + c] = int(clamp(float(v) * row_scale[r], lo, hi)) + zero_point
+// stored as a byte (the value is inside the output range). The accumulators
+// never leave the registers, and everything constant per call is computed
+// once by the caller rather than per tile.
+struct QRequantTile {
+  const int32_t* row_add = nullptr;    // rows entries
+  const float* row_scale = nullptr;    // rows entries
+  const int32_t* row_zp = nullptr;     // null, or rows entries (then col_sum: cols entries)
+  const int32_t* col_sum = nullptr;
+  float lo = 0, hi = 0;                // clamp bounds, less the zero point
+  int32_t zero_point = 0;
+  uint8_t* y = nullptr;
+  int64_t ldy = 0;
+  int rows = 0, cols = 0;              // valid rows (<= MR), columns (<= 2 * kQNr)
+};
+// A s8 against one (cols <= kQNr) or two u8 B panels (b1 read only when
+// cols > kQNr), then the fused output stage.
+using QMicroKernelRequant = void (*)(int64_t groups, const uint8_t* a, const uint8_t* b0, const uint8_t* b1,
+                                     const QRequantTile& t);
+
 struct QGemmIsa {
   const char* name;
   int mr;
@@ -81,6 +106,7 @@ struct QGemmIsa {
   QMicroKernel a_signed;    // A s8, B u8
   QFinish finish;
   QMicroKernel2 a_signed_x2;  // a_signed on two B panels; null: call a_signed twice
+  QMicroKernelRequant a_signed_requant = nullptr;  // null: a_signed(_x2) then finish
 };
 
 // The fastest ISA this CPU runs (chosen once), and every ISA it runs,

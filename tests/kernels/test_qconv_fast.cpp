@@ -1,6 +1,6 @@
 // The fast integer convolution (qconv_fast.h) against the reference kernels
 // (qconv_s32, qlinear_conv), bit for bit: every ISA this CPU runs (weights
-// packed for each), pointwise / im2col / grouped / depthwise geometries with
+// packed for each), pointwise / wide / im2col / grouped / depthwise geometries with
 // padding, strides, dilations and tails, 1-D to 3-D, every 8-bit type pair,
 // weight zero points absent / per tensor / per channel, both requantization
 // modes, 1 and 2 threads.
@@ -44,6 +44,11 @@ std::vector<Case> cases() {
       {1, 2, 3, 1, {3, 4, 5}, {2, 2, 3}, {1, 1, 2}, {1, 1, 1}, {1, 0, 1}, {0, 1, 1}},  // 3-D
       {1, 40, 9, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},     // K = 360
       {1, 3, 10, 1, {5, 41}, {3, 3}, {2, 2}, {1, 1}, {1, 0}, {1, 1}},    // stride 2, lines of 20 (vector gather)
+      {2, 6, 10, 2, {7, 9}, {3, 3}, {1, 1}, {2, 1}, {2, 0}, {1, 2}},     // wide: groups, dilation, uneven pads, batch 2
+      {1, 8, 20, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},     // wide: 7 x 7 map (63 wide pixels), 8 x 32 tiles
+      {1, 4, 9, 1, {5, 6}, {1, 1}, {1, 1}, {1, 1}, {1, 0}, {0, 1}},      // wide: a padded 1x1
+      {1, 16, 16, 16, {33, 35}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, // depthwise, long padded plane
+      {1, 16, 16, 16, {33, 35}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}}, // depthwise 5x5 stride 2, long padded plane
   };
 }
 
