@@ -14,8 +14,13 @@
 #endif
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 #include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "libquant/kernels/qconv_fast.h"
 #include "libquant/kernels/spatial.h"
@@ -192,6 +197,150 @@ __attribute__((target("avx512f,avx512bw"))) void plane_avx512(const Spatial3& s,
 }
 #endif
 
+// The padded plane with VPDPBUSD (AVX-512 VNNI + VBMI), for channels whose
+// centered weights w' fit int8 (symmetric int8 weights: always). The padded
+// input is kept as uint8 (int8 input flipped: x ^ 0x80 = x + 128, and its
+// zero point alike, so x - zx is unchanged). For sixteen outputs q and one
+// kernel row, lane i of a VPERMB of the 64 bytes at S * q + ky * pw gathers
+// the four bytes under taps kx = 4g .. 4g+3 of output q + i (bytes S * i + 4g
+// + j), and one VPDPBUSD adds their products with w'[ky][4g..4g+3] (a zero
+// weight past the kernel's width): ceil(K / 4) of each per kernel row instead
+// of K widening loads, multiplies and adds. The sum
+//   sum_t x_t w'_t - zx sum_t w'_t  (= sum_t (x_t - zx) w'_t)
+// wraps modulo 2^32 as the reference's int32 sum does (VPDPBUSD does not saturate).
+// With a PlaneRequant the output stage runs on the register too and the
+// plane leaves as bytes.
+inline bool fits_int8(const int32_t* w, int64_t n) {
+  for (int64_t t = 0; t < n; ++t)
+    if (w[t] < -128 || w[t] > 127) return false;
+  return true;
+}
+
+// Scratch sizes of vnni_plane: the padded input with the slack its last
+// 64-byte loads read, and the wide accumulators rounded up to sixteen.
+inline int64_t vnni_pad_size(const Spatial3& s) {
+  const int64_t pw = s.in[2] + s.pads_begin[2] + s.pads_end[2], q_count = s.out[1] * pw;
+  return s.strides[2] * (q_count + 16) + (s.kernel[2] - 1) * pw + 64;
+}
+inline int64_t vnni_wide_size(const Spatial3& s) {
+  return (s.out[1] * (s.in[2] + s.pads_begin[2] + s.pads_end[2]) + 15) / 16 * 16;
+}
+
+// The output stage fused into vnni_plane for uint8 / int8 outputs with
+// requant_vector_ok Float requantization: per lane the operations of
+// q_finish_avx512 (the same bits), the bias `add`, one channel's scale,
+// clamp bounds less the zero point.
+struct PlaneRequant {
+  int32_t add = 0, zero_point = 0;
+  float scale = 0, lo = 0, hi = 0;
+};
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// GCC 12 reports the _mm512_undefined_* pass-through operands of the unmasked
+// AVX-512 intrinsics as maybe-uninitialized (a known false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+template <class TX, int K, int S>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"))) void vnni_plane(
+    const Spatial3& s, const TX* x, int32_t zx, const int32_t* w, uint8_t* pad, uint32_t* wide, uint32_t* acc,
+    const PlaneRequant* rq, uint8_t* y) {
+  constexpr int G = (K + 3) / 4;
+  const int64_t ih = s.in[1], iw = s.in[2], oh = s.out[1], ow = s.out[2];
+  const int64_t pw = iw + s.pads_begin[2] + s.pads_end[2], q_count = oh * pw;
+  const int64_t pad_size = S * (q_count - 1) + (K - 1) * pw + K;
+  const uint8_t flip = std::is_signed_v<TX> ? 0x80 : 0;
+  const uint8_t zb = static_cast<uint8_t>(zx) ^ flip;
+  std::memset(pad, zb, static_cast<size_t>(vnni_pad_size(s)));
+  for (int64_t y = 0; y < ih; ++y) {
+    const int64_t at = (y + s.pads_begin[1]) * pw + s.pads_begin[2];
+    if (at >= pad_size) break;  // rows below every output's reach
+    const int64_t n = std::min(iw, pad_size - at);
+    const uint8_t* __restrict src = reinterpret_cast<const uint8_t*>(x + y * iw);
+    uint8_t* __restrict dst = pad + at;
+    if (flip == 0) std::memcpy(dst, src, static_cast<size_t>(n));
+    else for (int64_t i = 0; i < n; ++i) dst[i] = src[i] ^ 0x80;
+  }
+  int32_t wv[K][G];
+  uint32_t c = 0;
+  for (int ky = 0; ky < K; ++ky)
+    for (int g = 0; g < G; ++g) {
+      uint32_t word = 0;
+      for (int j = 0; j < 4 && 4 * g + j < K; ++j) {
+        const int32_t v = w[ky * K + 4 * g + j];
+        word |= static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(v))) << (8 * j);
+        c -= static_cast<uint32_t>(zb) * static_cast<uint32_t>(v);
+      }
+      wv[ky][g] = static_cast<int32_t>(word);
+    }
+  __m512i idx[G];
+  for (int g = 0; g < G; ++g) {
+    alignas(64) uint8_t b[64];
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 4; ++j) b[4 * i + j] = static_cast<uint8_t>(S * i + 4 * g + j);
+    idx[g] = _mm512_load_si512(b);
+  }
+  const __m512i start = _mm512_set1_epi32(static_cast<int32_t>(c));
+  // With rq: bytes (the requantized output) into wide, then lines of ow to y.
+  uint8_t* wide8 = reinterpret_cast<uint8_t*>(wide);
+  const __m512i add = _mm512_set1_epi32(rq ? rq->add : 0), zpv = _mm512_set1_epi32(rq ? rq->zero_point : 0);
+  const __m512 scale = _mm512_set1_ps(rq ? rq->scale : 0), lo = _mm512_set1_ps(rq ? rq->lo : 0),
+               hi = _mm512_set1_ps(rq ? rq->hi : 0);
+  for (int64_t q = 0; q < q_count; q += 16) {
+    __m512i a = start;
+#pragma GCC unroll 5
+    for (int ky = 0; ky < K; ++ky) {
+      const __m512i v = _mm512_loadu_si512(pad + S * q + ky * pw);
+#pragma GCC unroll 2
+      for (int g = 0; g < G; ++g)
+        a = _mm512_dpbusd_epi32(a, _mm512_permutexvar_epi8(idx[g], v), _mm512_set1_epi32(wv[ky][g]));
+    }
+    if (!rq) {
+      _mm512_storeu_si512(wide + q, a);
+      continue;
+    }
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(a, add)), scale);
+    f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(wide8 + q),
+                     _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), zpv)));
+  }
+  if (rq) {
+    for (int64_t r = 0; r < oh; ++r) std::memcpy(y + r * ow, wide8 + r * pw, static_cast<size_t>(ow));
+    return;
+  }
+  for (int64_t r = 0; r < oh; ++r) std::copy(wide + r * pw, wide + r * pw + ow, acc + r * ow);
+}
+
+#pragma GCC diagnostic pop
+
+template <class TX>
+using VnniPlaneFn = void (*)(const Spatial3&, const TX*, int32_t, const int32_t*, uint8_t*, uint32_t*, uint32_t*,
+                             const PlaneRequant*, uint8_t*);
+
+// The VNNI plane for this geometry (padded_path), or null when the CPU lacks
+// VNNI / VBMI.
+template <class TX>
+VnniPlaneFn<TX> vnni_plane_fn(const Spatial3& s) {
+  static const bool cpu = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+           __builtin_cpu_supports("avx512vbmi");
+  }();
+  if (!cpu || !padded_path(s)) return nullptr;
+  const bool s1 = s.strides[2] == 1;
+  if (s.kernel[2] == 3) return s1 ? vnni_plane<TX, 3, 1> : vnni_plane<TX, 3, 2>;
+  return s1 ? vnni_plane<TX, 5, 1> : vnni_plane<TX, 5, 2>;
+}
+#else
+template <class TX>
+using VnniPlaneFn = void (*)(const Spatial3&, const TX*, int32_t, const int32_t*, uint8_t*, uint32_t*, uint32_t*,
+                             const PlaneRequant*, uint8_t*);
+template <class TX>
+VnniPlaneFn<TX> vnni_plane_fn(const Spatial3&) {
+  return nullptr;
+}
+#endif
+
 template <class TX>
 using PlaneFn = void (*)(const Spatial3&, const TX*, int32_t, const int32_t*, uint32_t*, TX*, uint32_t*);
 
@@ -222,17 +371,39 @@ void qconv_depthwise(const ConvGeometry& g, const TX* x, TX x_zero_point, const 
   o.type = std::is_same_v<TY, int32_t> ? QOutType::S32 : std::is_same_v<TY, uint8_t> ? QOutType::U8 : QOutType::S8;
   o.ldy = out_plane;
   const QFinish finish = packed.isa().finish;
+  const bool fuse = !std::is_same_v<TY, int32_t> && o.vector_ok;
+  const QFinishParams fp = fuse ? finish_params(o) : QFinishParams{};
+  // The VNNI plane runs with the AVX-512 VNNI ISA only, so that the tests,
+  // which run every ISA, check the other planes on this CPU too.
+  const VnniPlaneFn<TX> vnni = &packed.isa() == kQGemmIsaAvx512Vnni ? vnni_plane_fn<TX>(s) : nullptr;
   parallel_for(threads, g.batch * channels, [&](int64_t task) {
     thread_local std::vector<uint32_t> acc, wide;
     thread_local std::vector<TX> pad;
+    thread_local std::vector<uint8_t> pad_u8;
     acc.resize(static_cast<size_t>(out_plane));
-    if (padded_path(s)) {
-      pad.resize(static_cast<size_t>(padded_input_size(s)));
-      wide.resize(static_cast<size_t>(s.out[1] * (s.in[2] + s.pads_begin[2] + s.pads_end[2])));
-    }
     const int64_t n = task / channels, ch = task % channels;
-    plane(s, x + (n * channels + ch) * in_plane, x_zero_point, packed.centered() + ch * taps, acc.data(), pad.data(),
-          wide.data());
+    const int32_t* w = packed.centered() + ch * taps;
+    const TX* xc = x + (n * channels + ch) * in_plane;
+    if (vnni && fits_int8(w, taps)) {
+      pad_u8.resize(static_cast<size_t>(vnni_pad_size(s)));
+      wide.resize(static_cast<size_t>(vnni_wide_size(s)));
+      if (fuse) {
+        PlaneRequant rq;
+        rq.add = bias ? bias[ch] : 0, rq.zero_point = fp.zero_point;
+        rq.scale = requant->scale[fp.per_channel ? static_cast<size_t>(ch) : 0];
+        rq.lo = static_cast<float>(fp.lo), rq.hi = static_cast<float>(fp.hi);
+        vnni(s, xc, x_zero_point, w, pad_u8.data(), wide.data(), nullptr, &rq,
+             reinterpret_cast<uint8_t*>(y + (n * channels + ch) * out_plane));
+        return;
+      }
+      vnni(s, xc, x_zero_point, w, pad_u8.data(), wide.data(), acc.data(), nullptr, nullptr);
+    } else {
+      if (padded_path(s)) {
+        pad.resize(static_cast<size_t>(padded_input_size(s)));
+        wide.resize(static_cast<size_t>(s.out[1] * (s.in[2] + s.pads_begin[2] + s.pads_end[2])));
+      }
+      plane(s, xc, x_zero_point, w, acc.data(), pad.data(), wide.data());
+    }
     QOutput ot = o;
     ot.y = y + n * channels * out_plane;
     finish(reinterpret_cast<const int32_t*>(acc.data()), out_plane, 1, out_plane, ch, 0, ot);
