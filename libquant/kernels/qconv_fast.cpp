@@ -49,19 +49,25 @@ void transpose_4x16(const uint8_t* const rows[4], int64_t j, uint8_t flip, uint8
 
 // Where the patch rows come from:
 //  - pointwise (1x1, stride 1, no padding): the input planes themselves;
-//  - wide (other stride-1 2-D / 1-D convolutions): each input channel copied
-//    once per call into a plane padded with the zero point, pw = padded line
-//    width. Output (oy, ox) is computed at the "wide" pixel q = oy * pw + ox,
-//    whose tap (ky, kx) reads the padded plane at q + ky * d1 * pw + kx * d2:
-//    every patch row is a contiguous slice of a padded plane, nothing is
-//    gathered. The columns ox >= out_w (pw - out_w per line) are computed
-//    into a scratch block and dropped when it is copied to y (they read past
-//    their line, never past the plane's slack);
+//  - wide (other 2-D / 1-D convolutions, unless it computes many more
+//    panels): each input channel copied once per call into planes padded
+//    with the zero point and split by phase for strides S1 x S2: phase
+//    (a, b) holds padded element (S1 i + a, S2 j + b) at i * pw + j, pw =
+//    ceil(padded width / S2) (S = 1: one phase, the padded plane). Output (oy,
+//    ox) is computed at the "wide" pixel q = oy * pw + ox, whose tap (ky, kx)
+//    (padded row S1 oy + d1 ky, column S2 ox + d2 kx) reads phase
+//    (d1 ky % S1, d2 kx % S2) at q + (d1 ky / S1) * pw + d2 kx / S2: every
+//    patch row is a contiguous slice of a phase plane, nothing is gathered.
+//    The columns ox >= out_w (pw - out_w per line) are computed into a
+//    scratch block and dropped when it is copied to y (they read past their
+//    line, never past the plane's slack);
 //  - otherwise rows gathered per block (gather_row, im2col).
 struct Shape : detail::QConvShape {
   bool pointwise = false;
   bool wide = false;
-  int64_t pw = 0, pitch = 0;  // wide: padded line width; elements per padded plane (with slack)
+  int64_t pw = 0, ph = 0;     // wide: the phase planes' line width and height
+  int64_t phase_pitch = 0;    // elements per phase plane (with slack)
+  int64_t pitch = 0;          // elements per channel (all its phases)
   int64_t plane = 0;          // output pixels the GEMM computes per channel: out_plane, or out_h * pw when wide
 };
 
@@ -71,33 +77,23 @@ Shape conv_shape(const ConvGeometry& g) {
   c.pointwise = true;
   for (int d = 0; d < 3; ++d)
     c.pointwise = c.pointwise && s.kernel[d] == 1 && s.strides[d] == 1 && s.pads_begin[d] == 0 && s.pads_end[d] == 0;
-  c.wide = !c.pointwise && s.in[0] == 1 && s.out[0] == 1 && s.kernel[0] == 1 && s.pads_begin[0] == 0 &&
-           s.pads_end[0] == 0 && s.strides[1] == 1 && s.strides[2] == 1 && s.out[1] > 0 && s.out[2] > 0;
   c.plane = c.out_plane;
-  if (c.wide) {
-    c.pw = s.in[2] + s.pads_begin[2] + s.pads_end[2];
-    const int64_t ph = s.in[1] + s.pads_begin[1] + s.pads_end[1];
-    // The furthest read: wide pixel out_h * pw - 1 under the last tap.
-    const int64_t reach = s.out[1] * c.pw + (s.kernel[1] - 1) * s.dilations[1] * c.pw + (s.kernel[2] - 1) * s.dilations[2];
-    c.pitch = std::max(ph * c.pw, reach) + 64;
-    c.plane = s.out[1] * c.pw;
-  }
+  if (c.pointwise || s.in[0] != 1 || s.out[0] != 1 || s.kernel[0] != 1 || s.pads_begin[0] != 0 || s.pads_end[0] != 0 ||
+      s.out[1] <= 0 || s.out[2] <= 0 || s.strides[1] > 4 || s.strides[2] > 4)
+    return c;
+  const int64_t s1 = s.strides[1], s2 = s.strides[2];
+  const int64_t pw = (s.in[2] + s.pads_begin[2] + s.pads_end[2] + s2 - 1) / s2;
+  const int64_t ph = (s.in[1] + s.pads_begin[1] + s.pads_end[1] + s1 - 1) / s1;
+  const int64_t panels = (c.out_plane + kQNr - 1) / kQNr, wide_panels = (s.out[1] * pw + kQNr - 1) / kQNr;
+  if (wide_panels > panels + panels / 4 + 1) return c;  // the dropped columns would cost more than gathering
+  c.wide = true;
+  c.pw = pw, c.ph = ph;
+  // The furthest read: wide pixel out_h * pw - 1 under the last tap.
+  const int64_t reach = (s.out[1] + s.dilations[1] * (s.kernel[1] - 1) / s1) * pw + s.dilations[2] * (s.kernel[2] - 1) / s2;
+  c.phase_pitch = std::max(ph * pw, reach) + 64;
+  c.pitch = s1 * s2 * c.phase_pitch;
+  c.plane = s.out[1] * pw;
   return c;
-}
-
-// The padded planes of the wide path for one image: channel ch of x into
-// dst + ch * pitch.
-template <class TX>
-void pad_planes(const Shape& c, const TX* x, TX zx, int64_t channels, TX* dst, int threads) {
-  const detail::Spatial3& s = c.s;
-  parallel_for(threads, channels, [&](int64_t ch) {
-    TX* d = dst + ch * c.pitch;
-    const TX* src = x + ch * c.in_plane;
-    std::fill(d, d + c.pitch, zx);
-    for (int64_t y = 0; y < s.in[1]; ++y)
-      std::memcpy(d + (y + s.pads_begin[1]) * c.pw + s.pads_begin[2], src + y * s.in[2],
-                  static_cast<size_t>(s.in[2]) * sizeof(TX));
-  });
 }
 
 // Copies the wide block (wide pixels [p0, p0+count), row r at src + r * ld)
@@ -129,6 +125,34 @@ inline void copy_stride2(const uint8_t* line, int64_t n, uint8_t* dst) {
   }
 #endif
   for (; o < n; ++o) dst[o] = line[2 * o];
+}
+
+// The phase planes of the wide path for one image: channel ch of x into
+// dst + ch * pitch, phase (a, b) at + (a * S2 + b) * phase_pitch.
+template <class TX>
+void pad_planes(const Shape& c, const TX* x, TX zx, int64_t channels, TX* dst, int threads) {
+  const detail::Spatial3& s = c.s;
+  const int64_t s1 = s.strides[1], s2 = s.strides[2], iw = s.in[2], pb = s.pads_begin[2];
+  parallel_for(threads, channels, [&](int64_t ch) {
+    TX* d = dst + ch * c.pitch;
+    const TX* src = x + ch * c.in_plane;
+    std::fill(d, d + c.pitch, zx);
+    for (int64_t y = 0; y < s.in[1]; ++y) {
+      const int64_t row = y + s.pads_begin[1];
+      const TX* line = src + y * iw;
+      for (int64_t b = 0; b < s2; ++b) {
+        // Phase column j holds input column x = S2 j + b - pb, for x in [0, iw).
+        const int64_t j0 = pb - b > 0 ? (pb - b + s2 - 1) / s2 : 0;
+        const int64_t j1 = iw - 1 + pb - b >= 0 ? std::min(c.pw, (iw - 1 + pb - b) / s2 + 1) : 0;
+        if (j1 <= j0) continue;
+        TX* out = d + ((row % s1) * s2 + b) * c.phase_pitch + (row / s1) * c.pw + j0;
+        const TX* in = line + s2 * j0 + b - pb;
+        if (s2 == 1) std::memcpy(out, in, static_cast<size_t>(j1 - j0) * sizeof(TX));
+        else if (s2 == 2) copy_stride2(reinterpret_cast<const uint8_t*>(in), j1 - j0, reinterpret_cast<uint8_t*>(out));
+        else for (int64_t j = 0; j < j1 - j0; ++j) out[j] = in[s2 * j];
+      }
+    }
+  });
 }
 
 // Patch row k (weight order c, k0, k1, k2) for output pixels [p0, p0+count)
@@ -191,9 +215,11 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
   for (int64_t kk = 0; kk < c.reduction; ++kk) {
     if (c.pointwise) {
       rows[static_cast<size_t>(kk)] = reinterpret_cast<const uint8_t*>(x + kk * c.in_plane + p0);
-    } else if (c.wide) {  // x: the padded planes
-      const int64_t ch = kk / c.taps, tap = kk % c.taps, kx = tap % c.s.kernel[2], ky = tap / c.s.kernel[2];
-      const int64_t at = ch * c.pitch + ky * c.s.dilations[1] * c.pw + kx * c.s.dilations[2] + p0;
+    } else if (c.wide) {  // x: the phase planes
+      const int64_t ch = kk / c.taps, tap = kk % c.taps;
+      const int64_t rx = tap % c.s.kernel[2] * c.s.dilations[2], ry = tap / c.s.kernel[2] * c.s.dilations[1];
+      const int64_t s1 = c.s.strides[1], s2 = c.s.strides[2];
+      const int64_t at = ch * c.pitch + ((ry % s1) * s2 + rx % s2) * c.phase_pitch + (ry / s1) * c.pw + rx / s2 + p0;
       rows[static_cast<size_t>(kk)] = reinterpret_cast<const uint8_t*>(x + at);
     } else {
       TX* r = reinterpret_cast<TX*>(rows_buf + kk * stride);
