@@ -240,6 +240,17 @@ struct PlaneRequant {
 // AVX-512 intrinsics as maybe-uninitialized (a known false positive).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// dst[i] = src[i] ^ flip for i < n, 64 bytes at a time under a mask: the
+// lines here (7 to 112 bytes) are too short for memcpy's call to pay.
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline void copy_line(uint8_t* dst, const uint8_t* src,
+                                                                                 int64_t n, uint8_t flip) {
+  const __m512i x = _mm512_set1_epi8(static_cast<char>(flip));
+  for (int64_t i = 0; i < n; i += 64) {
+    const __mmask64 m = n - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (n - i)) - 1;
+    _mm512_mask_storeu_epi8(dst + i, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, src + i), x));
+  }
+}
+
 template <class TX, int K, int S>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"))) void vnni_plane(
     const Spatial3& s, const TX* x, int32_t zx, const int32_t* w, uint8_t* pad, uint32_t* wide, uint32_t* acc,
@@ -254,11 +265,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"))) void 
   for (int64_t y = 0; y < ih; ++y) {
     const int64_t at = (y + s.pads_begin[1]) * pw + s.pads_begin[2];
     if (at >= pad_size) break;  // rows below every output's reach
-    const int64_t n = std::min(iw, pad_size - at);
-    const uint8_t* __restrict src = reinterpret_cast<const uint8_t*>(x + y * iw);
-    uint8_t* __restrict dst = pad + at;
-    if (flip == 0) std::memcpy(dst, src, static_cast<size_t>(n));
-    else for (int64_t i = 0; i < n; ++i) dst[i] = src[i] ^ 0x80;
+    copy_line(pad + at, reinterpret_cast<const uint8_t*>(x + y * iw), std::min(iw, pad_size - at), flip);
   }
   int32_t wv[K][G];
   uint32_t c = 0;
@@ -304,7 +311,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"))) void 
                      _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), zpv)));
   }
   if (rq) {
-    for (int64_t r = 0; r < oh; ++r) std::memcpy(y + r * ow, wide8 + r * pw, static_cast<size_t>(ow));
+    for (int64_t r = 0; r < oh; ++r) copy_line(y + r * ow, wide8 + r * pw, ow, 0);
     return;
   }
   for (int64_t r = 0; r < oh; ++r) std::copy(wide + r * pw, wide + r * pw + ow, acc + r * ow);

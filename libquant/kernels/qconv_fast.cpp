@@ -212,15 +212,21 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
   rows.resize(static_cast<size_t>(kp));
   uint8_t* zeros = zero_row.reserve(static_cast<size_t>(stride));
   std::memset(zeros, flip ? 0x80 : 0, static_cast<size_t>(stride));  // flipped to 0 while packing
-  for (int64_t kk = 0; kk < c.reduction; ++kk) {
+  if (c.wide) {  // x: the phase planes; each tap's offset in a channel's planes, then every channel
+    thread_local std::vector<int64_t> tap_at;
+    tap_at.resize(static_cast<size_t>(c.taps));
+    const int64_t s1 = c.s.strides[1], s2 = c.s.strides[2];
+    for (int64_t tap = 0; tap < c.taps; ++tap) {
+      const int64_t rx = tap % c.s.kernel[2] * c.s.dilations[2], ry = tap / c.s.kernel[2] * c.s.dilations[1];
+      tap_at[static_cast<size_t>(tap)] = ((ry % s1) * s2 + rx % s2) * c.phase_pitch + (ry / s1) * c.pw + rx / s2 + p0;
+    }
+    for (int64_t ch = 0, kk = 0; ch < c.group_in; ++ch)
+      for (int64_t tap = 0; tap < c.taps; ++tap, ++kk)
+        rows[static_cast<size_t>(kk)] = reinterpret_cast<const uint8_t*>(x + ch * c.pitch + tap_at[static_cast<size_t>(tap)]);
+  }
+  for (int64_t kk = 0; kk < c.reduction && !c.wide; ++kk) {
     if (c.pointwise) {
       rows[static_cast<size_t>(kk)] = reinterpret_cast<const uint8_t*>(x + kk * c.in_plane + p0);
-    } else if (c.wide) {  // x: the phase planes
-      const int64_t ch = kk / c.taps, tap = kk % c.taps;
-      const int64_t rx = tap % c.s.kernel[2] * c.s.dilations[2], ry = tap / c.s.kernel[2] * c.s.dilations[1];
-      const int64_t s1 = c.s.strides[1], s2 = c.s.strides[2];
-      const int64_t at = ch * c.pitch + ((ry % s1) * s2 + rx % s2) * c.phase_pitch + (ry / s1) * c.pw + rx / s2 + p0;
-      rows[static_cast<size_t>(kk)] = reinterpret_cast<const uint8_t*>(x + at);
     } else {
       TX* r = reinterpret_cast<TX*>(rows_buf + kk * stride);
       gather_row(c, x, zx, kk, p0, count, r);
@@ -229,7 +235,10 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
   }
   for (int64_t kk = c.reduction; kk < kp; ++kk) rows[static_cast<size_t>(kk)] = zeros;
   const uint8_t flip_byte = flip ? 0x80 : 0;
-  const int64_t full = count / kQNr * kQNr;
+  // Wide rows may be read past count (into the next line or the plane's
+  // slack, all initialised): the last panel is transposed whole, its extra
+  // columns computed and never stored.
+  const int64_t full = c.wide ? stride : count / kQNr * kQNr;
   for (int64_t g = 0; g < kp; g += kQKGroup) {
     const uint8_t* const* r = rows.data() + g;
     for (int64_t j = 0; j < full; j += kQNr) transpose_4x16(r, j, flip_byte, panels + (j / kQNr) * kp * kQNr + g * kQNr);
