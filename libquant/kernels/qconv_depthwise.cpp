@@ -251,6 +251,24 @@ __attribute__((target("avx512f,avx512bw"), always_inline)) inline void copy_line
   }
 }
 
+// VPERMB indices of vnni_plane, built at compile time (built per call they
+// cost a store-forwarding stall per plane): group g, lane i, byte j reads
+// window byte S * i + 4g + j.
+template <int S, int G>
+struct WindowIndex {
+  alignas(64) uint8_t bytes[G][64];
+};
+template <int S, int G>
+constexpr WindowIndex<S, G> make_window_index() {
+  WindowIndex<S, G> w{};
+  for (int g = 0; g < G; ++g)
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 4; ++j) w.bytes[g][4 * i + j] = static_cast<uint8_t>(S * i + 4 * g + j);
+  return w;
+}
+template <int S, int G>
+inline constexpr WindowIndex<S, G> kWindowIndex = make_window_index<S, G>();
+
 template <class TX, int K, int S>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"))) void vnni_plane(
     const Spatial3& s, const TX* x, int32_t zx, const int32_t* w, uint8_t* pad, uint32_t* wide, uint32_t* acc,
@@ -280,12 +298,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"))) void 
       wv[ky][g] = static_cast<int32_t>(word);
     }
   __m512i idx[G];
-  for (int g = 0; g < G; ++g) {
-    alignas(64) uint8_t b[64];
-    for (int i = 0; i < 16; ++i)
-      for (int j = 0; j < 4; ++j) b[4 * i + j] = static_cast<uint8_t>(S * i + 4 * g + j);
-    idx[g] = _mm512_load_si512(b);
-  }
+  for (int g = 0; g < G; ++g) idx[g] = _mm512_load_si512(kWindowIndex<S, G>.bytes[g]);
   const __m512i start = _mm512_set1_epi32(static_cast<int32_t>(c));
   // With rq: bytes (the requantized output) into wide, then lines of ow to y.
   uint8_t* wide8 = reinterpret_cast<uint8_t*>(wide);
