@@ -28,7 +28,8 @@ constexpr int64_t kBlockBytes = int64_t{192} << 10;
 
 // Four rows of 16 bytes (row t at rows[t] + j) into one 64-byte panel group:
 // column c's four bytes at dst + 4c, every byte xor `flip`.
-void transpose_4x16(const uint8_t* const rows[4], int64_t j, uint8_t flip, uint8_t* dst) {
+__attribute__((always_inline)) inline void transpose_4x16(const uint8_t* const rows[4], int64_t j, uint8_t flip,
+                                                          uint8_t* dst) {
 #if defined(__SSE2__)
   const __m128i x = _mm_set1_epi8(static_cast<char>(flip));
   const __m128i r0 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[0] + j)), x);
