@@ -82,6 +82,10 @@ Shape conv_shape(const ConvGeometry& g) {
   if (c.pointwise || s.in[0] != 1 || s.out[0] != 1 || s.kernel[0] != 1 || s.pads_begin[0] != 0 || s.pads_end[0] != 0 ||
       s.out[1] <= 0 || s.out[2] <= 0 || s.strides[1] > 4 || s.strides[2] > 4)
     return c;
+  // Every phase must be read by some tap, or copying it costs more than the
+  // gather it saves (a strided 1x1 reads one phase of four).
+  if ((s.kernel[1] - 1) * s.dilations[1] + 1 < s.strides[1] || (s.kernel[2] - 1) * s.dilations[2] + 1 < s.strides[2])
+    return c;
   const int64_t s1 = s.strides[1], s2 = s.strides[2];
   const int64_t pw = (s.in[2] + s.pads_begin[2] + s.pads_end[2] + s2 - 1) / s2;
   const int64_t ph = (s.in[1] + s.pads_begin[1] + s.pads_end[1] + s1 - 1) / s1;

@@ -50,7 +50,7 @@ std::vector<Case> cases() {
       {1, 3, 8, 1, {20, 22}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {3, 3}},    // wide, stride 2: four phases (resnet's stem)
       {1, 4, 8, 1, {12, 11}, {3, 3}, {2, 2}, {2, 2}, {2, 1}, {1, 2}},    // wide, stride 2, dilation 2
       {1, 3, 5, 1, {11, 13}, {3, 3}, {3, 3}, {1, 1}, {1, 2}, {0, 1}},    // wide, stride 3
-      {1, 6, 5, 1, {12, 9}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},     // wide, 1x1 stride 2 (downsample)
+      {1, 6, 5, 1, {12, 9}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},     // 1x1 stride 2 (downsample): one phase of four, gathered
       {1, 2, 3, 1, {4, 40}, {1, 33}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},    // too many dropped columns: gathered
       {1, 16, 16, 16, {33, 35}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, // depthwise, long padded plane
       {1, 16, 16, 16, {33, 35}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}}, // depthwise 5x5 stride 2, long padded plane
