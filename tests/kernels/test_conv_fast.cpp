@@ -136,8 +136,10 @@ TEST_CASE("depthwise 3x3 plane kernels match the reference conv_f32 on every ISA
     int64_t top, left, bottom, right;
   };
   const Pads pads[] = {{1, 1, 1, 1}, {0, 0, 0, 0}, {0, 0, 1, 1}, {2, 1, 0, 2}, {1, 2, 2, 0}};
-  for (int64_t h : {1, 3, 6}) {
-    for (int64_t w_in = 1; w_in <= 41; w_in += (w_in < 20 ? 1 : 7)) {
+  // Heights and widths reach every interior tile shape of the AVX-512 kernel
+  // (8, 4, 2 and 1 rows; 1 to 4 vectors, the last one partial or full).
+  for (int64_t h : {1, 3, 6, 9, 14}) {
+    for (int64_t w_in = 1; w_in <= 135; w_in += (w_in < 20 ? 1 : w_in < 41 ? 7 : 23)) {
       for (int64_t sh : {1, 2}) {
         for (int64_t sw : {1, 2}) {
           for (const Pads& pd : pads) {
