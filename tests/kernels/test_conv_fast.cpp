@@ -69,6 +69,7 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 3, 13, 1, {30, 31}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {3, 3}},  // resnet stem shape, small
       {1, 32, 20, 1, {25, 24}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},  // K = 288 > one depth block, N > 512
       {2, 8, 9, 1, {9, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 4, 8, 1, {5, 75}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},  // stride-2 runs longer than 16 taps
       // 1x1, stride 1, no padding: the input is B as it lies
       {1, 24, 40, 1, {23, 25}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
       {2, 6, 4, 2, {5, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
