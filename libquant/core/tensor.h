@@ -33,6 +33,10 @@ Expected<int64_t> checked_element_count(std::span<const int64_t> dims);
 int64_t max_tensor_bytes();
 void set_max_tensor_bytes(int64_t bytes);
 
+// Tensor buffers allocated so far by this process (every thread): what
+// tests read to show that steady-state runs allocate nothing.
+int64_t tensor_allocations();
+
 // Checks that a tensor of `dtype` and `dims` may be allocated: dims >= 0, no
 // overflow, at most max_tensor_bytes(). bad_input naming the shape otherwise.
 Status check_tensor_size(DType dtype, std::span<const int64_t> dims);

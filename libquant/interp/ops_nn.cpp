@@ -95,7 +95,11 @@ Status conv_then_add(const ir::Node& node, const kernels::ConvGeometry& g, const
     return Status::bad_input("the Add after this Conv has a " + std::string(dtype_name(r.dtype())) + " operand, not float32");
   Dims conv_shape{g.batch, g.out_channels};
   conv_shape.insert(conv_shape.end(), g.out_spatial.begin(), g.out_spatial.end());
-  QT_ASSIGN_OR_RETURN(Tensor conv, Tensor::create(DType::Float32, conv_shape));
+  // The convolution's own output, kept per thread between runs (runs of one
+  // Session may be in flight on several threads), so steady-state runs
+  // allocate nothing.
+  thread_local Tensor conv;
+  QT_RETURN_IF_ERROR(reuse_or_create(conv, DType::Float32, std::move(conv_shape)));
   kernels::conv_f32_fast(g, x.data<float>(), w.data<float>(), packed, b ? b->data<float>() : nullptr, conv.data<float>(),
                          threads);
   QT_ASSIGN_OR_RETURN(Dims shape, broadcast_output_shape(node, {&conv.shape(), &r.shape()}));

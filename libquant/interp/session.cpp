@@ -326,6 +326,27 @@ Session::Buffers Session::take_buffers() const {
   return b;
 }
 
+Session::Buffers Session::hand_over(Buffers old, const std::vector<std::pair<DType, int64_t>>& sizes) const {
+  // The run that reported `sizes` made one tensor per value; each buffer of
+  // the new plan serves values of one (dtype, element count), so any of
+  // those tensors can be it. The next run then allocates nothing (without
+  // this it would allocate every buffer again, paying the page faults of
+  // first touch twice).
+  std::multimap<std::pair<DType, int64_t>, Tensor> spare;
+  for (Tensor& t : old.tensors)
+    if (!t.empty()) spare.emplace(std::make_pair(t.dtype(), t.size()), std::move(t));
+  Buffers fresh{memory_plan_, std::vector<Tensor>(static_cast<size_t>(memory_plan_->buffer_count))};
+  for (size_t v = 0; v < sizes.size(); ++v) {
+    const int b = memory_plan_->buffer_of_slot[v];
+    if (b < 0 || !fresh.tensors[static_cast<size_t>(b)].empty()) continue;
+    auto it = spare.find(sizes[v]);
+    if (it == spare.end()) continue;
+    fresh.tensors[static_cast<size_t>(b)] = std::move(it->second);
+    spare.erase(it);
+  }
+  return fresh;
+}
+
 void Session::give_back(Buffers buffers, const std::vector<std::pair<DType, int64_t>>& sizes) const {
   std::lock_guard<std::mutex> lock(buffers_mutex_);
   if (!replanned_ && !sizes.empty()) {
@@ -339,6 +360,7 @@ void Session::give_back(Buffers buffers, const std::vector<std::pair<DType, int6
     memory_plan_ = make_plan(size_class_of_slot);
     replanned_ = true;
     idle_buffers_.clear();
+    idle_buffers_.push_back(hand_over(std::move(buffers), sizes));
     return;
   }
   if (buffers.plan == memory_plan_) idle_buffers_.push_back(std::move(buffers));

@@ -111,6 +111,9 @@ class Session {
   // `sizes`: per slot (dtype, element count) produced by a completed run, or
   // empty; the first such report replans with them.
   void give_back(Buffers buffers, const std::vector<std::pair<DType, int64_t>>& sizes) const;
+  // The tensors of `old` (a run under the first plan) as buffers of the
+  // current plan, matched by dtype and element count.
+  Buffers hand_over(Buffers old, const std::vector<std::pair<DType, int64_t>>& sizes) const;
 
   struct Step {
     const ir::Node* node;

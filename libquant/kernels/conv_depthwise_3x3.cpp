@@ -77,52 +77,169 @@ template <class InteriorFn>
   }
 }
 
-__mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << std::clamp<int64_t>(n, 0, 16)) - 1u); }
+// Lanes [lo, hi) of 16 (empty when hi <= lo).
+__mmask16 lanes(int64_t lo, int64_t hi) {
+  lo = std::clamp<int64_t>(lo, 0, 16);
+  hi = std::clamp<int64_t>(hi, lo, 16);
+  return static_cast<__mmask16>(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+}
+
+int64_t ceil_div_signed(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
+// Which of the 16 outputs starting at column ow read a tap inside the input
+// row, per kernel column kw, and (stride 2) which of the 34 input elements
+// from the block's first tap the loads may touch. Shared by every row of a
+// tile: they depend on the column only.
+struct ColumnMasks {
+  __mmask16 tap[3];
+  __mmask16 a, b, a2, b2;  // stride 2: elements [0,16), [16,32), [2,18), [18,34)
+};
+
+ColumnMasks column_masks(const Depthwise3x3Plane& p, int64_t ow, int64_t n) {
+  ColumnMasks m;
+  const int64_t first = ow * p.stride_w - p.pad_left;  // input column of lane 0, kw 0
+  for (int kw = 0; kw < 3; ++kw) {
+    // Lane l is inside when 0 <= first + kw + l * stride < in_w.
+    const int64_t lo = ceil_div_signed(-(first + kw), p.stride_w);
+    const int64_t hi = ceil_div_signed(p.in_w - (first + kw), p.stride_w);
+    m.tap[kw] = lanes(std::max<int64_t>(lo, 0), std::min(hi, n));
+  }
+  // Elements e (input column first + e) inside the row and read by the n
+  // outputs (e <= 2n).
+  const int64_t e_lo = -first, e_hi = std::min(p.in_w - first, 2 * n + 1);
+  m.a = lanes(e_lo, e_hi);
+  m.b = lanes(e_lo - 16, e_hi - 16);
+  m.a2 = lanes(e_lo - 2, e_hi - 2);
+  m.b2 = lanes(e_lo - 18, e_hi - 18);
+  return m;
+}
+
+struct Avx512Consts {
+  __m512 w[9];
+  __m512 bias, lo, hi;
+  __m512i even, odd;
+};
+
+// The three taps of kernel row kh for the 16 outputs starting at column ow;
+// lanes whose tap is outside the row hold zero, and no load touches memory
+// outside the row.
+__attribute__((target("avx512f"))) inline void load_taps(const Depthwise3x3Plane& p, const Avx512Consts& k,
+                                                         const float* row, int64_t ow, const ColumnMasks& m,
+                                                         __m512 x[3]) {
+  const float* q = row + ow * p.stride_w - p.pad_left;
+  if (p.stride_w == 1) {
+    x[0] = _mm512_maskz_loadu_ps(m.tap[0], q);
+    x[1] = _mm512_maskz_loadu_ps(m.tap[1], q + 1);
+    x[2] = _mm512_maskz_loadu_ps(m.tap[2], q + 2);
+    return;
+  }
+  // Lane l reads q[2l + kw]: even and odd lanes of q[0..31] for kw 0 and 1,
+  // even lanes of q[2..33] for kw 2.
+  const __m512 a = _mm512_maskz_loadu_ps(m.a, q);
+  const __m512 b = _mm512_maskz_loadu_ps(m.b, q + 16);
+  const __m512 a2 = _mm512_maskz_loadu_ps(m.a2, q + 2);
+  const __m512 b2 = _mm512_maskz_loadu_ps(m.b2, q + 18);
+  x[0] = _mm512_permutex2var_ps(a, k.even, b);
+  x[1] = _mm512_permutex2var_ps(a, k.odd, b);
+  x[2] = _mm512_permutex2var_ps(a2, k.even, b2);
+}
+
+// An R-row x V-vector tile of outputs: R * V independent accumulators, so
+// that the FMA latency is hidden (one accumulator per 16 outputs leaves the
+// core waiting on a nine-long dependency chain). A tap outside the input is
+// skipped per lane (masked FMA, as the reference skips padding), so each
+// output is bias, then its taps in (kh, kw) order: the same bits as the
+// scalar border path of the AVX2 kernel. Vector v covers columns ow + 16 v
+// with the masks m[v].
+template <int R, int V>
+__attribute__((target("avx512f"))) void tile(const Depthwise3x3Plane& p, const Avx512Consts& k, const Rows* rows,
+                                             float* const* yrows, int64_t ow, const ColumnMasks* m,
+                                             const __mmask16* store) {
+  __m512 acc[R][V];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) acc[r][v] = k.bias;
+  for (int kh = 0; kh < 3; ++kh) {
+    for (int r = 0; r < R; ++r) {
+      const float* row = rows[r].r[kh];
+      if (!row) continue;
+      for (int v = 0; v < V; ++v) {
+        __m512 x[3];
+        load_taps(p, k, row, ow + 16 * v, m[v], x);
+        acc[r][v] = _mm512_mask3_fmadd_ps(k.w[kh * 3], x[0], acc[r][v], m[v].tap[0]);
+        acc[r][v] = _mm512_mask3_fmadd_ps(k.w[kh * 3 + 1], x[1], acc[r][v], m[v].tap[1]);
+        acc[r][v] = _mm512_mask3_fmadd_ps(k.w[kh * 3 + 2], x[2], acc[r][v], m[v].tap[2]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int v = 0; v < V; ++v) {
+      __m512 a = acc[r][v];
+      // max(lo, v), min(hi, v): the second operand (v) is returned for NaN.
+      // maskz forms: the plain ones trip GCC 12's -Wmaybe-uninitialized.
+      if (p.clamp) a = _mm512_maskz_min_ps(0xFFFF, k.hi, _mm512_maskz_max_ps(0xFFFF, k.lo, a));
+      _mm512_mask_storeu_ps(yrows[r] + ow + 16 * v, store[v], a);
+    }
+  }
+}
+
+using TileFn = void (*)(const Depthwise3x3Plane&, const Avx512Consts&, const Rows*, float* const*, int64_t,
+                        const ColumnMasks*, const __mmask16*);
+
+// Tiles of R rows and 1..4 vectors.
+template <int R>
+constexpr TileFn kTiles[4] = {tile<R, 1>, tile<R, 2>, tile<R, 3>, tile<R, 4>};
+
+constexpr int kMaxTileRows = 8, kMaxTileVectors = 4;
 
 __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3Plane& p) {
-  __m512 w[9];
-  for (int i = 0; i < 9; ++i) w[i] = _mm512_set1_ps(p.w[i]);
-  const __m512 bias = _mm512_set1_ps(p.bias), lo = _mm512_set1_ps(p.lo), hi = _mm512_set1_ps(p.hi);
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  // (A lambda does not inherit its function's target: it names its own.)
-  for_each_row(
-      p, [&](const Rows& rows, float* yrow, int64_t ow0, int64_t ow1) __attribute__((target("avx512f"))) {
-        for (int64_t ow = ow0; ow < ow1; ow += 16) {
-          const int64_t n = std::min<int64_t>(16, ow1 - ow);
-          __m512 acc = bias;
-          for (int kh = 0; kh < 3; ++kh) {
-            if (!rows.r[kh]) continue;
-            const float* q = rows.r[kh] + ow * p.stride_w - p.pad_left;
-            __m512 x0, x1, x2;
-            if (p.stride_w == 1) {
-              const __mmask16 m = first_lanes(n);
-              x0 = _mm512_maskz_loadu_ps(m, q);
-              x1 = _mm512_maskz_loadu_ps(m, q + 1);
-              x2 = _mm512_maskz_loadu_ps(m, q + 2);
-            } else {
-              // Lane l reads q[2l + kw]: even and odd lanes of q[0..31] for kw
-              // 0 and 1, even lanes of q[2..33] for kw 2; the masks stop at the
-              // last element the n outputs read (q[2n-1], q[2n]).
-              const __m512 a = _mm512_maskz_loadu_ps(first_lanes(2 * n), q);
-              const __m512 b = _mm512_maskz_loadu_ps(first_lanes(2 * n - 16), q + 16);
-              const __m512 a2 = _mm512_maskz_loadu_ps(first_lanes(2 * n - 1), q + 2);
-              const __m512 b2 = _mm512_maskz_loadu_ps(first_lanes(2 * n - 17), q + 18);
-              x0 = _mm512_permutex2var_ps(a, even, b);
-              x1 = _mm512_permutex2var_ps(a, odd, b);
-              x2 = _mm512_permutex2var_ps(a2, even, b2);
-            }
-            acc = _mm512_fmadd_ps(w[kh * 3], x0, acc);
-            acc = _mm512_fmadd_ps(w[kh * 3 + 1], x1, acc);
-            acc = _mm512_fmadd_ps(w[kh * 3 + 2], x2, acc);
-          }
-          // max(lo, v), min(hi, v): the second operand (v) is returned for NaN.
-          // maskz forms: the plain ones trip GCC 12's -Wmaybe-uninitialized.
-          if (p.clamp) acc = _mm512_maskz_min_ps(0xFFFF, hi, _mm512_maskz_max_ps(0xFFFF, lo, acc));
-          _mm512_mask_storeu_ps(yrow + ow, first_lanes(n), acc);
+  Avx512Consts k;
+  for (int i = 0; i < 9; ++i) k.w[i] = _mm512_set1_ps(p.w[i]);
+  k.bias = _mm512_set1_ps(p.bias);
+  k.lo = _mm512_set1_ps(p.lo);
+  k.hi = _mm512_set1_ps(p.hi);
+  k.even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  k.odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  // About eight accumulators in flight: up to four vectors along the row and
+  // as many rows as make up the rest (narrow maps such as 14x14 and 7x7 fill
+  // the tile with rows).
+  const int64_t vectors = (p.out_w + 15) / 16;
+  const int V = static_cast<int>(std::min<int64_t>(kMaxTileVectors, vectors));
+  const int R = V >= 4 ? 2 : V >= 2 ? 4 : kMaxTileRows;
+  for (int64_t ow = 0; ow < p.out_w; ow += 16 * V) {
+    const int nv = static_cast<int>(std::min<int64_t>(V, (p.out_w - ow + 15) / 16));
+    ColumnMasks m[kMaxTileVectors];
+    __mmask16 store[kMaxTileVectors];
+    for (int v = 0; v < nv; ++v) {
+      const int64_t n = std::min<int64_t>(16, p.out_w - ow - 16 * v);
+      m[v] = column_masks(p, ow + 16 * v, n);
+      store[v] = lanes(0, n);
+    }
+    for (int64_t oh0 = 0; oh0 < p.out_h; oh0 += R) {
+      const int rows_here = static_cast<int>(std::min<int64_t>(R, p.out_h - oh0));
+      Rows rows[kMaxTileRows];
+      float* yrows[kMaxTileRows];
+      for (int r = 0; r < rows_here; ++r) {
+        // Filled in place: a Rows copied out of rows_of was written as 8-byte
+        // and read back as 16-byte words, a store-forwarding stall per row.
+        for (int64_t kh = 0; kh < 3; ++kh) {
+          const int64_t ih = (oh0 + r) * p.stride_h + kh - p.pad_top;
+          rows[r].r[kh] = ih >= 0 && ih < p.in_h ? p.x + ih * p.in_w : nullptr;
         }
-        return ow1;
-      });
+        yrows[r] = p.y + (oh0 + r) * p.out_w;
+      }
+      // The widest tile that fits the rows left, then pairs and single rows.
+      int r = 0;
+      if (rows_here == 8) {
+        kTiles<8>[nv - 1](p, k, rows, yrows, ow, m, store);
+        r = 8;
+      } else if (rows_here >= 4) {
+        kTiles<4>[nv - 1](p, k, rows, yrows, ow, m, store);
+        r = 4;
+      }
+      for (; r + 1 < rows_here; r += 2) kTiles<2>[nv - 1](p, k, rows + r, yrows + r, ow, m, store);
+      if (r < rows_here) kTiles<1>[nv - 1](p, k, rows + r, yrows + r, ow, m, store);
+    }
+  }
 }
 
 // x[0], x[2], ..., x[14] in order (AVX2 has no two-source permute).

@@ -1,13 +1,15 @@
 // Depthwise 3x3 convolution of one channel plane (MobileNet's depthwise
 // layers), internal to conv_depthwise.cpp and its tests.
 //
-// Each output row is split into a border (the columns whose 3 taps do not all
-// land inside the input row: one or two at each end) computed one output at a
-// time, and an interior computed in vector blocks with the nine weights held
-// in registers and unmasked loads. Rows of the kernel that fall in the top or
-// bottom padding are skipped. Every output is bias, then the nine taps in
-// (kh, kw) order, each a fused multiply-add, so border and interior (and
-// every ISA) give the same bits; thread count does not matter (one plane is
+// AVX2: each output row is split into a border (the columns whose 3 taps do
+// not all land inside the input row: one or two at each end) computed one
+// output at a time, and an interior computed in vector blocks with the nine
+// weights held in registers. AVX-512: whole rows in vectors, taps outside the
+// input skipped lane by lane (masked loads and FMAs), several rows and
+// vectors at once so that the FMA latency is hidden. Rows of the kernel that
+// fall in the top or bottom padding are skipped. Every output is bias, then
+// the nine taps in (kh, kw) order, each a fused multiply-add, so every path
+// and ISA gives the same bits; thread count does not matter (one plane is
 // one task).
 #pragma once
 

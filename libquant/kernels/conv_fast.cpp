@@ -4,10 +4,58 @@
 #include <cassert>
 #include <cstring>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #include "libquant/kernels/spatial.h"
 
 namespace quant::kernels {
 namespace {
+
+// d[t] = src[t * stride] for t < n: one run of an im2col row (a window row's
+// taps inside the input). Runs are short (an output row, cut at panel
+// boundaries), so a library memcpy call or a scalar loop per run cost more
+// than the copy itself on small maps.
+using RunCopy = void (*)(float* d, const float* src, int64_t stride, int64_t n);
+
+void copy_run_portable(float* d, const float* src, int64_t stride, int64_t n) {
+  for (int64_t t = 0; t < n; ++t) d[t] = src[t * stride];
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx512f"))) void copy_run_avx512(float* d, const float* src, int64_t stride, int64_t n) {
+  // Masked loads and stores: no element past the run is read or written.
+  const auto first = [](int64_t k) { return static_cast<__mmask16>((1u << std::clamp<int64_t>(k, 0, 16)) - 1u); };
+  if (stride == 1) {
+    for (; n > 0; n -= 16, src += 16, d += 16)
+      _mm512_mask_storeu_ps(d, first(n), _mm512_maskz_loadu_ps(first(n), src));
+    return;
+  }
+  if (stride == 2) {
+    // Even elements of src[0..31]: the run reads src[0], src[2], ..., src[2n-2].
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    for (; n > 0; n -= 16, src += 32, d += 16) {
+      const int64_t used = 2 * std::min<int64_t>(n, 16) - 1;  // elements read from src
+      const __m512 a = _mm512_maskz_loadu_ps(first(used), src);
+      const __m512 b = _mm512_maskz_loadu_ps(first(used - 16), src + 16);
+      _mm512_mask_storeu_ps(d, first(n), _mm512_permutex2var_ps(a, even, b));
+    }
+    return;
+  }
+  copy_run_portable(d, src, stride, n);
+}
+#endif
+
+RunCopy pick_run_copy() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return copy_run_avx512;
+#endif
+  return copy_run_portable;
+}
+
+const RunCopy copy_run = pick_run_copy();
 
 // The implicit im2col matrix of one image and group: row k = (c, kd, kh, kw),
 // column j = (od, oh, ow), element = x[c, od*s+kd*d-p, oh*s+kh*d-p, ow*s+kw*d-p]
@@ -50,12 +98,7 @@ class Im2colSource final : public PanelSource {
     void copy(const float* src, int64_t stride, int64_t n) {
       while (n > 0) {
         const int64_t seg = std::min<int64_t>(n, nr - lane);
-        float* d = p + lane;
-        if (stride == 1) {
-          std::memcpy(d, src, static_cast<size_t>(seg) * sizeof(float));
-        } else {
-          for (int64_t t = 0; t < seg; ++t) d[t] = src[t * stride];
-        }
+        copy_run(p + lane, src, stride, seg);
         src += seg * stride;
         advance(seg);
         n -= seg;

@@ -192,6 +192,32 @@ TEST_CASE("the Session's plan keeps simultaneously live values apart on a residu
   }
 }
 
+TEST_CASE("a Session allocates nothing after its first run, typed or not", "[interp][memory_plan]") {
+  for (bool typed : {true, false}) {
+    INFO("typed values: " << typed);
+    ResidualModel m(typed);
+    auto s = Session::create(m.g, {}, PlanOptions{true, true});
+    REQUIRE(s.has_value());
+    std::vector<int64_t> allocated;
+    for (uint32_t seed = 1; seed <= 4; ++seed) {
+      const Tensor x = random_tensor({1, 4, 6, 6}, seed);
+      const int64_t before = quant::tensor_allocations();
+      const Tensor* inputs[] = {&x};  // borrowed: the run copies nothing
+      REQUIRE((*s)->run(std::span<const Tensor* const>(inputs)).has_value());
+      allocated.push_back(quant::tensor_allocations() - before);
+    }
+    // From the second run on, only the graph outputs (moved into the result)
+    // are new; untyped values are replanned after the first run, whose
+    // tensors become the new plan's buffers.
+    const int64_t outputs = static_cast<int64_t>(m.g.outputs.size());
+    for (size_t r = 1; r < allocated.size(); ++r) {
+      INFO("run " << r + 1);
+      CHECK(allocated[r] == outputs);
+    }
+    CHECK(allocated[0] > outputs);
+  }
+}
+
 TEST_CASE("fusion and buffer reuse change no output bit", "[interp][memory_plan][fusion]") {
   for (bool typed : {true, false}) {
   INFO("typed values: " << typed);

@@ -69,6 +69,7 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 3, 13, 1, {30, 31}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {3, 3}},  // resnet stem shape, small
       {1, 32, 20, 1, {25, 24}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},  // K = 288 > one depth block, N > 512
       {2, 8, 9, 1, {9, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 4, 8, 1, {5, 75}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},  // stride-2 runs longer than 16 taps
       // 1x1, stride 1, no padding: the input is B as it lies
       {1, 24, 40, 1, {23, 25}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
       {2, 6, 4, 2, {5, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
@@ -136,8 +137,10 @@ TEST_CASE("depthwise 3x3 plane kernels match the reference conv_f32 on every ISA
     int64_t top, left, bottom, right;
   };
   const Pads pads[] = {{1, 1, 1, 1}, {0, 0, 0, 0}, {0, 0, 1, 1}, {2, 1, 0, 2}, {1, 2, 2, 0}};
-  for (int64_t h : {1, 3, 6}) {
-    for (int64_t w_in = 1; w_in <= 41; w_in += (w_in < 20 ? 1 : 7)) {
+  // Heights and widths reach every interior tile shape of the AVX-512 kernel
+  // (8, 4, 2 and 1 rows; 1 to 4 vectors, the last one partial or full).
+  for (int64_t h : {1, 3, 6, 9, 14}) {
+    for (int64_t w_in = 1; w_in <= 135; w_in += (w_in < 20 ? 1 : w_in < 41 ? 7 : 23)) {
       for (int64_t sh : {1, 2}) {
         for (int64_t sw : {1, 2}) {
           for (const Pads& pd : pads) {
