@@ -3,7 +3,7 @@
 # mobilenet_v2, shufflenet_v2_x0_5, efficientnet_b0, squeezenet1_1 and a
 # 2-layer transformer encoder, random weights (fixed seed), exported to ONNX
 # with 8 random inputs and PyTorch's outputs as .npy; and the same
-# architectures trained for seconds on scikit-learn's digits (NAME_digits:
+# architectures trained within minutes of CPU on scikit-learn's digits (NAME_digits:
 # calibration and test images, labels; see scripts/make_zoo.py).
 # The models are too big to commit: they go to ${ZOO_DIR:-.cache/zoo}
 # (gitignored). Installs Debian's python3-torch, python3-torchvision and
