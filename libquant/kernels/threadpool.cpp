@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -43,16 +44,20 @@ class Pool {
 
   void run(int threads, int64_t tasks, const std::function<void(int64_t)>& fn) {
     Job job{&fn, tasks, std::min(threads - 1, kMaxWorkers)};
+    bool wake;
     {
       std::lock_guard<std::mutex> lock(mu_);
       while (static_cast<int>(workers_.size()) < job.helpers_wanted) workers_.emplace_back([this] { worker_loop(); });
       queue_.push_back(&job);
+      queued_.store(static_cast<int>(queue_.size()), std::memory_order_release);
+      wake = sleeping_ > 0;
     }
-    work_cv_.notify_all();
+    if (wake) work_cv_.notify_all();
     job.run_tasks();
     std::unique_lock<std::mutex> lock(mu_);
     auto it = std::find(queue_.begin(), queue_.end(), &job);
     if (it != queue_.end()) queue_.erase(it);
+    queued_.store(static_cast<int>(queue_.size()), std::memory_order_release);
     done_cv_.wait(lock, [&] { return job.active == 0; });
   }
 
@@ -60,11 +65,23 @@ class Pool {
   void worker_loop() {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (!stop_ && queue_.empty()) {
+        // A network's kernels come one after another, a few microseconds
+        // apart: spin a while for the next job before sleeping, as waking a
+        // sleeping thread (futex, scheduler) costs more than a small kernel.
+        lock.unlock();
+        const auto until = std::chrono::steady_clock::now() + kSpin;
+        while (queued_.load(std::memory_order_acquire) == 0 && std::chrono::steady_clock::now() < until) cpu_relax();
+        lock.lock();
+        ++sleeping_;
+        work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        --sleeping_;
+      }
       if (stop_) return;
       Job* job = queue_.front();
       ++job->active;
       if (++job->helpers_joined >= job->helpers_wanted) queue_.pop_front();
+      queued_.store(static_cast<int>(queue_.size()), std::memory_order_release);
       lock.unlock();
       job->run_tasks();
       lock.lock();
@@ -72,9 +89,18 @@ class Pool {
     }
   }
 
+  static void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  static constexpr std::chrono::microseconds kSpin{200};
+
   std::mutex mu_;
   std::condition_variable work_cv_, done_cv_;
   std::deque<Job*> queue_;
+  std::atomic<int> queued_{0};  // queue_.size(), readable without the mutex
+  int sleeping_ = 0;            // workers waiting on work_cv_ (guarded by mu_)
   std::vector<std::thread> workers_;
   bool stop_ = false;
 };
