@@ -85,6 +85,19 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_gemm_avx512vnni_8
 // AVX-512 intrinsics as maybe-uninitialized (a known false positive).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// Sixteen int32 sums requantized as q_finish_avx2 does each one: times the
+// scale, clamped to [lo, hi], rounded, plus the zero point, narrowed to bytes;
+// then the `mask` lanes stored at out. Shared by the fused conv output stage
+// and q_finish_avx512.
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void requant_store(
+    __m512i v, __m512 scale, __m512 lo, __m512 hi, __m512i zero_point, __mmask16 mask, uint8_t* out) {
+  __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), scale);
+  f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+  const __m128i q = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), zero_point));
+  if (mask == 0xFFFF) _mm_storeu_si128(reinterpret_cast<__m128i*>(out), q);
+  else _mm_mask_storeu_epi8(out, mask, q);
+}
+
 // The fused output stage of one accumulator row: 16 columns from col on,
 // `mask` of them stored (QRequantTile).
 __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void requant_row(
@@ -92,12 +105,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void 
   v = _mm512_add_epi32(v, _mm512_set1_epi32(t.row_add[r]));
   if (t.row_zp)
     v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_set1_epi32(t.row_zp[r]), _mm512_maskz_loadu_epi32(mask, t.col_sum + col)));
-  __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(t.row_scale[r]));
-  f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(t.lo)), _mm512_set1_ps(t.hi));
-  const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(t.zero_point));
-  uint8_t* out = t.y + r * t.ldy + col;
-  if (mask == 0xFFFF) _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(q));
-  else _mm_mask_storeu_epi8(out, mask, _mm512_cvtepi32_epi8(q));
+  requant_store(v, _mm512_set1_ps(t.row_scale[r]), _mm512_set1_ps(t.lo), _mm512_set1_ps(t.hi),
+                _mm512_set1_epi32(t.zero_point), mask, t.y + r * t.ldy + col);
 }
 
 // q8_gemm_avx512vnni_8x32_a_signed (kTwo) or 8x16<false> with the output
@@ -167,11 +176,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void q_finish_avx512(const 
         continue;
       }
       const __m512 sc = (per_channel && !o.channel_is_row) ? _mm512_maskz_loadu_ps(m, r->scale.data() + gj) : scale;
-      __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), sc);
-      f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
-      const __m128i q = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), zpv));
-      if (whole) _mm_storeu_si128(reinterpret_cast<__m128i*>(out + gj), q);
-      else _mm_mask_storeu_epi8(out + gj, m, q);
+      requant_store(v, sc, lo, hi, zpv, m, out + gj);
     }
   }
 }
