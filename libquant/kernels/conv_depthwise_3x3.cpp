@@ -17,13 +17,14 @@ struct Rows {
   const float* r[3];
 };
 
-Rows rows_of(const Depthwise3x3Plane& p, int64_t oh) {
-  Rows rows{};
+// Filled in place: a Rows returned by value and copied into an array was
+// written as 8-byte and read back as 16-byte words, a store-forwarding stall
+// per row in the AVX-512 tile loop.
+void fill_rows(const Depthwise3x3Plane& p, int64_t oh, Rows& rows) {
   for (int64_t kh = 0; kh < 3; ++kh) {
     const int64_t ih = oh * p.stride_h + kh - p.pad_top;
     rows.r[kh] = ih >= 0 && ih < p.in_h ? p.x + ih * p.in_w : nullptr;
   }
-  return rows;
 }
 
 // NaN passes through, as clamp_f32: v < lo ? lo : v, then v > hi ? hi : v.
@@ -70,7 +71,8 @@ template <class InteriorFn>
 [[gnu::always_inline]] inline void for_each_row(const Depthwise3x3Plane& p, InteriorFn interior) {
   const Interior in = interior_of(p);
   for (int64_t oh = 0; oh < p.out_h; ++oh) {
-    const Rows rows = rows_of(p, oh);
+    Rows rows;
+    fill_rows(p, oh, rows);
     float* yrow = p.y + oh * p.out_w;
     for (int64_t ow = 0; ow < in.lo; ++ow) yrow[ow] = border_output(p, rows, ow);
     for (int64_t ow = interior(rows, yrow, in.lo, in.hi); ow < p.out_w; ++ow) yrow[ow] = border_output(p, rows, ow);
@@ -219,12 +221,7 @@ __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3P
       Rows rows[kMaxTileRows];
       float* yrows[kMaxTileRows];
       for (int r = 0; r < rows_here; ++r) {
-        // Filled in place: a Rows copied out of rows_of was written as 8-byte
-        // and read back as 16-byte words, a store-forwarding stall per row.
-        for (int64_t kh = 0; kh < 3; ++kh) {
-          const int64_t ih = (oh0 + r) * p.stride_h + kh - p.pad_top;
-          rows[r].r[kh] = ih >= 0 && ih < p.in_h ? p.x + ih * p.in_w : nullptr;
-        }
+        fill_rows(p, oh0 + r, rows[r]);
         yrows[r] = p.y + (oh0 + r) * p.out_w;
       }
       // The widest tile that fits the rows left, then pairs and single rows.
