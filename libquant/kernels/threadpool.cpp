@@ -17,13 +17,17 @@ namespace {
 struct Job {
   const std::function<void(int64_t)>* fn;
   int64_t tasks;
+  int64_t grain;       // tasks taken per visit to `next`
   int helpers_wanted;  // workers that may join (threads - 1)
   int helpers_joined = 0;
-  int active = 0;  // workers currently running tasks of this job (guarded by the pool mutex)
+  // Workers running tasks of this job. Joining happens under the pool mutex;
+  // leaving does not, so the caller can spin on it (see Pool::run).
+  std::atomic<int> active{0};
   std::atomic<int64_t> next{0};
 
   void run_tasks() {
-    for (int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) (*fn)(t);
+    for (int64_t t0 = next.fetch_add(grain); t0 < tasks; t0 = next.fetch_add(grain))
+      for (int64_t t = t0, end = std::min(tasks, t0 + grain); t < end; ++t) (*fn)(t);
   }
 };
 
@@ -43,7 +47,14 @@ class Pool {
   }
 
   void run(int threads, int64_t tasks, const std::function<void(int64_t)>& fn) {
-    Job job{&fn, tasks, std::min(threads - 1, kMaxWorkers)};
+    // Kernels split into as many tasks as they have independent pieces
+    // (a depthwise conv: one per channel, under a microsecond each on late
+    // layers). Each visit to the shared counter moves its cache line between
+    // cores, which costs more than such a task: threads take runs of tasks,
+    // about 8 runs per thread, still enough to even out unequal tasks and a
+    // thread that joins late.
+    const int64_t grain = std::max<int64_t>(1, tasks / (8 * static_cast<int64_t>(threads)));
+    Job job{&fn, tasks, grain, std::min(threads - 1, kMaxWorkers)};
     bool wake;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -54,11 +65,20 @@ class Pool {
     }
     if (wake) work_cv_.notify_all();
     job.run_tasks();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = std::find(queue_.begin(), queue_.end(), &job);
+      if (it != queue_.end()) queue_.erase(it);
+      queued_.store(static_cast<int>(queue_.size()), std::memory_order_release);
+    }
+    // No worker joins from here on. The ones inside are finishing their last
+    // task, typically a few microseconds away: spin for them first, as a
+    // futex sleep and wake-up costs about as much as a small kernel.
+    const auto until = std::chrono::steady_clock::now() + kSpin;
+    while (job.active.load(std::memory_order_acquire) != 0 && std::chrono::steady_clock::now() < until) cpu_relax();
+    if (job.active.load(std::memory_order_acquire) == 0) return;
     std::unique_lock<std::mutex> lock(mu_);
-    auto it = std::find(queue_.begin(), queue_.end(), &job);
-    if (it != queue_.end()) queue_.erase(it);
-    queued_.store(static_cast<int>(queue_.size()), std::memory_order_release);
-    done_cv_.wait(lock, [&] { return job.active == 0; });
+    done_cv_.wait(lock, [&] { return job.active.load(std::memory_order_acquire) == 0; });
   }
 
  private:
@@ -79,13 +99,18 @@ class Pool {
       }
       if (stop_) return;
       Job* job = queue_.front();
-      ++job->active;
+      job->active.fetch_add(1, std::memory_order_relaxed);
       if (++job->helpers_joined >= job->helpers_wanted) queue_.pop_front();
       queued_.store(static_cast<int>(queue_.size()), std::memory_order_release);
       lock.unlock();
       job->run_tasks();
+      // The caller may return (and its Job go out of scope) as soon as this
+      // makes active 0: touch nothing of the job after it. Notifying under
+      // the mutex pairs with the caller's predicate check under it, so a
+      // caller that stopped spinning cannot miss the wake-up.
+      const bool last = job->active.fetch_sub(1, std::memory_order_acq_rel) == 1;
       lock.lock();
-      if (--job->active == 0) done_cv_.notify_all();
+      if (last) done_cv_.notify_all();
     }
   }
 

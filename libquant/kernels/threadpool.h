@@ -14,7 +14,8 @@ namespace quant::kernels {
 
 // Runs fn(t) once for every t in [0, tasks) on up to `threads` threads (the
 // caller plus threads-1 workers); returns when all calls have returned. Tasks
-// are handed out in increasing order from a shared counter. With threads <= 1
+// are handed out in increasing order from a shared counter, in runs of about
+// tasks / (8 * threads) consecutive ones per thread. With threads <= 1
 // or tasks <= 1 everything runs on the calling thread, in order. fn must not
 // throw.
 void parallel_for(int threads, int64_t tasks, const std::function<void(int64_t)>& fn);

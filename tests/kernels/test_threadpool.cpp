@@ -55,3 +55,32 @@ TEST_CASE("parallel_for from several callers and nested calls completes", "[kern
   // Each inner sweep adds sum_{t<8,u<4} (4t+u) = 496.
   CHECK(sum.load() == 4 * 20 * 496);
 }
+
+TEST_CASE("parallel_for hands out runs of consecutive tasks, not one at a time", "[kernels][threads]") {
+  // 1000 tasks on 2 threads: each visit to the shared counter takes a run of
+  // 1000 / (8 * 2) = 62 tasks, so a thread's tasks change hands only at
+  // multiples of 62. The first task of each thread waits (bounded) until both
+  // threads have started, so the worker surely takes part: one task at a
+  // time, it would start at task 1.
+  constexpr int64_t kTasks = 1000, kGrain = 62;
+  std::vector<std::thread::id> ran_on(kTasks);
+  std::atomic<int> started{0};
+  parallel_for(2, kTasks, [&](int64_t t) {
+    thread_local const void* seen = nullptr;
+    if (seen != &ran_on) {
+      seen = &ran_on;
+      started.fetch_add(1);
+      for (int spin = 0; spin < 20000000 && started.load() < 2; ++spin) std::this_thread::yield();
+    }
+    ran_on[static_cast<size_t>(t)] = std::this_thread::get_id();
+  });
+  REQUIRE(started.load() == 2);
+  int changes = 0;
+  for (size_t t = 1; t < ran_on.size(); ++t) {
+    if (ran_on[t] == ran_on[t - 1]) continue;
+    ++changes;
+    INFO("task " << t << " ran on another thread than task " << t - 1);
+    CHECK(t % kGrain == 0);
+  }
+  CHECK(changes >= 1);
+}
