@@ -184,15 +184,24 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const Gemm
   if (K == 0) return epilogue_only(M, N, c, ldc, ep);
   Problem pr{M, N, K, a, b, c, ldc, ep, isa};
   const int64_t m_panels = ceil_div(M, isa.mr), n_panels = ceil_div(N, isa.nr);
-  // Column blocks no wider than kGemmNc; with threads, narrow enough (whole
-  // NR panels) that there are about four tasks per thread, so that uneven
-  // blocks and a busy core even out.
+  // Threads split the larger operand, so that each streams its own part of
+  // it: with more rows than columns (late conv layers, whose weights
+  // outweigh their small feature maps), the rows, sharing B packed once;
+  // otherwise the columns, one block (whole NR panels) per thread, each
+  // thread packing its B block and using it from its L2 cache. Measured on
+  // 2 threads (qrun --bench medians, SCHED_FIFO): resnet18 float 21.8 ms with
+  // about four column blocks per thread, 19.1 ms with one, 18.1 ms with the
+  // rows of the late layers split instead. Narrower blocks streamed A once
+  // more each, and more tasks than panels split the rows as well, which
+  // packed B whole beforehand, outside any cache.
+  const bool split_rows = threads > 1 && M > N;
   int64_t nc = kGemmNc;
-  if (threads > 1) nc = std::min(nc, ceil_div(n_panels, std::min<int64_t>(n_panels, 4 * threads)) * isa.nr);
+  if (threads > 1 && !split_rows) nc = std::min(nc, ceil_div(n_panels, std::min<int64_t>(n_panels, threads)) * isa.nr);
   const int64_t n_blocks = ceil_div(N, nc);
-  // Too few column blocks to feed every thread (small N, e.g. 7x7 feature
-  // maps): split the rows as well.
-  const int64_t m_parts = threads > 1 ? std::clamp<int64_t>(ceil_div(4 * threads, n_blocks), 1, m_panels) : 1;
+  // Fewer column panels than threads (small N: a Gemm on one row) also
+  // split the rows.
+  const int64_t m_parts =
+      threads > 1 ? std::clamp<int64_t>(split_rows ? threads : ceil_div(threads, n_blocks), 1, m_panels) : 1;
   // Row parts would each pack the same B panels (an im2col matrix twice or
   // more): pack B once, in parallel, and share it. Whole rows of panels per
   // depth block, as PackedMatrix lays them out.
@@ -200,14 +209,22 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const Gemm
     thread_local AlignedFloats shared_b;  // the calling thread's; grows, never shrinks
     const int64_t padded = n_panels * isa.nr;
     float* dst = scratch(shared_b, padded * K);
-    parallel_for(threads, ceil_div(K, kGemmKc) * n_panels, [&](int64_t t) {
-      const int64_t k0 = t / n_panels * kGemmKc, q = t % n_panels, j = q * isa.nr;
-      const int64_t kc = std::min(kGemmKc, K - k0), cols = std::min<int64_t>(isa.nr, N - j);
-      float* d = dst + k0 * padded + q * kc * isa.nr;
-      if (b.source)
-        b.source->pack(k0, kc, j, cols, isa.nr, d);
-      else
-        pack_panel(b.view.data, b.view.col_stride, b.view.row_stride, j, cols, k0, kc, isa.nr, d);
+    // Each task packs a run of panels of one depth block: an im2col source
+    // copies whole row segments per call, and one panel (32 columns) per
+    // call made it about 5x slower (a 3x3 conv of 128 channels at 28x28,
+    // 2 threads: im2col 1.5 of 1.9 ms per run, perf).
+    const int64_t runs = std::min<int64_t>(n_panels, threads);
+    const int64_t per_run = ceil_div(n_panels, runs);
+    parallel_for(threads, ceil_div(K, kGemmKc) * runs, [&](int64_t t) {
+      const int64_t k0 = t / runs * kGemmKc, q0 = t % runs * per_run, q1 = std::min(n_panels, q0 + per_run);
+      const int64_t kc = std::min(kGemmKc, K - k0), j0 = q0 * isa.nr;
+      float* d = dst + k0 * padded + q0 * kc * isa.nr;
+      if (b.source) return b.source->pack(k0, kc, j0, std::min(N, q1 * isa.nr) - j0, isa.nr, d);
+      for (int64_t q = q0; q < q1; ++q, d += kc * isa.nr) {
+        const int64_t j = q * isa.nr;
+        pack_panel(b.view.data, b.view.col_stride, b.view.row_stride, j, std::min<int64_t>(isa.nr, N - j), k0, kc,
+                   isa.nr, d);
+      }
     });
     pr.b_prepacked = dst;
     pr.b_padded = padded;

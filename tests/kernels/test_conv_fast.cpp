@@ -90,6 +90,9 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 2, 2, 2, {4, 5, 6}, {2, 2, 3}, {1, 1, 2}, {1, 1, 1}, {1, 0, 1}, {0, 1, 1}},
       // channel multiplier (one input channel, two outputs per group): GEMM path
       {1, 3, 6, 3, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      // More output channels than pixels, 3 column panels, K = 288: threads
+      // split the rows and share B, packed from im2col in runs of panels.
+      {1, 32, 96, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
   };
   for (const Case& c : cases) {
     const ConvGeometry g = geometry(c);
