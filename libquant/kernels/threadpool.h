@@ -13,9 +13,13 @@
 namespace quant::kernels {
 
 // Runs fn(t) once for every t in [0, tasks) on up to `threads` threads (the
-// caller plus threads-1 workers); returns when all calls have returned. Tasks
-// are handed out in increasing order from a shared counter, in runs of about
-// tasks / (8 * threads) consecutive ones per thread. With threads <= 1
+// caller plus threads-1 workers); returns when all calls have returned. The
+// tasks are cut into `threads` contiguous shares: the caller's is the first,
+// the workers' follow in the order they join. Each thread takes runs of
+// about tasks / (8 * threads) tasks from the front of its share, then from
+// the others' (so a late or slow thread delays nobody). Kernels that split
+// the same way on consecutive layers (by channel) thus find their input in
+// their own core's cache. With threads <= 1
 // or tasks <= 1 everything runs on the calling thread, in order. fn must not
 // throw.
 void parallel_for(int threads, int64_t tasks, const std::function<void(int64_t)>& fn);

@@ -56,13 +56,15 @@ TEST_CASE("parallel_for from several callers and nested calls completes", "[kern
   CHECK(sum.load() == 4 * 20 * 496);
 }
 
-TEST_CASE("parallel_for hands out runs of consecutive tasks, not one at a time", "[kernels][threads]") {
-  // 1000 tasks on 2 threads: each visit to the shared counter takes a run of
-  // 1000 / (8 * 2) = 62 tasks, so a thread's tasks change hands only at
-  // multiples of 62. The first task of each thread waits (bounded) until both
-  // threads have started, so the worker surely takes part: one task at a
-  // time, it would start at task 1.
-  constexpr int64_t kTasks = 1000, kGrain = 62;
+TEST_CASE("parallel_for gives each thread its own share, in runs", "[kernels][threads]") {
+  // 1000 tasks on 2 threads: the caller's share is [0, 500), the worker's
+  // [500, 1000); each takes runs of 1000 / (8 * 2) = 62 tasks from the front
+  // of its share, then of the other's. So tasks change threads only where a
+  // run starts: at 62 k or 500 + 62 k. The first task of each thread waits
+  // (bounded) until both threads have started, so the worker surely takes
+  // part: from one shared counter it would start at task 1, one task a time
+  // at task 1 too, and without shares the worker would not start at 500.
+  constexpr int64_t kTasks = 1000, kGrain = 62, kHalf = 500;
   std::vector<std::thread::id> ran_on(kTasks);
   std::atomic<int> started{0};
   parallel_for(2, kTasks, [&](int64_t t) {
@@ -75,12 +77,12 @@ TEST_CASE("parallel_for hands out runs of consecutive tasks, not one at a time",
     ran_on[static_cast<size_t>(t)] = std::this_thread::get_id();
   });
   REQUIRE(started.load() == 2);
-  int changes = 0;
-  for (size_t t = 1; t < ran_on.size(); ++t) {
-    if (ran_on[t] == ran_on[t - 1]) continue;
-    ++changes;
+  const auto caller = std::this_thread::get_id();
+  CHECK(ran_on[0] == caller);
+  CHECK(ran_on[kHalf] != caller);
+  for (int64_t t = 1; t < kTasks; ++t) {
+    if (ran_on[static_cast<size_t>(t)] == ran_on[static_cast<size_t>(t - 1)]) continue;
     INFO("task " << t << " ran on another thread than task " << t - 1);
-    CHECK(t % kGrain == 0);
+    CHECK((t < kHalf ? t : t - kHalf) % kGrain == 0);
   }
-  CHECK(changes >= 1);
 }
