@@ -205,7 +205,11 @@ void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const 
       ep.row_bias = bias ? bias + gi * m_per_group : nullptr;
       ep.residual = act.residual ? act.residual + (n * M + gi * m_per_group) * out_plane : nullptr;
       ep.ldr = out_plane;
-      gemm_f32_packed(m_per_group, out_plane, K, a, b, y + (n * M + gi * m_per_group) * out_plane, out_plane, ep, threads);
+      // A widening 1x1 conv (mobilenet_v2's expand) splits its output
+      // channels over the threads, as the depthwise conv after it does.
+      const GemmSplit split = pointwise && m_per_group > K ? GemmSplit::Rows : GemmSplit::Auto;
+      gemm_f32_packed(m_per_group, out_plane, K, a, b, y + (n * M + gi * m_per_group) * out_plane, out_plane, ep, threads,
+                      detail::best_gemm_isa(), split);
     }
   }
 }

@@ -176,7 +176,7 @@ const float* PackedMatrix::panel(int64_t k0, int64_t p) const {
 }
 
 void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const GemmB& b, float* c, int64_t ldc,
-                     const GemmEpilogue& ep, int threads, const detail::GemmIsa& isa) {
+                     const GemmEpilogue& ep, int threads, const detail::GemmIsa& isa, GemmSplit split) {
   assert(M >= 0 && N >= 0 && K >= 0);
   assert(!a.packed || (a.packed->isa() == &isa && a.packed->outer() == M && a.packed->depth() == K));
   assert(!b.packed || (b.packed->isa() == &isa && b.packed->outer() == N && b.packed->depth() == K));
@@ -194,7 +194,7 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const Gemm
   // rows of the late layers split instead. Narrower blocks streamed A once
   // more each, and more tasks than panels split the rows as well, which
   // packed B whole beforehand, outside any cache.
-  const bool split_rows = threads > 1 && M > N;
+  const bool split_rows = threads > 1 && (M > N || split == GemmSplit::Rows);
   int64_t nc = kGemmNc;
   if (threads > 1 && !split_rows) nc = std::min(nc, ceil_div(n_panels, std::min<int64_t>(n_panels, threads)) * isa.nr);
   const int64_t n_blocks = ceil_div(N, nc);
@@ -229,8 +229,10 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const Gemm
     pr.b_prepacked = dst;
     pr.b_padded = padded;
   }
+  // Row parts outermost: a thread's share of the tasks is then a range of
+  // rows (GemmSplit).
   parallel_for(threads, n_blocks * m_parts, [&](int64_t t) {
-    const int64_t nb = t / m_parts, mp = t % m_parts;
+    const int64_t mp = t / n_blocks, nb = t % n_blocks;
     const int64_t j0 = nb * nc;
     run_block(pr, j0, std::min(nc, N - j0), mp * m_panels / m_parts, (mp + 1) * m_panels / m_parts);
   });

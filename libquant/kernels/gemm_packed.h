@@ -109,10 +109,19 @@ struct GemmEpilogue {
   float lo = 0.0f, hi = 0.0f;
 };
 
+// How threads share the product. Auto: the rows when there are more rows
+// than columns, else the columns. Rows: always the rows, each thread a
+// contiguous range of them (with the thread pool's shares, the same range
+// on every call), for a caller whose next kernel splits by those rows, e.g.
+// a 1x1 conv that widens its input, before a depthwise conv that splits by
+// channel. Results are the same bits either way (K is never split).
+enum class GemmSplit { Auto, Rows };
+
 // C (row stride ldc) = epilogue(A[M,K] x B[K,N]) on up to `threads` threads,
 // with the micro-kernel of `isa` (packed operands must have been packed for
 // it). Allocates only the first time a thread needs a larger scratch panel.
 void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const GemmB& b, float* c, int64_t ldc,
-                     const GemmEpilogue& ep, int threads, const detail::GemmIsa& isa = detail::best_gemm_isa());
+                     const GemmEpilogue& ep, int threads, const detail::GemmIsa& isa = detail::best_gemm_isa(),
+                     GemmSplit split = GemmSplit::Auto);
 
 }  // namespace quant::kernels

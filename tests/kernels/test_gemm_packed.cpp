@@ -101,6 +101,11 @@ TEST_CASE("gemm_f32_packed matches the reference for every ISA, shape and packin
           std::fill(many.begin(), many.end(), 99.0f);
           gemm_f32_packed(M, N, K, GemmA{&pa, {}}, GemmB{nullptr, bv, nullptr}, many.data(), N, {}, threads, *isa);
           CHECK(many == one);
+          // Rows split on request, whatever the shape.
+          std::fill(many.begin(), many.end(), 99.0f);
+          gemm_f32_packed(M, N, K, GemmA{&pa, {}}, GemmB{nullptr, bv, nullptr}, many.data(), N, {}, threads, *isa,
+                          GemmSplit::Rows);
+          CHECK(many == one);
         }
       }
     }
