@@ -31,6 +31,7 @@ struct QNode {
   std::vector<size_t> data_inputs = {0};
   std::map<std::string, Attribute> attributes;
   Requant requant = Requant::Float;
+  int threads = 1;
 };
 
 Expected<Tensor> run_q(const QNode& q) {
@@ -61,6 +62,7 @@ Expected<Tensor> run_q(const QNode& q) {
   g.outputs = {out};
   SessionOptions options;
   options.requant = q.requant;
+  options.threads = q.threads;
   QT_ASSIGN_OR_RETURN(auto session, Session::create(g, options));
   QT_ASSIGN_OR_RETURN(auto outs, session->run(feeds));
   return outs[0];
@@ -207,6 +209,22 @@ TEST_CASE("QLinearAdd and QLinearMul broadcast", "[interp][qlinear]") {
       const double real = std::string(op) == "QLinearAdd" ? ar + br : ar * br;
       REQUIRE(std::abs(int(y.values<uint8_t>()[size_t(i)]) - quantize<uint8_t>(real, 0.3f, 128)) <= 1);
     }
+  }
+}
+
+TEST_CASE("QLinearAdd of equal shapes on threads gives the same bytes", "[interp][qlinear][threads]") {
+  // 40000 elements: pieces of 16384 on 2 and 3 threads, the last one short.
+  std::mt19937 rng(9);
+  Tensor a = qtensor<uint8_t>({4, 100, 100}, rng), b = qtensor<uint8_t>({4, 100, 100}, rng);
+  QNode node{"QLinearAdd", "com.microsoft", {a, f32(0.1f), q<uint8_t>(100), b, f32(0.2f), q<uint8_t>(50), f32(0.3f), q<uint8_t>(128)}};
+  node.data_inputs = {0, 3};
+  const Tensor one = run_ok(node);
+  for (int threads : {2, 3}) {
+    node.threads = threads;
+    const Tensor many = run_ok(node);
+    INFO("threads " << threads);
+    const auto m = many.values<uint8_t>(), o = one.values<uint8_t>();
+    REQUIRE(std::equal(m.begin(), m.end(), o.begin(), o.end()));
   }
 }
 
