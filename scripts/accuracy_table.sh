@@ -7,7 +7,9 @@
 # scripts/make_zoo.sh) as NAME/model.onnx with inputs in NAME/inputs/ (.npy
 # files). A zoo model with NAME/calib/ (the ones trained on digits) is profiled
 # on it and evaluated on inputs/ with NAME/labels.npy; the others are profiled
-# and evaluated on inputs/.
+# and evaluated on inputs/. Each model's first row, "input-u8", is the float
+# model run on its input rounded to uint8 with the profile's range
+# (scripts/round_inputs.py): what rounding the input alone already costs.
 #   scripts/accuracy_table.sh [MODEL.onnx DATA_DIR]...
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,6 +46,15 @@ for entry in "${models[@]}"; do
   [ "$name" = model ] && name=$(basename "$(dirname "$model")")
   "$build/qprofile" "$model" --data "$profile_data" -o "$tmp/$name.json" --quiet
   node "$repo/tests/interop/ort_run.js" "$model" "$data" "$tmp/$name.float" >/dev/null
+  # The floor: the float model on its input rounded to uint8 (and nothing
+  # else quantized), for single-input models with .npy samples.
+  rm -rf "$tmp/$name.rounded" "$tmp/$name.rounded_out"
+  if /usr/bin/python3 "$repo/scripts/round_inputs.py" "$model" "$tmp/$name.json" "$data" "$tmp/$name.rounded" 2>/dev/null &&
+     node "$repo/tests/interop/ort_run.js" "$model" "$tmp/$name.rounded" "$tmp/$name.rounded_out" >/dev/null; then
+    read -r snr agree facc qacc < <(/usr/bin/python3 "$repo/tests/zoo/agreement.py" "$name" "$tmp/$name.rounded_out" \
+      "$tmp/$name.float" ${labels:+--labels "$labels"} --fields --min-agreement 0 --max-drop inf)
+    printf "$format" "$name" "input-u8" "(float model)" "$snr" "$agree" "$facc" "$qacc"
+  fi
   for calib in minmax percentile kl mse; do
     for schema in asymmetric symmetric symmetric-uint8 power2-scale; do
       q="$tmp/$name.q.onnx"
