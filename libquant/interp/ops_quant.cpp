@@ -1,10 +1,13 @@
 // QuantizeLinear / DequantizeLinear (opset 10 per-tensor, 13 per-axis, 21 blocked).
 // In this interpreter they run exactly as specified; lowering DQ -> op -> Q
 // chains to integer kernels is a separate pass.
+#include <algorithm>
 #include <cmath>
 
 #include "libquant/interp/ops.h"
+#include "libquant/interp/output.h"
 #include "libquant/kernels/quantize.h"
+#include "libquant/kernels/threadpool.h"
 
 namespace quant::interp {
 namespace {
@@ -47,9 +50,23 @@ Expected<QLayout> quant_layout(const ir::Node& node, const Tensor& x, const Tens
 }
 
 template <class Q>
-void quantize_as(const Tensor& x, const Tensor& scale, const Tensor* zp, const QLayout& l, int64_t block, Tensor& y) {
-  kernels::quantize_linear<Q>(x.data<float>(), y.data<Q>(), l.outer, l.axis_len, l.inner, scale.data<float>(),
-                              zp ? zp->data<Q>() : nullptr, block, l.scale_count);
+void quantize_as(const Tensor& x, const Tensor& scale, const Tensor* zp, const QLayout& l, int64_t block, Tensor& y,
+                 int threads) {
+  const float* xd = x.data<float>();
+  Q* yd = y.data<Q>();
+  const Q* zd = zp ? zp->data<Q>() : nullptr;
+  if (block == 0 && l.scale_count == 1) {
+    // Per tensor (a model's input): pieces on the threads. Every element is
+    // quantized on its own, the vector path with the scalar path's bits.
+    constexpr int64_t kPiece = 16384;
+    const int64_t n = x.size(), pieces = (n + kPiece - 1) / kPiece;
+    kernels::parallel_for(threads, pieces, [&](int64_t i) {
+      const int64_t len = std::min(kPiece, n - i * kPiece);
+      kernels::quantize_linear<Q>(xd + i * kPiece, yd + i * kPiece, 1, len, 1, scale.data<float>(), zd, 0, 1);
+    });
+    return;
+  }
+  kernels::quantize_linear<Q>(xd, yd, l.outer, l.axis_len, l.inner, scale.data<float>(), zd, block, l.scale_count);
 }
 
 template <class Q>
@@ -65,7 +82,9 @@ KernelResult make_quantize_linear(const KernelContext& ctx) {
   const int64_t axis = node.attr_int("axis", 1);
   const int64_t block = node.attr_int("block_size", 0);
   const int64_t output_dtype = node.attr_int("output_dtype", 0);
-  return make_kernel([&node, axis, block, output_dtype](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, axis, block, output_dtype, threads](std::span<const Tensor* const> in,
+                                                                 std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     const Tensor& x = *in[0];
     const Tensor* zp = in.size() > 2 ? in[2] : nullptr;
@@ -73,12 +92,12 @@ KernelResult make_quantize_linear(const KernelContext& ctx) {
     QT_ASSIGN_OR_RETURN(QLayout l, quant_layout(node, x, *in[1], zp, axis, block));
     // Output type: the zero point's, else output_dtype (opset 21), else uint8.
     DType qtype = zp ? zp->dtype() : output_dtype ? static_cast<DType>(output_dtype) : DType::UInt8;
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(qtype, x.shape()));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], qtype, x.shape()));
     switch (qtype) {
-      case DType::UInt8: quantize_as<uint8_t>(x, *in[1], zp, l, block, out[0]); break;
-      case DType::Int8: quantize_as<int8_t>(x, *in[1], zp, l, block, out[0]); break;
-      case DType::UInt16: quantize_as<uint16_t>(x, *in[1], zp, l, block, out[0]); break;
-      case DType::Int16: quantize_as<int16_t>(x, *in[1], zp, l, block, out[0]); break;
+      case DType::UInt8: quantize_as<uint8_t>(x, *in[1], zp, l, block, out[0], threads); break;
+      case DType::Int8: quantize_as<int8_t>(x, *in[1], zp, l, block, out[0], threads); break;
+      case DType::UInt16: quantize_as<uint16_t>(x, *in[1], zp, l, block, out[0], threads); break;
+      case DType::Int16: quantize_as<int16_t>(x, *in[1], zp, l, block, out[0], threads); break;
       default: return Status::bad_input("QuantizeLinear to " + std::string(dtype_name(qtype)) + " is not supported");
     }
     return Status::ok();
@@ -95,7 +114,7 @@ KernelResult make_dequantize_linear(const KernelContext& ctx) {
     const Tensor* zp = in.size() > 2 ? in[2] : nullptr;
     if (zp && zp->dtype() != x.dtype()) return Status::bad_input("zero point type differs from the input type");
     QT_ASSIGN_OR_RETURN(QLayout l, quant_layout(node, x, *in[1], zp, axis, block));
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, x.shape()));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], DType::Float32, x.shape()));
     switch (x.dtype()) {
       case DType::UInt8: dequantize_as<uint8_t>(x, *in[1], zp, l, block, out[0]); break;
       case DType::Int8: dequantize_as<int8_t>(x, *in[1], zp, l, block, out[0]); break;

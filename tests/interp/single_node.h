@@ -23,6 +23,7 @@ struct NodeSpec {
   std::vector<bool> constant_inputs;    // inputs given as initializers (default: none)
   std::map<std::string, ir::Attribute> attributes;
   size_t num_outputs = 1;
+  int threads = 1;  // SessionOptions::threads
 };
 
 // Tensor makers for op tests: shape and values in row-major order.
@@ -68,7 +69,9 @@ inline Expected<std::vector<Tensor>> run_node(const NodeSpec& spec) {
   ir::Node* n = g.add_node(spec.op_type, ins, outs, "node", spec.domain);
   n->attributes = spec.attributes;
   g.outputs = outs;
-  QT_ASSIGN_OR_RETURN(auto session, interp::Session::create(g));
+  interp::SessionOptions options;
+  options.threads = spec.threads;
+  QT_ASSIGN_OR_RETURN(auto session, interp::Session::create(g, options));
   return session->run(feeds);
 }
 

@@ -198,6 +198,25 @@ TEST_CASE("QuantizeLinear and DequantizeLinear per tensor and per axis", "[inter
   CHECK_THAT(w.status().message(), Catch::Contains("per-axis scale"));
 }
 
+TEST_CASE("QuantizeLinear per tensor on threads gives the same bytes", "[interp][quant][threads]") {
+  // 40000 values: pieces of 16384 on 2 and 3 threads, the last one short;
+  // halves, ties and values past the range included.
+  std::vector<float> v(40000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int>(i % 1201) - 600) * 0.25f;
+  NodeSpec spec{"QuantizeLinear", 13, {f32({4, 100, 100}, v), Tensor::scalar<float>(0.5f), Tensor::scalar<uint8_t>(100)}};
+  auto one = run_node(spec);
+  REQUIRE(one.has_value());
+  for (int threads : {2, 3}) {
+    spec.threads = threads;
+    auto many = run_node(spec);
+    REQUIRE(many.has_value());
+    INFO("threads " << threads);
+    CHECK(values_of<uint8_t>((*many)[0]) == values_of<uint8_t>((*one)[0]));
+  }
+  CHECK(values_of<uint8_t>((*one)[0])[0] == 0);    // -600 * 0.25 / 0.5 = -300 -> saturates
+  CHECK(values_of<uint8_t>((*one)[0])[601] == 100);  // 1 * 0.25 / 0.5 = 0.5 -> ties to even 0
+}
+
 TEST_CASE("An unsupported operator is refused at prepare, naming node and opset", "[interp]") {
   auto out = run_node({"NoSuchOp", 13, {f32({1}, {1})}});
   REQUIRE_FALSE(out.has_value());
