@@ -157,13 +157,20 @@ template <int R, int V>
 __attribute__((target("avx512f"))) void tile(const Depthwise3x3Plane& p, const Avx512Consts& k, const Rows* rows,
                                              float* const* yrows, int64_t ow, const ColumnMasks* m,
                                              const __mmask16* store) {
+  // Fully unrolled so that the accumulators stay in registers: rolled, GCC
+  // kept acc[][] on the stack and every FMA went through a store and a load.
   __m512 acc[R][V];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
     for (int v = 0; v < V; ++v) acc[r][v] = k.bias;
+#pragma GCC unroll 3
   for (int kh = 0; kh < 3; ++kh) {
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const float* row = rows[r].r[kh];
       if (!row) continue;
+#pragma GCC unroll 4
       for (int v = 0; v < V; ++v) {
         __m512 x[3];
         load_taps(p, k, row, ow + 16 * v, m[v], x);
@@ -173,7 +180,9 @@ __attribute__((target("avx512f"))) void tile(const Depthwise3x3Plane& p, const A
       }
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
     for (int v = 0; v < V; ++v) {
       __m512 a = acc[r][v];
       // max(lo, v), min(hi, v): the second operand (v) is returned for NaN.
