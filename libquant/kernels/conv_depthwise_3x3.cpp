@@ -125,11 +125,12 @@ struct Avx512Consts {
 // The three taps of kernel row kh for the 16 outputs starting at column ow;
 // lanes whose tap is outside the row hold zero, and no load touches memory
 // outside the row.
+template <int SW>
 __attribute__((target("avx512f"))) inline void load_taps(const Depthwise3x3Plane& p, const Avx512Consts& k,
                                                          const float* row, int64_t ow, const ColumnMasks& m,
                                                          __m512 x[3]) {
-  const float* q = row + ow * p.stride_w - p.pad_left;
-  if (p.stride_w == 1) {
+  const float* q = row + ow * SW - p.pad_left;
+  if constexpr (SW == 1) {
     x[0] = _mm512_maskz_loadu_ps(m.tap[0], q);
     x[1] = _mm512_maskz_loadu_ps(m.tap[1], q + 1);
     x[2] = _mm512_maskz_loadu_ps(m.tap[2], q + 2);
@@ -152,8 +153,9 @@ __attribute__((target("avx512f"))) inline void load_taps(const Depthwise3x3Plane
 // skipped per lane (masked FMA, as the reference skips padding), so each
 // output is bias, then its taps in (kh, kw) order: the same bits as the
 // scalar border path of the AVX2 kernel. Vector v covers columns ow + 16 v
-// with the masks m[v].
-template <int R, int V>
+// with the masks m[v]. SW is the stride along the row (1 or 2), fixed at
+// compile time so that no branch on it sits among the loads.
+template <int R, int V, int SW>
 __attribute__((target("avx512f"))) void tile(const Depthwise3x3Plane& p, const Avx512Consts& k, const Rows* rows,
                                              float* const* yrows, int64_t ow, const ColumnMasks* m,
                                              const __mmask16* store) {
@@ -164,19 +166,23 @@ __attribute__((target("avx512f"))) void tile(const Depthwise3x3Plane& p, const A
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) acc[r][v] = k.bias;
-#pragma GCC unroll 3
-  for (int kh = 0; kh < 3; ++kh) {
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const float* row = rows[r].r[kh];
-      if (!row) continue;
+  // Vector by vector, so that only its three tap masks are live (AVX-512
+  // has seven mask registers; the twelve of a four-vector tile were reloaded
+  // from memory for every load and FMA).
 #pragma GCC unroll 4
-      for (int v = 0; v < V; ++v) {
+  for (int v = 0; v < V; ++v) {
+    const __mmask16 t0 = m[v].tap[0], t1 = m[v].tap[1], t2 = m[v].tap[2];
+#pragma GCC unroll 3
+    for (int kh = 0; kh < 3; ++kh) {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const float* row = rows[r].r[kh];
+        if (!row) continue;
         __m512 x[3];
-        load_taps(p, k, row, ow + 16 * v, m[v], x);
-        acc[r][v] = _mm512_mask3_fmadd_ps(k.w[kh * 3], x[0], acc[r][v], m[v].tap[0]);
-        acc[r][v] = _mm512_mask3_fmadd_ps(k.w[kh * 3 + 1], x[1], acc[r][v], m[v].tap[1]);
-        acc[r][v] = _mm512_mask3_fmadd_ps(k.w[kh * 3 + 2], x[2], acc[r][v], m[v].tap[2]);
+        load_taps<SW>(p, k, row, ow + 16 * v, m[v], x);
+        acc[r][v] = _mm512_mask3_fmadd_ps(k.w[kh * 3], x[0], acc[r][v], t0);
+        acc[r][v] = _mm512_mask3_fmadd_ps(k.w[kh * 3 + 1], x[1], acc[r][v], t1);
+        acc[r][v] = _mm512_mask3_fmadd_ps(k.w[kh * 3 + 2], x[2], acc[r][v], t2);
       }
     }
   }
@@ -196,9 +202,9 @@ __attribute__((target("avx512f"))) void tile(const Depthwise3x3Plane& p, const A
 using TileFn = void (*)(const Depthwise3x3Plane&, const Avx512Consts&, const Rows*, float* const*, int64_t,
                         const ColumnMasks*, const __mmask16*);
 
-// Tiles of R rows and 1..4 vectors.
-template <int R>
-constexpr TileFn kTiles[4] = {tile<R, 1>, tile<R, 2>, tile<R, 3>, tile<R, 4>};
+// Tiles of R rows and 1..4 vectors, stride SW.
+template <int R, int SW>
+constexpr TileFn kTiles[4] = {tile<R, 1, SW>, tile<R, 2, SW>, tile<R, 3, SW>, tile<R, 4, SW>};
 
 constexpr int kMaxTileRows = 8, kMaxTileVectors = 4;
 
@@ -216,6 +222,11 @@ __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3P
   const int64_t vectors = (p.out_w + 15) / 16;
   const int V = static_cast<int>(std::min<int64_t>(kMaxTileVectors, vectors));
   const int R = V >= 4 ? 2 : V >= 2 ? 4 : kMaxTileRows;
+  const bool s1 = p.stride_w == 1;
+  const TileFn* tiles8 = s1 ? kTiles<8, 1> : kTiles<8, 2>;
+  const TileFn* tiles4 = s1 ? kTiles<4, 1> : kTiles<4, 2>;
+  const TileFn* tiles2 = s1 ? kTiles<2, 1> : kTiles<2, 2>;
+  const TileFn* tiles1 = s1 ? kTiles<1, 1> : kTiles<1, 2>;
   for (int64_t ow = 0; ow < p.out_w; ow += 16 * V) {
     const int nv = static_cast<int>(std::min<int64_t>(V, (p.out_w - ow + 15) / 16));
     ColumnMasks m[kMaxTileVectors];
@@ -236,14 +247,14 @@ __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3P
       // The widest tile that fits the rows left, then pairs and single rows.
       int r = 0;
       if (rows_here == 8) {
-        kTiles<8>[nv - 1](p, k, rows, yrows, ow, m, store);
+        tiles8[nv - 1](p, k, rows, yrows, ow, m, store);
         r = 8;
       } else if (rows_here >= 4) {
-        kTiles<4>[nv - 1](p, k, rows, yrows, ow, m, store);
+        tiles4[nv - 1](p, k, rows, yrows, ow, m, store);
         r = 4;
       }
-      for (; r + 1 < rows_here; r += 2) kTiles<2>[nv - 1](p, k, rows + r, yrows + r, ow, m, store);
-      if (r < rows_here) kTiles<1>[nv - 1](p, k, rows + r, yrows + r, ow, m, store);
+      for (; r + 1 < rows_here; r += 2) tiles2[nv - 1](p, k, rows + r, yrows + r, ow, m, store);
+      if (r < rows_here) tiles1[nv - 1](p, k, rows + r, yrows + r, ow, m, store);
     }
   }
 }
