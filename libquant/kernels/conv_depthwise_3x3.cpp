@@ -161,6 +161,15 @@ __attribute__((target("avx512f"))) void tile(const Depthwise3x3Plane& p, const A
                                              const __mmask16* store) {
   // Fully unrolled so that the accumulators stay in registers: rolled, GCC
   // kept acc[][] on the stack and every FMA went through a store and a load.
+  // The nine weights in registers: GCC otherwise folds them into the FMAs
+  // as memory operands, doubling the loads, and loads are what bind here
+  // (nine unaligned, mostly line-splitting input loads per output vector).
+  __m512 w[9];
+#pragma GCC unroll 9
+  for (int i = 0; i < 9; ++i) {
+    w[i] = k.w[i];
+    asm("" : "+v"(w[i]));
+  }
   __m512 acc[R][V];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -180,9 +189,9 @@ __attribute__((target("avx512f"))) void tile(const Depthwise3x3Plane& p, const A
         if (!row) continue;
         __m512 x[3];
         load_taps<SW>(p, k, row, ow + 16 * v, m[v], x);
-        acc[r][v] = _mm512_mask3_fmadd_ps(k.w[kh * 3], x[0], acc[r][v], t0);
-        acc[r][v] = _mm512_mask3_fmadd_ps(k.w[kh * 3 + 1], x[1], acc[r][v], t1);
-        acc[r][v] = _mm512_mask3_fmadd_ps(k.w[kh * 3 + 2], x[2], acc[r][v], t2);
+        acc[r][v] = _mm512_mask3_fmadd_ps(w[kh * 3], x[0], acc[r][v], t0);
+        acc[r][v] = _mm512_mask3_fmadd_ps(w[kh * 3 + 1], x[1], acc[r][v], t1);
+        acc[r][v] = _mm512_mask3_fmadd_ps(w[kh * 3 + 2], x[2], acc[r][v], t2);
       }
     }
   }
