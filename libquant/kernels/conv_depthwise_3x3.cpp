@@ -95,6 +95,7 @@ int64_t ceil_div_signed(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b 
 struct ColumnMasks {
   __mmask16 tap[3];
   __mmask16 a, b, a2, b2;  // stride 2: elements [0,16), [16,32), [2,18), [18,34)
+  bool full;                // every mask has all 16 bits: no lane needs one
 };
 
 ColumnMasks column_masks(const Depthwise3x3Plane& p, int64_t ow, int64_t n) {
@@ -113,6 +114,7 @@ ColumnMasks column_masks(const Depthwise3x3Plane& p, int64_t ow, int64_t n) {
   m.b = lanes(e_lo - 16, e_hi - 16);
   m.a2 = lanes(e_lo - 2, e_hi - 2);
   m.b2 = lanes(e_lo - 18, e_hi - 18);
+  m.full = (m.tap[0] & m.tap[1] & m.tap[2]) == 0xFFFF && (p.stride_w == 1 || (m.a & m.b & m.a2 & m.b2) == 0xFFFF);
   return m;
 }
 
@@ -122,29 +124,64 @@ struct Avx512Consts {
   __m512i even, odd;
 };
 
+template <bool FULL>
+__attribute__((target("avx512f"))) inline __m512 load(__mmask16 mask, const float* a) {
+  if constexpr (FULL) return _mm512_loadu_ps(a);
+  return _mm512_maskz_loadu_ps(mask, a);
+}
+
 // The three taps of kernel row kh for the 16 outputs starting at column ow;
 // lanes whose tap is outside the row hold zero, and no load touches memory
-// outside the row.
-template <int SW>
+// outside the row. FULL: every lane's taps are inside (an interior vector),
+// so the loads need no masks.
+template <int SW, bool FULL>
 __attribute__((target("avx512f"))) inline void load_taps(const Depthwise3x3Plane& p, const Avx512Consts& k,
                                                          const float* row, int64_t ow, const ColumnMasks& m,
                                                          __m512 x[3]) {
   const float* q = row + ow * SW - p.pad_left;
   if constexpr (SW == 1) {
-    x[0] = _mm512_maskz_loadu_ps(m.tap[0], q);
-    x[1] = _mm512_maskz_loadu_ps(m.tap[1], q + 1);
-    x[2] = _mm512_maskz_loadu_ps(m.tap[2], q + 2);
+    x[0] = load<FULL>(m.tap[0], q);
+    x[1] = load<FULL>(m.tap[1], q + 1);
+    x[2] = load<FULL>(m.tap[2], q + 2);
     return;
   }
   // Lane l reads q[2l + kw]: even and odd lanes of q[0..31] for kw 0 and 1,
   // even lanes of q[2..33] for kw 2.
-  const __m512 a = _mm512_maskz_loadu_ps(m.a, q);
-  const __m512 b = _mm512_maskz_loadu_ps(m.b, q + 16);
-  const __m512 a2 = _mm512_maskz_loadu_ps(m.a2, q + 2);
-  const __m512 b2 = _mm512_maskz_loadu_ps(m.b2, q + 18);
+  const __m512 a = load<FULL>(m.a, q);
+  const __m512 b = load<FULL>(m.b, q + 16);
+  const __m512 a2 = load<FULL>(m.a2, q + 2);
+  const __m512 b2 = load<FULL>(m.b2, q + 18);
   x[0] = _mm512_permutex2var_ps(a, k.even, b);
   x[1] = _mm512_permutex2var_ps(a, k.odd, b);
   x[2] = _mm512_permutex2var_ps(a2, k.even, b2);
+}
+
+// Kernel rows 0..2 of the R rows of vector v into acc[r]: masked FMAs (a tap
+// outside the input is skipped lane by lane), or, FULL, plain ones.
+template <int R, int SW, bool FULL>
+__attribute__((target("avx512f"))) inline void accumulate_vector(const Depthwise3x3Plane& p, const Avx512Consts& k,
+                                                                 const __m512 w[9], const Rows* rows, int64_t ow,
+                                                                 const ColumnMasks& m, __m512* acc) {
+  const __mmask16 t0 = m.tap[0], t1 = m.tap[1], t2 = m.tap[2];
+#pragma GCC unroll 3
+  for (int kh = 0; kh < 3; ++kh) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const float* row = rows[r].r[kh];
+      if (!row) continue;
+      __m512 x[3];
+      load_taps<SW, FULL>(p, k, row, ow, m, x);
+      if constexpr (FULL) {
+        acc[r] = _mm512_fmadd_ps(w[kh * 3], x[0], acc[r]);
+        acc[r] = _mm512_fmadd_ps(w[kh * 3 + 1], x[1], acc[r]);
+        acc[r] = _mm512_fmadd_ps(w[kh * 3 + 2], x[2], acc[r]);
+      } else {
+        acc[r] = _mm512_mask3_fmadd_ps(w[kh * 3], x[0], acc[r], t0);
+        acc[r] = _mm512_mask3_fmadd_ps(w[kh * 3 + 1], x[1], acc[r], t1);
+        acc[r] = _mm512_mask3_fmadd_ps(w[kh * 3 + 2], x[2], acc[r], t2);
+      }
+    }
+  }
 }
 
 // An R-row x V-vector tile of outputs: R * V independent accumulators, so
@@ -180,20 +217,15 @@ __attribute__((target("avx512f"))) void tile(const Depthwise3x3Plane& p, const A
   // from memory for every load and FMA).
 #pragma GCC unroll 4
   for (int v = 0; v < V; ++v) {
-    const __mmask16 t0 = m[v].tap[0], t1 = m[v].tap[1], t2 = m[v].tap[2];
-#pragma GCC unroll 3
-    for (int kh = 0; kh < 3; ++kh) {
+    __m512 col[R];
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const float* row = rows[r].r[kh];
-        if (!row) continue;
-        __m512 x[3];
-        load_taps<SW>(p, k, row, ow + 16 * v, m[v], x);
-        acc[r][v] = _mm512_mask3_fmadd_ps(w[kh * 3], x[0], acc[r][v], t0);
-        acc[r][v] = _mm512_mask3_fmadd_ps(w[kh * 3 + 1], x[1], acc[r][v], t1);
-        acc[r][v] = _mm512_mask3_fmadd_ps(w[kh * 3 + 2], x[2], acc[r][v], t2);
-      }
-    }
+    for (int r = 0; r < R; ++r) col[r] = acc[r][v];
+    if (m[v].full)
+      accumulate_vector<R, SW, true>(p, k, w, rows, ow + 16 * v, m[v], col);
+    else
+      accumulate_vector<R, SW, false>(p, k, w, rows, ow + 16 * v, m[v], col);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[r][v] = col[r];
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
