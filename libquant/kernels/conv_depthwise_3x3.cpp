@@ -5,6 +5,7 @@
 #include "libquant/kernels/conv_depthwise_3x3.h"
 
 #include <algorithm>
+#include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -268,15 +269,32 @@ __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3P
   const TileFn* tiles4 = s1 ? kTiles<4, 1> : kTiles<4, 2>;
   const TileFn* tiles2 = s1 ? kTiles<2, 1> : kTiles<2, 2>;
   const TileFn* tiles1 = s1 ? kTiles<1, 1> : kTiles<1, 2>;
+  // The column masks depend on the row geometry only: worked out once for
+  // the planes of a layer (recomputing them per plane, with their
+  // divisions, cost as much as the arithmetic of a 7x7 plane).
+  struct MaskCache {
+    int64_t in_w = -1, out_w = -1, stride_w = -1, pad_left = -1;
+    std::vector<ColumnMasks> m;
+    std::vector<__mmask16> store;
+  };
+  thread_local MaskCache cache;
+  if (cache.in_w != p.in_w || cache.out_w != p.out_w || cache.stride_w != p.stride_w || cache.pad_left != p.pad_left) {
+    cache.m.resize(static_cast<size_t>(vectors));
+    cache.store.resize(static_cast<size_t>(vectors));
+    for (int64_t v = 0; v < vectors; ++v) {
+      const int64_t n = std::min<int64_t>(16, p.out_w - 16 * v);
+      cache.m[static_cast<size_t>(v)] = column_masks(p, 16 * v, n);
+      cache.store[static_cast<size_t>(v)] = lanes(0, n);
+    }
+    cache.in_w = p.in_w;
+    cache.out_w = p.out_w;
+    cache.stride_w = p.stride_w;
+    cache.pad_left = p.pad_left;
+  }
   for (int64_t ow = 0; ow < p.out_w; ow += 16 * V) {
     const int nv = static_cast<int>(std::min<int64_t>(V, (p.out_w - ow + 15) / 16));
-    ColumnMasks m[kMaxTileVectors];
-    __mmask16 store[kMaxTileVectors];
-    for (int v = 0; v < nv; ++v) {
-      const int64_t n = std::min<int64_t>(16, p.out_w - ow - 16 * v);
-      m[v] = column_masks(p, ow + 16 * v, n);
-      store[v] = lanes(0, n);
-    }
+    const ColumnMasks* m = cache.m.data() + ow / 16;
+    const __mmask16* store = cache.store.data() + ow / 16;
     for (int64_t oh0 = 0; oh0 < p.out_h; oh0 += R) {
       const int rows_here = static_cast<int>(std::min<int64_t>(R, p.out_h - oh0));
       Rows rows[kMaxTileRows];
