@@ -5,6 +5,7 @@
 #include "libquant/kernels/conv_depthwise_3x3.h"
 
 #include <algorithm>
+#include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -95,6 +96,7 @@ int64_t ceil_div_signed(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b 
 struct ColumnMasks {
   __mmask16 tap[3];
   __mmask16 a, b, a2, b2;  // stride 2: elements [0,16), [16,32), [2,18), [18,34)
+  bool full;                // every mask has all 16 bits: no lane needs one
 };
 
 ColumnMasks column_masks(const Depthwise3x3Plane& p, int64_t ow, int64_t n) {
@@ -113,6 +115,7 @@ ColumnMasks column_masks(const Depthwise3x3Plane& p, int64_t ow, int64_t n) {
   m.b = lanes(e_lo - 16, e_hi - 16);
   m.a2 = lanes(e_lo - 2, e_hi - 2);
   m.b2 = lanes(e_lo - 18, e_hi - 18);
+  m.full = (m.tap[0] & m.tap[1] & m.tap[2]) == 0xFFFF && (p.stride_w == 1 || (m.a & m.b & m.a2 & m.b2) == 0xFFFF);
   return m;
 }
 
@@ -122,28 +125,64 @@ struct Avx512Consts {
   __m512i even, odd;
 };
 
+template <bool FULL>
+__attribute__((target("avx512f"))) inline __m512 load(__mmask16 mask, const float* a) {
+  if constexpr (FULL) return _mm512_loadu_ps(a);
+  return _mm512_maskz_loadu_ps(mask, a);
+}
+
 // The three taps of kernel row kh for the 16 outputs starting at column ow;
 // lanes whose tap is outside the row hold zero, and no load touches memory
-// outside the row.
+// outside the row. FULL: every lane's taps are inside (an interior vector),
+// so the loads need no masks.
+template <int SW, bool FULL>
 __attribute__((target("avx512f"))) inline void load_taps(const Depthwise3x3Plane& p, const Avx512Consts& k,
                                                          const float* row, int64_t ow, const ColumnMasks& m,
                                                          __m512 x[3]) {
-  const float* q = row + ow * p.stride_w - p.pad_left;
-  if (p.stride_w == 1) {
-    x[0] = _mm512_maskz_loadu_ps(m.tap[0], q);
-    x[1] = _mm512_maskz_loadu_ps(m.tap[1], q + 1);
-    x[2] = _mm512_maskz_loadu_ps(m.tap[2], q + 2);
+  const float* q = row + ow * SW - p.pad_left;
+  if constexpr (SW == 1) {
+    x[0] = load<FULL>(m.tap[0], q);
+    x[1] = load<FULL>(m.tap[1], q + 1);
+    x[2] = load<FULL>(m.tap[2], q + 2);
     return;
   }
   // Lane l reads q[2l + kw]: even and odd lanes of q[0..31] for kw 0 and 1,
   // even lanes of q[2..33] for kw 2.
-  const __m512 a = _mm512_maskz_loadu_ps(m.a, q);
-  const __m512 b = _mm512_maskz_loadu_ps(m.b, q + 16);
-  const __m512 a2 = _mm512_maskz_loadu_ps(m.a2, q + 2);
-  const __m512 b2 = _mm512_maskz_loadu_ps(m.b2, q + 18);
+  const __m512 a = load<FULL>(m.a, q);
+  const __m512 b = load<FULL>(m.b, q + 16);
+  const __m512 a2 = load<FULL>(m.a2, q + 2);
+  const __m512 b2 = load<FULL>(m.b2, q + 18);
   x[0] = _mm512_permutex2var_ps(a, k.even, b);
   x[1] = _mm512_permutex2var_ps(a, k.odd, b);
   x[2] = _mm512_permutex2var_ps(a2, k.even, b2);
+}
+
+// Kernel rows 0..2 of the R rows of vector v into acc[r]: masked FMAs (a tap
+// outside the input is skipped lane by lane), or, FULL, plain ones.
+template <int R, int SW, bool FULL>
+__attribute__((target("avx512f"))) inline void accumulate_vector(const Depthwise3x3Plane& p, const Avx512Consts& k,
+                                                                 const __m512 w[9], const Rows* rows, int64_t ow,
+                                                                 const ColumnMasks& m, __m512* acc) {
+  const __mmask16 t0 = m.tap[0], t1 = m.tap[1], t2 = m.tap[2];
+#pragma GCC unroll 3
+  for (int kh = 0; kh < 3; ++kh) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const float* row = rows[r].r[kh];
+      if (!row) continue;
+      __m512 x[3];
+      load_taps<SW, FULL>(p, k, row, ow, m, x);
+      if constexpr (FULL) {
+        acc[r] = _mm512_fmadd_ps(w[kh * 3], x[0], acc[r]);
+        acc[r] = _mm512_fmadd_ps(w[kh * 3 + 1], x[1], acc[r]);
+        acc[r] = _mm512_fmadd_ps(w[kh * 3 + 2], x[2], acc[r]);
+      } else {
+        acc[r] = _mm512_mask3_fmadd_ps(w[kh * 3], x[0], acc[r], t0);
+        acc[r] = _mm512_mask3_fmadd_ps(w[kh * 3 + 1], x[1], acc[r], t1);
+        acc[r] = _mm512_mask3_fmadd_ps(w[kh * 3 + 2], x[2], acc[r], t2);
+      }
+    }
+  }
 }
 
 // An R-row x V-vector tile of outputs: R * V independent accumulators, so
@@ -152,28 +191,46 @@ __attribute__((target("avx512f"))) inline void load_taps(const Depthwise3x3Plane
 // skipped per lane (masked FMA, as the reference skips padding), so each
 // output is bias, then its taps in (kh, kw) order: the same bits as the
 // scalar border path of the AVX2 kernel. Vector v covers columns ow + 16 v
-// with the masks m[v].
-template <int R, int V>
+// with the masks m[v]. SW is the stride along the row (1 or 2), fixed at
+// compile time so that no branch on it sits among the loads.
+template <int R, int V, int SW>
 __attribute__((target("avx512f"))) void tile(const Depthwise3x3Plane& p, const Avx512Consts& k, const Rows* rows,
                                              float* const* yrows, int64_t ow, const ColumnMasks* m,
                                              const __mmask16* store) {
-  __m512 acc[R][V];
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < V; ++v) acc[r][v] = k.bias;
-  for (int kh = 0; kh < 3; ++kh) {
-    for (int r = 0; r < R; ++r) {
-      const float* row = rows[r].r[kh];
-      if (!row) continue;
-      for (int v = 0; v < V; ++v) {
-        __m512 x[3];
-        load_taps(p, k, row, ow + 16 * v, m[v], x);
-        acc[r][v] = _mm512_mask3_fmadd_ps(k.w[kh * 3], x[0], acc[r][v], m[v].tap[0]);
-        acc[r][v] = _mm512_mask3_fmadd_ps(k.w[kh * 3 + 1], x[1], acc[r][v], m[v].tap[1]);
-        acc[r][v] = _mm512_mask3_fmadd_ps(k.w[kh * 3 + 2], x[2], acc[r][v], m[v].tap[2]);
-      }
-    }
+  // Fully unrolled so that the accumulators stay in registers: rolled, GCC
+  // kept acc[][] on the stack and every FMA went through a store and a load.
+  // The nine weights in registers: GCC otherwise folds them into the FMAs
+  // as memory operands, doubling the loads, and loads are what bind here
+  // (nine unaligned, mostly line-splitting input loads per output vector).
+  __m512 w[9];
+#pragma GCC unroll 9
+  for (int i = 0; i < 9; ++i) {
+    w[i] = k.w[i];
+    asm("" : "+v"(w[i]));
   }
+  __m512 acc[R][V];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) acc[r][v] = k.bias;
+  // Vector by vector, so that only its three tap masks are live (AVX-512
+  // has seven mask registers; the twelve of a four-vector tile were reloaded
+  // from memory for every load and FMA).
+#pragma GCC unroll 4
+  for (int v = 0; v < V; ++v) {
+    __m512 col[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) col[r] = acc[r][v];
+    if (m[v].full)
+      accumulate_vector<R, SW, true>(p, k, w, rows, ow + 16 * v, m[v], col);
+    else
+      accumulate_vector<R, SW, false>(p, k, w, rows, ow + 16 * v, m[v], col);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[r][v] = col[r];
+  }
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
     for (int v = 0; v < V; ++v) {
       __m512 a = acc[r][v];
       // max(lo, v), min(hi, v): the second operand (v) is returned for NaN.
@@ -187,9 +244,9 @@ __attribute__((target("avx512f"))) void tile(const Depthwise3x3Plane& p, const A
 using TileFn = void (*)(const Depthwise3x3Plane&, const Avx512Consts&, const Rows*, float* const*, int64_t,
                         const ColumnMasks*, const __mmask16*);
 
-// Tiles of R rows and 1..4 vectors.
-template <int R>
-constexpr TileFn kTiles[4] = {tile<R, 1>, tile<R, 2>, tile<R, 3>, tile<R, 4>};
+// Tiles of R rows and 1..4 vectors, stride SW.
+template <int R, int SW>
+constexpr TileFn kTiles[4] = {tile<R, 1, SW>, tile<R, 2, SW>, tile<R, 3, SW>, tile<R, 4, SW>};
 
 constexpr int kMaxTileRows = 8, kMaxTileVectors = 4;
 
@@ -207,15 +264,37 @@ __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3P
   const int64_t vectors = (p.out_w + 15) / 16;
   const int V = static_cast<int>(std::min<int64_t>(kMaxTileVectors, vectors));
   const int R = V >= 4 ? 2 : V >= 2 ? 4 : kMaxTileRows;
+  const bool s1 = p.stride_w == 1;
+  const TileFn* tiles8 = s1 ? kTiles<8, 1> : kTiles<8, 2>;
+  const TileFn* tiles4 = s1 ? kTiles<4, 1> : kTiles<4, 2>;
+  const TileFn* tiles2 = s1 ? kTiles<2, 1> : kTiles<2, 2>;
+  const TileFn* tiles1 = s1 ? kTiles<1, 1> : kTiles<1, 2>;
+  // The column masks depend on the row geometry only: worked out once for
+  // the planes of a layer (recomputing them per plane, with their
+  // divisions, cost as much as the arithmetic of a 7x7 plane).
+  struct MaskCache {
+    int64_t in_w = -1, out_w = -1, stride_w = -1, pad_left = -1;
+    std::vector<ColumnMasks> m;
+    std::vector<__mmask16> store;
+  };
+  thread_local MaskCache cache;
+  if (cache.in_w != p.in_w || cache.out_w != p.out_w || cache.stride_w != p.stride_w || cache.pad_left != p.pad_left) {
+    cache.m.resize(static_cast<size_t>(vectors));
+    cache.store.resize(static_cast<size_t>(vectors));
+    for (int64_t v = 0; v < vectors; ++v) {
+      const int64_t n = std::min<int64_t>(16, p.out_w - 16 * v);
+      cache.m[static_cast<size_t>(v)] = column_masks(p, 16 * v, n);
+      cache.store[static_cast<size_t>(v)] = lanes(0, n);
+    }
+    cache.in_w = p.in_w;
+    cache.out_w = p.out_w;
+    cache.stride_w = p.stride_w;
+    cache.pad_left = p.pad_left;
+  }
   for (int64_t ow = 0; ow < p.out_w; ow += 16 * V) {
     const int nv = static_cast<int>(std::min<int64_t>(V, (p.out_w - ow + 15) / 16));
-    ColumnMasks m[kMaxTileVectors];
-    __mmask16 store[kMaxTileVectors];
-    for (int v = 0; v < nv; ++v) {
-      const int64_t n = std::min<int64_t>(16, p.out_w - ow - 16 * v);
-      m[v] = column_masks(p, ow + 16 * v, n);
-      store[v] = lanes(0, n);
-    }
+    const ColumnMasks* m = cache.m.data() + ow / 16;
+    const __mmask16* store = cache.store.data() + ow / 16;
     for (int64_t oh0 = 0; oh0 < p.out_h; oh0 += R) {
       const int rows_here = static_cast<int>(std::min<int64_t>(R, p.out_h - oh0));
       Rows rows[kMaxTileRows];
@@ -227,14 +306,14 @@ __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3P
       // The widest tile that fits the rows left, then pairs and single rows.
       int r = 0;
       if (rows_here == 8) {
-        kTiles<8>[nv - 1](p, k, rows, yrows, ow, m, store);
+        tiles8[nv - 1](p, k, rows, yrows, ow, m, store);
         r = 8;
       } else if (rows_here >= 4) {
-        kTiles<4>[nv - 1](p, k, rows, yrows, ow, m, store);
+        tiles4[nv - 1](p, k, rows, yrows, ow, m, store);
         r = 4;
       }
-      for (; r + 1 < rows_here; r += 2) kTiles<2>[nv - 1](p, k, rows + r, yrows + r, ow, m, store);
-      if (r < rows_here) kTiles<1>[nv - 1](p, k, rows + r, yrows + r, ow, m, store);
+      for (; r + 1 < rows_here; r += 2) tiles2[nv - 1](p, k, rows + r, yrows + r, ow, m, store);
+      if (r < rows_here) tiles1[nv - 1](p, k, rows + r, yrows + r, ow, m, store);
     }
   }
 }

@@ -1,0 +1,320 @@
+#include "libquant/kernels/im2col.h"
+
+#include <algorithm>
+#include <cassert>
+#include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
+namespace quant::kernels {
+namespace {
+
+// d[t] = src[t * stride] for t < n: one run of an im2col row (a window row's
+// taps inside the input). Runs are short (an output row, cut at panel
+// boundaries), so a library memcpy call or a scalar loop per run cost more
+// than the copy itself on small maps.
+using RunCopy = void (*)(float* d, const float* src, int64_t stride, int64_t n);
+
+void copy_run_portable(float* d, const float* src, int64_t stride, int64_t n) {
+  for (int64_t t = 0; t < n; ++t) d[t] = src[t * stride];
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// Lanes [0, k) of 16, k clamped to [0, 16].
+inline __mmask16 first_lanes(int64_t k) { return static_cast<__mmask16>((1u << std::clamp<int64_t>(k, 0, 16)) - 1u); }
+
+__attribute__((target("avx512f"))) void copy_run_avx512(float* d, const float* src, int64_t stride, int64_t n) {
+  // Masked loads and stores: no element past the run is read or written.
+  if (stride == 1) {
+    for (; n > 0; n -= 16, src += 16, d += 16)
+      _mm512_mask_storeu_ps(d, first_lanes(n), _mm512_maskz_loadu_ps(first_lanes(n), src));
+    return;
+  }
+  if (stride == 2) {
+    // Even elements of src[0..31]: the run reads src[0], src[2], ..., src[2n-2].
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    for (; n > 0; n -= 16, src += 32, d += 16) {
+      const int64_t used = 2 * std::min<int64_t>(n, 16) - 1;  // elements read from src
+      const __m512 a = _mm512_maskz_loadu_ps(first_lanes(used), src);
+      const __m512 b = _mm512_maskz_loadu_ps(first_lanes(used - 16), src + 16);
+      _mm512_mask_storeu_ps(d, first_lanes(n), _mm512_permutex2var_ps(a, even, b));
+    }
+    return;
+  }
+  copy_run_portable(d, src, stride, n);
+}
+#endif
+
+bool has_avx512_bmi2() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("bmi2");
+#else
+  return false;
+#endif
+}
+
+const bool kAvx512Bmi2 = has_avx512_bmi2();
+
+RunCopy pick_run_copy() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (kAvx512Bmi2) return copy_run_avx512;
+#endif
+  return copy_run_portable;
+}
+
+const RunCopy copy_run = pick_run_copy();
+
+// Writes consecutive columns of one im2col row into the panels: nr floats
+// per panel, then a jump of kc*nr to the same row of the next panel.
+struct PanelCursor {
+  float* p;
+  int64_t panel_step;
+  int nr;
+  int lane;
+
+  void zeros(int64_t n) {
+    while (n > 0) {
+      const int64_t seg = std::min<int64_t>(n, nr - lane);
+      std::fill(p + lane, p + lane + seg, 0.0f);
+      advance(seg);
+      n -= seg;
+    }
+  }
+  void copy(const float* src, int64_t stride, int64_t n) {
+    while (n > 0) {
+      const int64_t seg = std::min<int64_t>(n, nr - lane);
+      copy_run(p + lane, src, stride, seg);
+      src += seg * stride;
+      advance(seg);
+      n -= seg;
+    }
+  }
+  void advance(int64_t seg) {
+    lane += static_cast<int>(seg);
+    if (lane == nr) {
+      lane = 0;
+      p += panel_step;
+    }
+  }
+};
+
+// Where kernel tap t = (kd, kh, kw) reads relative to an output position:
+// input index = output index * stride + offset, per dimension.
+struct TapOffset {
+  int64_t d, h, w;
+};
+
+TapOffset tap_offset(const detail::Spatial3& s, int64_t t) {
+  const int64_t kd = t / (s.kernel[1] * s.kernel[2]);
+  const int64_t kh = (t / s.kernel[2]) % s.kernel[1];
+  const int64_t kw = t % s.kernel[2];
+  return {kd * s.dilations[0] - s.pads_begin[0], kh * s.dilations[1] - s.pads_begin[1],
+          kw * s.dilations[2] - s.pads_begin[2]};
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+constexpr int kMaxVectors = 4;  // panels up to 64 floats wide
+constexpr int kMaxLanes = 16 * kMaxVectors;
+
+// The lanes [a, b) of a panel that lie in one output row (od, oh), from
+// output column ow on.
+struct Segment {
+  int a, b;
+  int64_t od, oh, ow;
+};
+
+// One tap's reads for the 16 lanes of a vector: lane l (of the vector) gets
+// xc[offset + l * stride] for l in `lanes`; with stride 2, the elements
+// xc[offset + e] loaded are e in `load_a` and 16 + e in `load_b`.
+struct VectorRun {
+  int64_t offset;
+  __mmask16 lanes, load_a, load_b;
+};
+
+// Element masks of the even elements 2l, l in `lanes`, of a 32-element window.
+__attribute__((target("bmi2"))) inline void spread_even(__mmask16 lanes, __mmask16& a, __mmask16& b) {
+  a = static_cast<__mmask16>(_pdep_u32(lanes & 0xFFu, 0x5555u));
+  b = static_cast<__mmask16>(_pdep_u32(lanes >> 8, 0x5555u));
+}
+
+// Rows [k0, k0+kc) of one panel from the runs of each (tap, vector): `width`
+// runs each (W when not 0: a fixed count, unrolled), every `most` entries.
+// Rows in order: consecutive taps of one channel read neighbouring input
+// rows, and the panel is written front to back.
+using CopyRows = void (*)(const VectorRun* runs, int64_t most, int64_t width, int vectors, int64_t taps,
+                          int64_t k_volume, int64_t k0, int64_t kc, const float* x, int64_t in_plane, float* d);
+
+template <int SW, int W>
+__attribute__((target("avx512f"))) void copy_rows(const VectorRun* runs, int64_t most, int64_t width, int vectors,
+                                                  int64_t taps, int64_t k_volume, int64_t k0, int64_t kc,
+                                                  const float* x, int64_t in_plane, float* d) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const int64_t n_runs = W ? W : width;
+  const int nr = 16 * vectors;
+  int64_t i = 0, t = k0 % k_volume;
+  const float* xc = x + k0 / k_volume * in_plane;
+  for (int64_t k = 0; k < kc; ++k, d += nr) {
+    const VectorRun* list = runs + i * vectors * most;
+    for (int v = 0; v < vectors; ++v, list += most) {
+      // Masked-off lanes are not read, so an offset before the plane (left
+      // padding) touches nothing outside it.
+      __m512 vec = _mm512_setzero_ps();
+#pragma GCC unroll 2
+      for (int64_t n = 0; n < n_runs; ++n) {
+        const VectorRun& r = list[n];
+        if constexpr (SW == 1) {
+          vec = _mm512_mask_loadu_ps(vec, r.lanes, xc + r.offset);
+        } else {
+          const __m512 lo = _mm512_maskz_loadu_ps(r.load_a, xc + r.offset);
+          const __m512 hi = _mm512_maskz_loadu_ps(r.load_b, xc + r.offset + 16);
+          vec = _mm512_mask_mov_ps(vec, r.lanes, _mm512_permutex2var_ps(lo, even, hi));
+        }
+      }
+      _mm512_storeu_ps(d + 16 * v, vec);
+    }
+    if (++i == taps) i = 0;
+    if (++t == k_volume) {
+      t = 0;
+      xc += in_plane;
+    }
+  }
+}
+
+__attribute__((target("avx512f,bmi2"))) void pack_avx512(const detail::Spatial3& s, const float* x, int64_t in_plane,
+                                                     int64_t k_volume, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+                                                     int nr, float* dst) {
+  const int vectors = nr / 16;
+  const int64_t sw = s.strides[2];
+  const int64_t n_panels = (nc + nr - 1) / nr;
+  // The taps of the depth block: rows k0.. hold taps t0, t0+1, ... (mod the
+  // kernel volume); a block shorter than the volume uses only its own.
+  const int64_t taps = std::min(k_volume, kc);
+  // Per panel: the runs of every tap and vector, tap-major (grows per
+  // thread, never shrinks).
+  thread_local std::vector<VectorRun> runs;
+  Segment seg[kMaxLanes];
+  for (int64_t q = 0; q < n_panels; ++q) {
+    // The panel's output positions, cut into output rows; lanes past nc
+    // belong to no segment and stay zero.
+    const int lanes_here = static_cast<int>(std::min<int64_t>(nr, nc - q * nr));
+    int n_seg = 0;
+    {
+      const int64_t j = j0 + q * nr;
+      int64_t ow = j % s.out[2], oh = (j / s.out[2]) % s.out[1], od = j / (s.out[2] * s.out[1]);
+      for (int a = 0; a < lanes_here;) {
+        const int b = static_cast<int>(std::min<int64_t>(lanes_here, a + s.out[2] - ow));
+        seg[n_seg++] = {a, b, od, oh, ow};
+        a = b;
+        ow = 0;
+        if (++oh == s.out[1]) {
+          oh = 0;
+          ++od;
+        }
+      }
+    }
+    // Every (tap, vector) gets the same number of runs, the most any has
+    // (empty ones padding: a load with an empty mask reads nothing), so that
+    // the copy loop below runs a fixed count and its branches predict.
+    // At most one run per segment and vector it touches.
+    const int64_t most = std::min<int64_t>(n_seg, 16);
+    runs.resize(static_cast<size_t>(taps * vectors * most));
+    int64_t width = 0;  // runs used per (tap, vector) so far
+    for (int64_t i = 0; i < taps; ++i) {
+      const int64_t t = (k0 + i) % k_volume;
+      const TapOffset off = tap_offset(s, t);
+      const detail::IndexRange rw = detail::valid_range(off.w, sw, s.in[2], s.out[2]);
+      for (int v = 0; v < vectors; ++v) {
+        VectorRun* list = runs.data() + (i * vectors + v) * most;
+        int64_t n_runs = 0;
+        for (int n = 0; n < n_seg; ++n) {
+          const Segment& g = seg[n];
+          const int64_t id = g.od * s.strides[0] + off.d, ih = g.oh * s.strides[1] + off.h;
+          if (id < 0 || id >= s.in[0] || ih < 0 || ih >= s.in[1]) continue;
+          // Lanes whose tap lands inside the input row, cut to this vector;
+          // lane l (from the panel's first) reads base + l * sw.
+          const int64_t a = std::max<int64_t>(g.a + std::max<int64_t>(rw.lo - g.ow, 0), 16 * v);
+          const int64_t b = std::min<int64_t>(g.a + std::min<int64_t>(rw.hi - g.ow, g.b - g.a), 16 * v + 16);
+          if (a >= b) continue;
+          const int64_t base = (id * s.in[1] + ih) * s.in[2] + (g.ow - g.a) * sw + off.w;
+          VectorRun& r = list[n_runs++];
+          const unsigned lo = static_cast<unsigned>(a - 16 * v), hi = static_cast<unsigned>(b - 16 * v);
+          r.lanes = static_cast<__mmask16>(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+          r.offset = base + 16 * v * sw;
+          if (sw == 2) spread_even(r.lanes, r.load_a, r.load_b);
+        }
+        for (int64_t n = n_runs; n < most; ++n) list[n] = VectorRun{0, 0, 0, 0};
+        width = std::max(width, n_runs);
+      }
+    }
+    float* panel = dst + q * kc * nr;
+    const CopyRows copy = sw == 1 ? (width == 1 ? copy_rows<1, 1> : width == 2 ? copy_rows<1, 2> : copy_rows<1, 0>)
+                                  : (width == 1 ? copy_rows<2, 1> : width == 2 ? copy_rows<2, 2> : copy_rows<2, 0>);
+    copy(runs.data(), most, width, vectors, taps, k_volume, k0, kc, x, in_plane, panel);
+  }
+}
+
+#endif
+
+}  // namespace
+
+Im2colSource::Im2colSource(const detail::Spatial3& s, const float* x, Packer packer) : s_(s), x_(x), packer_(packer) {
+  in_plane_ = s.in[0] * s.in[1] * s.in[2];
+  k_volume_ = s.kernel[0] * s.kernel[1] * s.kernel[2];
+  if (!kAvx512Bmi2 || (s.strides[2] != 1 && s.strides[2] != 2)) packer_ = Packer::kGeneric;
+}
+
+void Im2colSource::pack(int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, float* dst) const {
+#if defined(__x86_64__) && defined(__GNUC__)
+  // kBest: the vector packer works out each tap's runs once per panel and
+  // depth block; with fewer than four channels to reuse them (a stem conv
+  // over RGB: 3 channels, 49 taps), the row-wise packer is faster.
+  const bool vector = packer_ == Packer::kVector || (packer_ == Packer::kBest && kc >= 4 * k_volume_);
+  if (vector && nr % 16 == 0 && nr <= kMaxLanes)
+    return pack_avx512(s_, x_, in_plane_, k_volume_, k0, kc, j0, nc, nr, dst);
+#endif
+  pack_generic(k0, kc, j0, nc, nr, dst);
+}
+
+void Im2colSource::pack_generic(int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, float* dst) const {
+  const int64_t n_panels = (nc + nr - 1) / nr;
+  const int64_t sw = s_.strides[2];
+  for (int64_t kk = 0; kk < kc; ++kk) {
+    const int64_t k = k0 + kk;
+    const float* xc = x_ + k / k_volume_ * in_plane_;
+    const TapOffset off = tap_offset(s_, k % k_volume_);
+    // Output columns whose tap lands inside the input row.
+    const detail::IndexRange rw = detail::valid_range(off.w, sw, s_.in[2], s_.out[2]);
+    PanelCursor out{dst + kk * nr, kc * nr, nr, 0};
+    int64_t j = j0;
+    int64_t ow = j % s_.out[2], oh = (j / s_.out[2]) % s_.out[1], od = j / (s_.out[2] * s_.out[1]);
+    while (j < j0 + nc) {
+      const int64_t run = std::min(s_.out[2] - ow, j0 + nc - j);
+      const int64_t id = od * s_.strides[0] + off.d, ih = oh * s_.strides[1] + off.h;
+      if (id < 0 || id >= s_.in[0] || ih < 0 || ih >= s_.in[1]) {
+        out.zeros(run);
+      } else {
+        const float* xrow = xc + (id * s_.in[1] + ih) * s_.in[2];
+        const int64_t lo = std::clamp(rw.lo - ow, int64_t{0}, run), hi = std::clamp(rw.hi - ow, lo, run);
+        out.zeros(lo);
+        out.copy(xrow + (ow + lo) * sw + off.w, sw, hi - lo);
+        out.zeros(run - hi);
+      }
+      j += run;
+      ow = 0;
+      if (++oh == s_.out[1]) {
+        oh = 0;
+        ++od;
+      }
+    }
+    // Zero the columns of the last panel past nc.
+    const int64_t tail = n_panels * nr - nc;
+    float* last = dst + (n_panels - 1) * kc * nr + kk * nr;
+    std::fill(last + (nr - tail), last + nr, 0.0f);
+  }
+}
+
+}  // namespace quant::kernels
