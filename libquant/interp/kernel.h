@@ -25,6 +25,18 @@ class Kernel {
   // resolves them at prepare time and passes them, in this order, after the
   // node's inputs in `inputs`.
   virtual std::vector<std::string> implicit_inputs() const { return {}; }
+  // Whether output 0 may take input i's memory (PlanOptions::in_place): the
+  // Session then passes the input's tensor itself as the output,
+  // inputs[i] == &outputs[0], when nothing reads the input later and it has
+  // the output's dtype and element count. A kernel that says yes keeps that
+  // memory (reuse_or_create keeps a tensor of the right dtype and size) and
+  // on every path writes y[j] only from elements j of that input (an
+  // element-wise op, read before written); it must not move outputs[0] away
+  // while it still reads the input.
+  virtual bool may_overwrite_input(size_t i) const {
+    (void)i;
+    return false;
+  }
 };
 
 // How integer kernels turn an int32 accumulator into the output's integer

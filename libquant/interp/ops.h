@@ -14,21 +14,25 @@ namespace quant::interp {
 
 // A kernel whose run() is a callable built by the factory (attributes already
 // parsed and captured).
+// `in_place_inputs`: bit i set when output 0 may take input i's memory
+// (Kernel::may_overwrite_input).
 template <class F>
 class FnKernel final : public Kernel {
  public:
-  explicit FnKernel(F fn) : fn_(std::move(fn)) {}
+  explicit FnKernel(F fn, uint32_t in_place_inputs = 0) : fn_(std::move(fn)), in_place_inputs_(in_place_inputs) {}
   Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const override {
     return fn_(inputs, outputs);
   }
+  bool may_overwrite_input(size_t i) const override { return i < 32 && (in_place_inputs_ >> i & 1u) != 0; }
 
  private:
   F fn_;
+  uint32_t in_place_inputs_;
 };
 
 template <class F>
-Expected<std::unique_ptr<Kernel>> make_kernel(F fn) {
-  return std::unique_ptr<Kernel>(new FnKernel<F>(std::move(fn)));
+Expected<std::unique_ptr<Kernel>> make_kernel(F fn, uint32_t in_place_inputs = 0) {
+  return std::unique_ptr<Kernel>(new FnKernel<F>(std::move(fn), in_place_inputs));
 }
 
 using KernelResult = Expected<std::unique_ptr<Kernel>>;

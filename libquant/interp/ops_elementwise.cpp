@@ -44,6 +44,11 @@ KernelResult make_binary(const KernelContext& ctx, BinaryOp op, TypeSet allowed,
   const ir::Node& node = ctx.node;
   const LegacyBroadcast legacy = parse_legacy_broadcast(ctx);
   const int threads = ctx.options.threads;
+  // In place on either input (the Session may pass in[k] == &out[0] when that
+  // input has the output's element count, hence its shape up to leading 1s):
+  // add_f32 allows y == a or y == b, broadcast_binary allows y to alias an
+  // input of y's shape, b_shape is a copy taken before out[0] is resized, and
+  // the half path widens both inputs before assigning y.
   return make_kernel([&node, op, allowed, legacy, act, threads](std::span<const Tensor* const> in,
                                                                 std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
@@ -63,7 +68,7 @@ KernelResult make_binary(const KernelContext& ctx, BinaryOp op, TypeSet allowed,
       kernels::clamp_f32(out[0].data<float>(), out[0].data<float>(), out[0].size(), act.lo, act.hi, threads);
     }
     return Status::ok();
-  });
+  }, /*in_place_inputs=*/0b11u);
 }
 
 // Min, Max, Sum, Mean: one or more inputs, all broadcast together. Computed

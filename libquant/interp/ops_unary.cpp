@@ -40,10 +40,14 @@ Status run_unary(const ir::Node& node, UnaryOp op, const UnaryParams& params, Ty
 KernelResult make_unary(const KernelContext& ctx, UnaryOp op, TypeSet allowed, UnaryParams params = {}) {
   const ir::Node& node = ctx.node;
   const int threads = ctx.options.threads;
-  return make_kernel([&node, op, allowed, params, threads](std::span<const Tensor* const> in, std::vector<Tensor>& out) {
-    QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
-    return run_unary(node, op, params, allowed, *in[0], out[0], threads);
-  });
+  // In place (the Session may pass in[0] == &out[0]): clamp_f32 allows x == y,
+  // kernels::unary maps y[i] = f(x[i]), and the half path widens x before y is assigned.
+  return make_kernel(
+      [&node, op, allowed, params, threads](std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+        QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
+        return run_unary(node, op, params, allowed, *in[0], out[0], threads);
+      },
+      /*in_place_inputs=*/1u);
 }
 
 KernelResult make_float_unary(const KernelContext& ctx, UnaryOp op) { return make_unary(ctx, op, kFloatTypes); }
@@ -128,6 +132,9 @@ KernelResult make_clip(const KernelContext& ctx) {
   if (!bounds_are_inputs && node.find_attribute("max")) attr_hi = node.attr_float("max", 0);
   const TypeSet allowed = ctx.opset >= 12 ? kNumericTypes : kFloatTypes;
   const int threads = ctx.options.threads;
+  // In place on input 0 (the Session may pass in[0] == &out[0]): y is out[0]
+  // itself, clamp_f32 and kernels::clip read x[i] before writing y[i], and the
+  // half path widens x before out[0] is assigned.
   return make_kernel([&node, bounds_are_inputs, attr_lo, attr_hi, allowed, threads](std::span<const Tensor* const> in,
                                                                                     std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
@@ -149,7 +156,8 @@ KernelResult make_clip(const KernelContext& ctx) {
     const bool half = is_half_type(x0.dtype());
     const Tensor wide_x = half ? widen_to_float32(x0) : Tensor();
     const Tensor& x = half ? wide_x : x0;
-    Tensor y = half ? Tensor() : std::move(out[0]);
+    Tensor wide_y;
+    Tensor& y = half ? wide_y : out[0];
     QT_RETURN_IF_ERROR(reuse_or_create(y, x.dtype(), x.shape()));
     QT_RETURN_IF_ERROR(dispatch_numeric(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -167,9 +175,9 @@ KernelResult make_clip(const KernelContext& ctx) {
         kernels::clip<T>(x.data<T>(), y.data<T>(), x.size(), lo, hi);
       return Status::ok();
     }));
-    out[0] = half ? narrow_from_float32(y, x0.dtype()) : std::move(y);
+    if (half) out[0] = narrow_from_float32(y, x0.dtype());
     return Status::ok();
-  });
+  }, /*in_place_inputs=*/1u);
 }
 
 // IsNaN (opset 9/13) and IsInf (opset 10/20): float input, bool output.

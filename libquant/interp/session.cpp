@@ -282,7 +282,8 @@ Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph, const
     }
     s->memory_plan_ = s->make_plan(size_class_of_slot);
   } else {
-    s->memory_plan_ = std::make_shared<MemoryPlan>(MemoryPlan{std::vector<int>(n_slots, -1), {}, 0});
+    s->memory_plan_ =
+        std::make_shared<MemoryPlan>(MemoryPlan{std::vector<int>(n_slots, -1), std::vector<int>(s->steps_.size(), -1), {}, 0});
     s->replanned_ = true;
   }
   return s;
@@ -290,19 +291,52 @@ Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph, const
 
 std::shared_ptr<const Session::MemoryPlan> Session::make_plan(const std::vector<int64_t>& size_class_of_slot) const {
   auto mp = std::make_shared<MemoryPlan>();
-  mp->buffer_of_slot.assign(lifetimes_.size(), -1);
+  const size_t n_slots = lifetimes_.size();
+  mp->buffer_of_slot.assign(n_slots, -1);
+  mp->in_place_input.assign(steps_.size(), -1);
+  const auto planned = [&](int v) { return v >= 0 && lifetimes_[static_cast<size_t>(v)].first >= 0; };
+  // In place (PlanOptions::in_place): the output joins its input's group, and
+  // a group of values written over one another is one use of one buffer,
+  // from its first value's producer to its last value's last reader.
+  std::vector<int> group(n_slots);
+  std::vector<const ir::Value*> takes_over(n_slots, nullptr);
+  for (size_t v = 0; v < n_slots; ++v) group[v] = static_cast<int>(v);
+  for (size_t i = 0; plan_.in_place && i < steps_.size(); ++i) {
+    const Step& step = steps_[i];
+    if (step.outputs.size() != 1 || !planned(step.outputs[0])) continue;
+    const size_t y = static_cast<size_t>(step.outputs[0]);
+    for (size_t k = 0; k < step.inputs.size(); ++k) {
+      const int x = step.inputs[k];
+      if (!planned(x) || !step.kernel->may_overwrite_input(k)) continue;
+      const size_t xs = static_cast<size_t>(x);
+      // Read last here, and only once (Add(x, x) would read it through the output).
+      if (lifetimes_[xs].second != static_cast<int>(i) || std::count(step.inputs.begin(), step.inputs.end(), x) != 1) continue;
+      if (size_class_of_slot[xs] < 0 || size_class_of_slot[xs] != size_class_of_slot[y]) continue;
+      mp->in_place_input[i] = static_cast<int>(k);
+      group[y] = group[xs];
+      takes_over[y] = slot_values_[xs];
+      break;
+    }
+  }
   std::vector<BufferUse> uses;
-  std::vector<size_t> use_slot;
-  for (size_t v = 0; v < lifetimes_.size(); ++v) {
+  std::vector<int> use_of_group(n_slots, -1);
+  for (size_t v = 0; v < n_slots; ++v) {
     if (lifetimes_[v].first < 0) continue;
-    uses.push_back(BufferUse{lifetimes_[v].first, lifetimes_[v].second, size_class_of_slot[v]});
-    use_slot.push_back(v);
+    int& u = use_of_group[static_cast<size_t>(group[v])];
+    if (u < 0) {
+      u = static_cast<int>(uses.size());
+      uses.push_back(BufferUse{lifetimes_[v].first, lifetimes_[v].second, size_class_of_slot[v]});
+    }
+    BufferUse& use = uses[static_cast<size_t>(u)];
+    use.first = std::min<int64_t>(use.first, lifetimes_[v].first);
+    use.last = std::max<int64_t>(use.last, lifetimes_[v].second);
   }
   const BufferPlan bp = plan_buffers(uses);
-  for (size_t u = 0; u < uses.size(); ++u) {
-    const size_t v = use_slot[u];
-    mp->buffer_of_slot[v] = bp.buffer_of[u];
-    mp->planned.push_back({slot_values_[v], lifetimes_[v].first, lifetimes_[v].second, bp.buffer_of[u]});
+  for (size_t v = 0; v < n_slots; ++v) {
+    if (lifetimes_[v].first < 0) continue;
+    const int b = bp.buffer_of[static_cast<size_t>(use_of_group[static_cast<size_t>(group[v])])];
+    mp->buffer_of_slot[v] = b;
+    mp->planned.push_back({slot_values_[v], lifetimes_[v].first, lifetimes_[v].second, b, takes_over[v]});
   }
   mp->buffer_count = bp.buffer_count;
   return mp;
@@ -416,9 +450,11 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
     ptr[static_cast<size_t>(input_slots_[i])] = inputs[i];
     if (observer) observer(v, *inputs[i]);
   }
+  const std::vector<int>& in_place_input = lease.buffers.plan->in_place_input;
   std::vector<const Tensor*> in_ptrs;
   std::vector<Tensor> outs;
-  for (const Step& step : steps_) {
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& step = steps_[i];
     in_ptrs.clear();
     for (int in : step.inputs) in_ptrs.push_back(in >= 0 ? ptr[static_cast<size_t>(in)] : nullptr);
     outs.resize(step.outputs.size());
@@ -426,6 +462,14 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
       const int o = step.outputs[k];
       const int b = o >= 0 ? buffer_of_slot[static_cast<size_t>(o)] : -1;
       outs[k] = b >= 0 ? std::move(lease.buffers.tensors[static_cast<size_t>(b)]) : Tensor();
+    }
+    if (const int k = in_place_input[i]; k >= 0) {
+      // The output takes the input's tensor, which the kernel reads as its
+      // output (Kernel::may_overwrite_input); the input is released after this step.
+      const size_t x = static_cast<size_t>(step.inputs[static_cast<size_t>(k)]);
+      sizes[x] = {owned[x].dtype(), owned[x].size()};
+      outs[0] = std::move(owned[x]);
+      in_ptrs[static_cast<size_t>(k)] = &outs[0];
     }
     Status st = step.kernel->run(in_ptrs, outs);
     if (!st.is_ok()) return st.with_context(step.node->describe());
@@ -438,6 +482,11 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
     }
     for (int r : step.release_after) {
       const int b = buffer_of_slot[static_cast<size_t>(r)];
+      // A value written over in place holds nothing now (its tensor is the output's).
+      if (in_place_input[i] >= 0 && r == step.inputs[static_cast<size_t>(in_place_input[i])]) {
+        ptr[static_cast<size_t>(r)] = nullptr;
+        continue;
+      }
       sizes[static_cast<size_t>(r)] = {owned[static_cast<size_t>(r)].dtype(), owned[static_cast<size_t>(r)].size()};
       if (b >= 0) lease.buffers.tensors[static_cast<size_t>(b)] = std::move(owned[static_cast<size_t>(r)]);
       owned[static_cast<size_t>(r)] = Tensor();

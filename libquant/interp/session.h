@@ -43,6 +43,14 @@ struct PlanOptions {
   // value is then never computed, so the observer never sees it: callers that
   // observe every value (qprofile, qrun --per-layer) leave this off.
   bool fuse = false;
+  // In place (with reuse_buffers): a step whose kernel may overwrite an input
+  // (Kernel::may_overwrite_input: Relu, Clip and the other element-wise unary
+  // ops, Add/Sub/Mul/Div) writes its output into that input's buffer when
+  // the input is a planned value that no later step reads and has the
+  // output's dtype and element count. The observer has seen the input
+  // already (it is called right after each step), and the output's memory is
+  // then the one still in the cache, without a second buffer.
+  bool in_place = true;
 };
 
 class Session {
@@ -79,9 +87,13 @@ class Session {
   // at prepare time (no shape in the model) get a buffer each until the
   // first run has completed; the plan is then made again, once, with the
   // sizes that run produced.
+  // A value written in place over another (PlanOptions::in_place) shares its
+  // buffer and `takes_over` names it: its lifetime starts at the step where
+  // the other's ends.
   struct PlannedValue {
     const ir::Value* value;
     int first, last, buffer;
+    const ir::Value* takes_over = nullptr;
   };
   std::vector<PlannedValue> memory_plan() const;
   int buffer_count() const;
@@ -94,6 +106,7 @@ class Session {
 
   struct MemoryPlan {
     std::vector<int> buffer_of_slot;  // -1: not planned (constants, graph inputs and outputs)
+    std::vector<int> in_place_input;  // per step: the input whose tensor output 0 takes over, or -1
     std::vector<PlannedValue> planned;
     int buffer_count = 0;
   };

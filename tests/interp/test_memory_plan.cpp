@@ -168,8 +168,11 @@ TEST_CASE("the Session's plan keeps simultaneously live values apart on a residu
   for (bool typed : {true, false}) {
   ResidualModel m(typed);
   for (bool fuse : {false, true}) {
+  for (bool in_place : {false, true}) {
+    INFO("typed " << typed << ", fuse " << fuse << ", in place " << in_place);
     PlanOptions plan;
     plan.fuse = fuse;
+    plan.in_place = in_place;
     auto s = Session::create(m.g, {}, plan);
     INFO(s.status().message());
     REQUIRE(s.has_value());
@@ -182,12 +185,21 @@ TEST_CASE("the Session's plan keeps simultaneously live values apart on a residu
       for (size_t j = i + 1; j < planned.size(); ++j) {
         if (planned[i].buffer != planned[j].buffer) continue;
         INFO(planned[i].value->name() << " and " << planned[j].value->name());
-        CHECK((planned[i].last < planned[j].first || planned[j].last < planned[i].first));
+        // Written in place: one value's life starts at the step where the other's ends.
+        const bool in_place_pair = (planned[j].takes_over == planned[i].value && planned[i].last == planned[j].first) ||
+                                   (planned[i].takes_over == planned[j].value && planned[j].last == planned[i].first);
+        CHECK((planned[i].last < planned[j].first || planned[j].last < planned[i].first || in_place_pair));
       }
+    // In place: Relu r1 over Conv c1, Relu r3 over Add a3, ... (fusion leaves
+    // no element-wise step to this graph); never with the option off.
+    size_t taken_over = 0;
+    for (const auto& p : planned) taken_over += p.takes_over != nullptr;
+    CHECK((taken_over > 0) == (in_place && !fuse));
     // Graph outputs are never planned (they move into the result).
     for (const auto& p : planned) CHECK_FALSE(m.g.is_graph_output(p.value));
     // Buffers are shared: fewer buffers than planned values.
     CHECK((*s)->buffer_count() < static_cast<int>(planned.size()));
+  }
   }
   }
 }
@@ -228,9 +240,10 @@ TEST_CASE("fusion and buffer reuse change no output bit", "[interp][memory_plan]
   for (bool reuse : {false, true}) {
     for (bool fuse : {false, true}) {
       for (int threads : {1, 2}) {
+       for (bool in_place : {false, true}) {
         quant::interp::SessionOptions options;
         options.threads = threads;
-        auto s = Session::create(m.g, options, PlanOptions{reuse, fuse});
+        auto s = Session::create(m.g, options, PlanOptions{reuse, fuse, in_place});
         REQUIRE(s.has_value());
         // Conv->Relu, Conv->Clip, Conv->Add->Relu, depthwise Conv->Add, c6->Add, c8->Add fused;
         // Conv c5 (a graph output) and c7 (its Add's other operand comes later) are not.
@@ -243,9 +256,39 @@ TEST_CASE("fusion and buffer reuse change no output bit", "[interp][memory_plan]
           REQUIRE(got.size() == want.size());
           for (size_t k = 0; k < got.size(); ++k) CHECK(same_bits(got[k], want[k]));
         }
+       }
       }
     }
   }
+  }
+}
+
+TEST_CASE("the observer sees every value before a later step overwrites it in place", "[interp][memory_plan]") {
+  for (bool typed : {true, false}) {
+    ResidualModel m(typed);
+    // Every value each run shows the observer, copied as it is shown.
+    const auto observe = [](const Session& s, const Tensor& x) {
+      std::vector<std::pair<std::string, Tensor>> seen;
+      REQUIRE(s.run({x}, [&](const Value& v, const Tensor& t) { seen.emplace_back(v.name(), t); }).has_value());
+      return seen;
+    };
+    auto plain = Session::create(m.g, {}, PlanOptions{true, false, false});
+    auto in_place = Session::create(m.g, {}, PlanOptions{true, false, true});
+    REQUIRE((plain.has_value() && in_place.has_value()));
+    for (uint32_t seed = 1; seed <= 3; ++seed) {  // untyped: the second run is the first one planned in place
+      const Tensor x = random_tensor({1, 4, 6, 6}, seed);
+      const auto want = observe(**plain, x);
+      const auto got = observe(**in_place, x);
+      REQUIRE(got.size() == want.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        INFO(got[k].first);
+        CHECK(got[k].first == want[k].first);
+        CHECK(same_bits(got[k].second, want[k].second));
+      }
+    }
+    bool any = false;
+    for (const auto& p : (*in_place)->memory_plan()) any = any || p.takes_over;
+    CHECK(any);
   }
 }
 
