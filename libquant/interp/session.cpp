@@ -9,6 +9,7 @@
 
 #include "libquant/interp/buffer_plan.h"
 #include "libquant/interp/fusion.h"
+#include "libquant/kernels/shape_util.h"
 
 namespace quant::interp {
 
@@ -463,13 +464,29 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
       const int b = o >= 0 ? buffer_of_slot[static_cast<size_t>(o)] : -1;
       outs[k] = b >= 0 ? std::move(lease.buffers.tensors[static_cast<size_t>(b)]) : Tensor();
     }
-    if (const int k = in_place_input[i]; k >= 0) {
+    // In place when planned and, in this run, every other input broadcasts
+    // into the written one's shape, so the output (the inputs' broadcast,
+    // Kernel::may_overwrite_input) has that same shape. Equal sizes in the
+    // plan do not settle it for dynamic shapes: Add(x[1,C], b) with b [1,C]
+    // on the first run and [4,C] later would make the kernel replace the
+    // tensor it still reads.
+    const int over = in_place_input[i];  // the input written over, or -1
+    bool in_place = over >= 0;
+    if (in_place) {
+      const Tensor& xt = owned[static_cast<size_t>(step.inputs[static_cast<size_t>(over)])];
+      for (size_t j = 0; in_place && j < in_ptrs.size(); ++j) {
+        if (j == static_cast<size_t>(over) || !in_ptrs[j]) continue;
+        const auto b = kernels::broadcast_shapes(xt.shape(), in_ptrs[j]->shape());
+        in_place = b && *b == xt.shape();
+      }
+    }
+    if (in_place) {
       // The output takes the input's tensor, which the kernel reads as its
       // output (Kernel::may_overwrite_input); the input is released after this step.
-      const size_t x = static_cast<size_t>(step.inputs[static_cast<size_t>(k)]);
+      const size_t x = static_cast<size_t>(step.inputs[static_cast<size_t>(over)]);
       sizes[x] = {owned[x].dtype(), owned[x].size()};
       outs[0] = std::move(owned[x]);
-      in_ptrs[static_cast<size_t>(k)] = &outs[0];
+      in_ptrs[static_cast<size_t>(over)] = &outs[0];
     }
     Status st = step.kernel->run(in_ptrs, outs);
     if (!st.is_ok()) return st.with_context(step.node->describe());
@@ -483,7 +500,7 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
     for (int r : step.release_after) {
       const int b = buffer_of_slot[static_cast<size_t>(r)];
       // A value written over in place holds nothing now (its tensor is the output's).
-      if (in_place_input[i] >= 0 && r == step.inputs[static_cast<size_t>(in_place_input[i])]) {
+      if (in_place && r == step.inputs[static_cast<size_t>(over)]) {
         ptr[static_cast<size_t>(r)] = nullptr;
         continue;
       }

@@ -4,11 +4,13 @@
 // types, integers), and keeps that input's memory.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <random>
 
 #include "libquant/interp/kernel.h"
+#include "libquant/interp/session.h"
 #include "libquant/kernels/cast.h"
 
 using quant::DType;
@@ -125,4 +127,42 @@ TEST_CASE("in place: kernels that are not element-wise never overwrite an input"
     CHECK_FALSE(node.kernel->may_overwrite_input(0));
     CHECK_FALSE(node.kernel->may_overwrite_input(1));
   }
+}
+
+TEST_CASE("an Add planned in place runs out of place when a later run broadcasts wider", "[interp][memory_plan]") {
+  // y = Relu(Add(Relu(a), b)), untyped: the first run (a, b both [1,4]) plans
+  // the Add in place over Relu(a); a later run with b [3,4] broadcasts Relu(a)
+  // to [3,4], so the Add must not write into Relu(a)'s [1,4] tensor.
+  quant::ir::Graph g;
+  g.opset_imports[""] = 13;
+  quant::ir::Value* a = g.add_value("a");
+  quant::ir::Value* b = g.add_value("b");
+  quant::ir::Value* r = g.add_value("r");
+  quant::ir::Value* s = g.add_value("s");
+  quant::ir::Value* y = g.add_value("y");
+  g.inputs = {a, b};
+  g.add_node("Relu", {a}, {r}, "relu_a");
+  g.add_node("Add", {r, b}, {s}, "add");
+  g.add_node("Relu", {s}, {y}, "relu_s");
+  g.outputs = {y};
+  auto session = quant::interp::Session::create(g);
+  REQUIRE(session.has_value());
+  const Tensor x = Tensor::from_vector<float>({1, 4}, {-1.0f, 2.0f, -3.0f, 4.0f});
+  for (int64_t rows : {1, 3, 1, 3}) {
+    std::vector<float> bv(static_cast<size_t>(rows * 4));
+    for (size_t i = 0; i < bv.size(); ++i) bv[i] = static_cast<float>(i) - 5.0f;
+    const Tensor bt = Tensor::from_vector<float>({rows, 4}, bv);
+    auto out = (*session)->run(std::vector<Tensor>{x, bt});
+    REQUIRE(out.has_value());
+    REQUIRE((*out)[0].shape() == Dims{rows, 4});
+    for (int64_t i = 0; i < rows * 4; ++i) {
+      const float want = std::max(0.0f, std::max(0.0f, x.data<float>()[i % 4]) + bv[static_cast<size_t>(i)]);
+      INFO("rows " << rows << " element " << i);
+      CHECK((*out)[0].data<float>()[i] == want);
+    }
+  }
+  // The plan did put the Add over Relu(a).
+  bool planned = false;
+  for (const auto& p : (*session)->memory_plan()) planned = planned || (p.value == s && p.takes_over == r);
+  CHECK(planned);
 }
