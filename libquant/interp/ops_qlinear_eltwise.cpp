@@ -74,11 +74,8 @@ void run_binary(BinaryOp op, const kernels::QLinearBinaryParams& p, const Tensor
     // Equal shapes (a residual Add): pieces on the threads. The SIMD path
     // gives the scalar definition's bits for every element (tests), so
     // where the pieces start changes nothing.
-    constexpr int64_t kPiece = 16384;
-    const int64_t pieces = (total + kPiece - 1) / kPiece;
-    kernels::parallel_for(threads, pieces, [&](int64_t i) {
-      call(ad + i * kPiece, bd + i * kPiece, false, cd + i * kPiece, std::min(kPiece, total - i * kPiece), p);
-    });
+    kernels::in_pieces(total, threads,
+                       [&](int64_t first, int64_t count) { call(ad + first, bd + first, false, cd + first, count, p); });
     return;
   }
   if (b.size() == 1) return call(ad, bd, true, cd, total, p);

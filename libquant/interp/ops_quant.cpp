@@ -58,11 +58,8 @@ void quantize_as(const Tensor& x, const Tensor& scale, const Tensor* zp, const Q
   if (block == 0 && l.scale_count == 1) {
     // Per tensor (a model's input): pieces on the threads. Every element is
     // quantized on its own, the vector path with the scalar path's bits.
-    constexpr int64_t kPiece = 16384;
-    const int64_t n = x.size(), pieces = (n + kPiece - 1) / kPiece;
-    kernels::parallel_for(threads, pieces, [&](int64_t i) {
-      const int64_t len = std::min(kPiece, n - i * kPiece);
-      kernels::quantize_linear<Q>(xd + i * kPiece, yd + i * kPiece, 1, len, 1, scale.data<float>(), zd, 0, 1);
+    kernels::in_pieces(x.size(), threads, [&](int64_t first, int64_t count) {
+      kernels::quantize_linear<Q>(xd + first, yd + first, 1, count, 1, scale.data<float>(), zd, 0, 1);
     });
     return;
   }

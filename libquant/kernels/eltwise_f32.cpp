@@ -11,10 +11,6 @@
 namespace quant::kernels {
 namespace {
 
-// Elements per task: large enough that handing out a task costs little,
-// small enough that two threads share a 56x56x64 activation evenly.
-constexpr int64_t kChunk = 16384;
-
 // The reference clamp order (see clip in unary.cpp). _mm_max_ps(lo, v) is
 // lo > v ? lo : v and _mm_min_ps(hi, v) is hi < v ? hi : v: the same
 // selections, and NaN v comes out as v in both.
@@ -50,23 +46,14 @@ void add_range(const float* a, const float* b, float* y, int64_t n, bool clamp, 
   for (; i < n; ++i) y[i] = clamp ? clamp_one(a[i] + b[i], lo, hi) : a[i] + b[i];
 }
 
-template <class F>
-void in_chunks(int64_t n, int threads, F f) {
-  const int64_t tasks = (n + kChunk - 1) / kChunk;
-  parallel_for(threads, tasks, [&](int64_t t) {
-    const int64_t i0 = t * kChunk;
-    f(i0, std::min(kChunk, n - i0));
-  });
-}
-
 }  // namespace
 
 void clamp_f32(const float* x, float* y, int64_t n, float lo, float hi, int threads) {
-  in_chunks(n, threads, [&](int64_t i0, int64_t len) { clamp_range(x + i0, y + i0, len, lo, hi); });
+  in_pieces(n, threads, [&](int64_t i0, int64_t len) { clamp_range(x + i0, y + i0, len, lo, hi); });
 }
 
 void add_f32(const float* a, const float* b, float* y, int64_t n, bool clamp, float lo, float hi, int threads) {
-  in_chunks(n, threads, [&](int64_t i0, int64_t len) { add_range(a + i0, b + i0, y + i0, len, clamp, lo, hi); });
+  in_pieces(n, threads, [&](int64_t i0, int64_t len) { add_range(a + i0, b + i0, y + i0, len, clamp, lo, hi); });
 }
 
 }  // namespace quant::kernels

@@ -7,6 +7,7 @@
 // sample threads) and nested calls may use the pool at once without deadlock.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 
@@ -23,5 +24,21 @@ namespace quant::kernels {
 // or tasks <= 1 everything runs on the calling thread, in order. fn must not
 // throw.
 void parallel_for(int threads, int64_t tasks, const std::function<void(int64_t)>& fn);
+
+// Elements per piece of in_pieces: large enough that handing out a piece
+// costs little, small enough that two threads share a 56x56x64 activation evenly.
+inline constexpr int64_t kElementPiece = 16384;
+
+// For element-wise work on n elements: f(first, count) for consecutive pieces
+// of kElementPiece elements (the last one shorter), on up to `threads`
+// threads. Only for kernels whose result per element does not depend on
+// where a piece starts.
+template <class F>
+void in_pieces(int64_t n, int threads, F f) {
+  parallel_for(threads, (n + kElementPiece - 1) / kElementPiece, [&](int64_t t) {
+    const int64_t first = t * kElementPiece;
+    f(first, std::min(kElementPiece, n - first));
+  });
+}
 
 }  // namespace quant::kernels
