@@ -1,10 +1,11 @@
 // Depthwise 3x3 plane kernels (conv_depthwise_3x3.h): AVX-512 (16 outputs per
-// vector, masked loads for the last block) and AVX2 + FMA (8 outputs, the rest
-// of a row through the border path). Both are compiled with target
+// vector, from bands of zero-padded scratch rows) and AVX2 + FMA (8 outputs,
+// the rest of a row through the border path). Both are compiled with target
 // attributes and picked at run time, as the GEMM micro-kernels are.
 #include "libquant/kernels/conv_depthwise_3x3.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -20,7 +21,7 @@ struct Rows {
 
 // Filled in place: a Rows returned by value and copied into an array was
 // written as 8-byte and read back as 16-byte words, a store-forwarding stall
-// per row in the AVX-512 tile loop.
+// per row.
 void fill_rows(const Depthwise3x3Plane& p, int64_t oh, Rows& rows) {
   for (int64_t kh = 0; kh < 3; ++kh) {
     const int64_t ih = oh * p.stride_h + kh - p.pad_top;
@@ -87,36 +88,30 @@ __mmask16 lanes(int64_t lo, int64_t hi) {
   return static_cast<__mmask16>(((1u << hi) - 1u) & ~((1u << lo) - 1u));
 }
 
-int64_t ceil_div_signed(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
-
-// Which of the 16 outputs starting at column ow read a tap inside the input
-// row, per kernel column kw, and (stride 2) which of the 34 input elements
-// from the block's first tap the loads may touch. Shared by every row of a
-// tile: they depend on the column only.
-struct ColumnMasks {
-  __mmask16 tap[3];
-  __mmask16 a, b, a2, b2;  // stride 2: elements [0,16), [16,32), [2,18), [18,34)
-  bool full;                // every mask has all 16 bits: no lane needs one
+// The AVX-512 kernel takes a band of output rows at a time. The input rows
+// the band reads are first copied into a scratch band with the padding
+// written out as zeros, and with stride 2 each row is split into its even
+// and its odd columns. Every tap of a 16-wide output vector is then one
+// unmasked, contiguous load, and each input row is loaded once per column
+// vector for all the output rows of the band that read it (up to three),
+// where a per-output-row loop loads it three times. A padding tap adds
+// w * 0 instead of being skipped, as ONNX Runtime's im2col does: the sum
+// differs from the skipping border path (AVX2, reference) only in the sign
+// of an exact zero and where a weight is infinite.
+struct BandLayout {
+  int64_t vectors;  // 16-wide output vectors per row
+  int64_t width;    // floats per column part of a scratch row (a multiple of 16)
+  int64_t row;      // floats per scratch row: width (stride 1), or the even then the odd part (stride 2)
 };
 
-ColumnMasks column_masks(const Depthwise3x3Plane& p, int64_t ow, int64_t n) {
-  ColumnMasks m;
-  const int64_t first = ow * p.stride_w - p.pad_left;  // input column of lane 0, kw 0
-  for (int kw = 0; kw < 3; ++kw) {
-    // Lane l is inside when 0 <= first + kw + l * stride < in_w.
-    const int64_t lo = ceil_div_signed(-(first + kw), p.stride_w);
-    const int64_t hi = ceil_div_signed(p.in_w - (first + kw), p.stride_w);
-    m.tap[kw] = lanes(std::max<int64_t>(lo, 0), std::min(hi, n));
-  }
-  // Elements e (input column first + e) inside the row and read by the n
-  // outputs (e <= 2n).
-  const int64_t e_lo = -first, e_hi = std::min(p.in_w - first, 2 * n + 1);
-  m.a = lanes(e_lo, e_hi);
-  m.b = lanes(e_lo - 16, e_hi - 16);
-  m.a2 = lanes(e_lo - 2, e_hi - 2);
-  m.b2 = lanes(e_lo - 18, e_hi - 18);
-  m.full = (m.tap[0] & m.tap[1] & m.tap[2]) == 0xFFFF && (p.stride_w == 1 || (m.a & m.b & m.a2 & m.b2) == 0xFFFF);
-  return m;
+BandLayout band_layout(const Depthwise3x3Plane& p) {
+  BandLayout b;
+  b.vectors = (p.out_w + 15) / 16;
+  // Output column ow reads scratch columns ow..ow+2 (stride 1), or even
+  // columns ow, ow+1 and odd column ow (stride 2): at most 16 * vectors + 1.
+  b.width = 16 * b.vectors + 16;
+  b.row = p.stride_w == 1 ? b.width : 2 * b.width;
+  return b;
 }
 
 struct Avx512Consts {
@@ -125,130 +120,139 @@ struct Avx512Consts {
   __m512i even, odd;
 };
 
-template <bool FULL>
-__attribute__((target("avx512f"))) inline __m512 load(__mmask16 mask, const float* a) {
-  if constexpr (FULL) return _mm512_loadu_ps(a);
-  return _mm512_maskz_loadu_ps(mask, a);
+// Which lanes of each 16-float load of pack_row land inside the input row,
+// and of each output vector inside the output row: they depend on the
+// column only, so they are worked out once per plane.
+struct PackMasks {
+  std::vector<__mmask16> lo, hi;  // per 16 scratch columns; hi: stride 2's second load
+  std::vector<__mmask16> store;   // per output vector: its columns inside the row
+};
+
+void pack_masks(const Depthwise3x3Plane& p, const BandLayout& b, PackMasks& m) {
+  const size_t n = static_cast<size_t>(b.width / 16);
+  m.lo.resize(n);
+  m.hi.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    // Input column of lane 0: scratch column c (stride 1) or padded column 2c (stride 2).
+    const int64_t first = p.stride_w * static_cast<int64_t>(16 * i) - p.pad_left;
+    m.lo[i] = lanes(-first, p.in_w - first);
+    m.hi[i] = lanes(-first - 16, p.in_w - first - 16);
+  }
+  m.store.resize(static_cast<size_t>(b.vectors));
+  for (int64_t v = 0; v < b.vectors; ++v) m.store[static_cast<size_t>(v)] = lanes(0, p.out_w - 16 * v);
 }
 
-// The three taps of kernel row kh for the 16 outputs starting at column ow;
-// lanes whose tap is outside the row hold zero, and no load touches memory
-// outside the row. FULL: every lane's taps are inside (an interior vector),
-// so the loads need no masks.
-template <int SW, bool FULL>
-__attribute__((target("avx512f"))) inline void load_taps(const Depthwise3x3Plane& p, const Avx512Consts& k,
-                                                         const float* row, int64_t ow, const ColumnMasks& m,
-                                                         __m512 x[3]) {
-  const float* q = row + ow * SW - p.pad_left;
-  if constexpr (SW == 1) {
-    x[0] = load<FULL>(m.tap[0], q);
-    x[1] = load<FULL>(m.tap[1], q + 1);
-    x[2] = load<FULL>(m.tap[2], q + 2);
+// Lanes of `mask` from src, zero elsewhere. A masked load costs several
+// times a plain one on this class of CPU (measured: packing 56-wide rows
+// with masked loads took as long as the FMAs of the plane), so a vector
+// that lies inside the plane [lo, hi) loads plainly and drops the lanes
+// outside its row; only the plane's first and last rows mask their loads.
+__attribute__((target("avx512f"))) inline __m512 load_lanes(__mmask16 mask, const float* src, const float* lo,
+                                                            const float* hi) {
+  if (mask == 0xFFFF) return _mm512_loadu_ps(src);
+  if (mask == 0) return _mm512_setzero_ps();
+  if (src >= lo && src + 16 <= hi) return _mm512_maskz_mov_ps(mask, _mm512_loadu_ps(src));
+  return _mm512_maskz_loadu_ps(mask, src);
+}
+
+// Scratch row `dst` (64-byte aligned) for input row ih: padded column c is
+// input column c - pad_left, zero outside the row (a row outside the input
+// is all zero). Stride 2 stores padded columns 0, 2, 4... then 1, 3, 5...
+__attribute__((target("avx512f"))) void pack_row(const Depthwise3x3Plane& p, const BandLayout& b,
+                                                 const Avx512Consts& k, const __mmask16* lo, const __mmask16* hi,
+                                                 int64_t ih, float* dst) {
+  const int64_t n = b.width / 16;
+  if (ih < 0 || ih >= p.in_h) {
+    for (int64_t c = 0; c < b.row; c += 16) _mm512_store_ps(dst + c, _mm512_setzero_ps());
     return;
   }
-  // Lane l reads q[2l + kw]: even and odd lanes of q[0..31] for kw 0 and 1,
-  // even lanes of q[2..33] for kw 2.
-  const __m512 a = load<FULL>(m.a, q);
-  const __m512 b = load<FULL>(m.b, q + 16);
-  const __m512 a2 = load<FULL>(m.a2, q + 2);
-  const __m512 b2 = load<FULL>(m.b2, q + 18);
-  x[0] = _mm512_permutex2var_ps(a, k.even, b);
-  x[1] = _mm512_permutex2var_ps(a, k.odd, b);
-  x[2] = _mm512_permutex2var_ps(a2, k.even, b2);
-}
-
-// Kernel rows 0..2 of the R rows of vector v into acc[r]: masked FMAs (a tap
-// outside the input is skipped lane by lane), or, FULL, plain ones.
-template <int R, int SW, bool FULL>
-__attribute__((target("avx512f"))) inline void accumulate_vector(const Depthwise3x3Plane& p, const Avx512Consts& k,
-                                                                 const __m512 w[9], const Rows* rows, int64_t ow,
-                                                                 const ColumnMasks& m, __m512* acc) {
-  const __mmask16 t0 = m.tap[0], t1 = m.tap[1], t2 = m.tap[2];
-#pragma GCC unroll 3
-  for (int kh = 0; kh < 3; ++kh) {
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const float* row = rows[r].r[kh];
-      if (!row) continue;
-      __m512 x[3];
-      load_taps<SW, FULL>(p, k, row, ow, m, x);
-      if constexpr (FULL) {
-        acc[r] = _mm512_fmadd_ps(w[kh * 3], x[0], acc[r]);
-        acc[r] = _mm512_fmadd_ps(w[kh * 3 + 1], x[1], acc[r]);
-        acc[r] = _mm512_fmadd_ps(w[kh * 3 + 2], x[2], acc[r]);
-      } else {
-        acc[r] = _mm512_mask3_fmadd_ps(w[kh * 3], x[0], acc[r], t0);
-        acc[r] = _mm512_mask3_fmadd_ps(w[kh * 3 + 1], x[1], acc[r], t1);
-        acc[r] = _mm512_mask3_fmadd_ps(w[kh * 3 + 2], x[2], acc[r], t2);
-      }
-    }
+  // src[c]: padded column c. Pointers are compared, never dereferenced, outside the plane.
+  const uintptr_t src_at = reinterpret_cast<uintptr_t>(p.x + ih * p.in_w) - sizeof(float) * static_cast<uintptr_t>(p.pad_left);
+  const float* src = reinterpret_cast<const float*>(src_at);
+  const float* plane_end = p.x + p.in_h * p.in_w;
+  if (p.stride_w == 1) {
+    for (int64_t i = 0; i < n; ++i) _mm512_store_ps(dst + 16 * i, load_lanes(lo[i], src + 16 * i, p.x, plane_end));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const __m512 a = load_lanes(lo[i], src + 32 * i, p.x, plane_end);
+    const __m512 c = load_lanes(hi[i], src + 32 * i + 16, p.x, plane_end);
+    _mm512_store_ps(dst + 16 * i, _mm512_permutex2var_ps(a, k.even, c));
+    _mm512_store_ps(dst + b.width + 16 * i, _mm512_permutex2var_ps(a, k.odd, c));
   }
 }
 
-// An R-row x V-vector tile of outputs: R * V independent accumulators, so
-// that the FMA latency is hidden (one accumulator per 16 outputs leaves the
-// core waiting on a nine-long dependency chain). A tap outside the input is
-// skipped per lane (masked FMA, as the reference skips padding), so each
-// output is bias, then its taps in (kh, kw) order: the same bits as the
-// scalar border path of the AVX2 kernel. Vector v covers columns ow + 16 v
-// with the masks m[v]. SW is the stride along the row (1 or 2), fixed at
-// compile time so that no branch on it sits among the loads.
-template <int R, int V, int SW>
-__attribute__((target("avx512f"))) void tile(const Depthwise3x3Plane& p, const Avx512Consts& k, const Rows* rows,
-                                             float* const* yrows, int64_t ow, const ColumnMasks* m,
-                                             const __mmask16* store) {
-  // Fully unrolled so that the accumulators stay in registers: rolled, GCC
-  // kept acc[][] on the stack and every FMA went through a store and a load.
+// R output rows (row stride SH) x V vectors starting at column ow; rows[i]
+// is the scratch row of the first output row's kernel row i (the next
+// output row starts SH rows later). R * V independent accumulators hide the
+// FMA latency. Each output is bias, then its nine taps in (kh, kw) order,
+// each a fused multiply-add: the order of the border path.
+template <int R, int SH, int SW, int V>
+__attribute__((target("avx512f"))) void band_tile(const Avx512Consts& k, const float* const* rows, int64_t width,
+                                                  float* const* yrows, int64_t ow, const __mmask16* store,
+                                                  bool clamp) {
   // The nine weights in registers: GCC otherwise folds them into the FMAs
-  // as memory operands, doubling the loads, and loads are what bind here
-  // (nine unaligned, mostly line-splitting input loads per output vector).
+  // as memory operands, doubling the loads.
   __m512 w[9];
 #pragma GCC unroll 9
   for (int i = 0; i < 9; ++i) {
     w[i] = k.w[i];
     asm("" : "+v"(w[i]));
   }
+  // Fully unrolled (constant trip counts), so that acc stays in registers
+  // and the kernel-row test below is settled at compile time.
   __m512 acc[R][V];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
+#pragma GCC unroll 2
     for (int v = 0; v < V; ++v) acc[r][v] = k.bias;
-  // Vector by vector, so that only its three tap masks are live (AVX-512
-  // has seven mask registers; the twelve of a four-vector tile were reloaded
-  // from memory for every load and FMA).
-#pragma GCC unroll 4
-  for (int v = 0; v < V; ++v) {
-    __m512 col[R];
+  constexpr int kInputRows = (R - 1) * SH + 3;
+#pragma GCC unroll 17
+  for (int i = 0; i < kInputRows; ++i) {
+    const float* q = rows[i] + ow;
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) {
+      const float* qv = q + 16 * v;
+      const __m512 x0 = _mm512_load_ps(qv);
+      const __m512 x1 = _mm512_loadu_ps(SW == 1 ? qv + 1 : qv + width);
+      const __m512 x2 = _mm512_loadu_ps(SW == 1 ? qv + 2 : qv + 1);
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) col[r] = acc[r][v];
-    if (m[v].full)
-      accumulate_vector<R, SW, true>(p, k, w, rows, ow + 16 * v, m[v], col);
-    else
-      accumulate_vector<R, SW, false>(p, k, w, rows, ow + 16 * v, m[v], col);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) acc[r][v] = col[r];
+      for (int r = 0; r < R; ++r) {
+        const int kh = i - r * SH;
+        if (kh < 0 || kh > 2) continue;
+        acc[r][v] = _mm512_fmadd_ps(w[kh * 3], x0, acc[r][v]);
+        acc[r][v] = _mm512_fmadd_ps(w[kh * 3 + 1], x1, acc[r][v]);
+        acc[r][v] = _mm512_fmadd_ps(w[kh * 3 + 2], x2, acc[r][v]);
+      }
+    }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
+#pragma GCC unroll 2
     for (int v = 0; v < V; ++v) {
       __m512 a = acc[r][v];
       // max(lo, v), min(hi, v): the second operand (v) is returned for NaN.
       // maskz forms: the plain ones trip GCC 12's -Wmaybe-uninitialized.
-      if (p.clamp) a = _mm512_maskz_min_ps(0xFFFF, k.hi, _mm512_maskz_max_ps(0xFFFF, k.lo, a));
-      _mm512_mask_storeu_ps(yrows[r] + ow + 16 * v, store[v], a);
+      if (clamp) a = _mm512_maskz_min_ps(0xFFFF, k.hi, _mm512_maskz_max_ps(0xFFFF, k.lo, a));
+      if (store[v] == 0xFFFF)
+        _mm512_storeu_ps(yrows[r] + ow + 16 * v, a);
+      else
+        _mm512_mask_storeu_ps(yrows[r] + ow + 16 * v, store[v], a);
     }
   }
 }
 
-using TileFn = void (*)(const Depthwise3x3Plane&, const Avx512Consts&, const Rows*, float* const*, int64_t,
-                        const ColumnMasks*, const __mmask16*);
+using BandTileFn = void (*)(const Avx512Consts&, const float* const*, int64_t, float* const*, int64_t,
+                            const __mmask16*, bool);
 
-// Tiles of R rows and 1..4 vectors, stride SW.
-template <int R, int SW>
-constexpr TileFn kTiles[4] = {tile<R, 1, SW>, tile<R, 2, SW>, tile<R, 3, SW>, tile<R, 4, SW>};
+// Band tiles of 1 to 8 rows (one vector) or 1 to 4 rows (two vectors), for
+// one (row stride, column stride).
+template <int SH, int SW, int V, int... R>
+constexpr BandTileFn kTilesOf[] = {band_tile<R, SH, SW, V>...};
 
-constexpr int kMaxTileRows = 8, kMaxTileVectors = 4;
+template <int SH, int SW>
+constexpr const BandTileFn* kBandTilesByV[2] = {kTilesOf<SH, SW, 1, 1, 2, 3, 4, 5, 6, 7, 8>,
+                                                kTilesOf<SH, SW, 2, 1, 2, 3, 4>};
 
 __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3Plane& p) {
   Avx512Consts k;
@@ -258,62 +262,60 @@ __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3P
   k.hi = _mm512_set1_ps(p.hi);
   k.even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   k.odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  // About eight accumulators in flight: up to four vectors along the row and
-  // as many rows as make up the rest (narrow maps such as 14x14 and 7x7 fill
-  // the tile with rows).
-  const int64_t vectors = (p.out_w + 15) / 16;
-  const int V = static_cast<int>(std::min<int64_t>(kMaxTileVectors, vectors));
-  const int R = V >= 4 ? 2 : V >= 2 ? 4 : kMaxTileRows;
-  const bool s1 = p.stride_w == 1;
-  const TileFn* tiles8 = s1 ? kTiles<8, 1> : kTiles<8, 2>;
-  const TileFn* tiles4 = s1 ? kTiles<4, 1> : kTiles<4, 2>;
-  const TileFn* tiles2 = s1 ? kTiles<2, 1> : kTiles<2, 2>;
-  const TileFn* tiles1 = s1 ? kTiles<1, 1> : kTiles<1, 2>;
-  // The column masks depend on the row geometry only: worked out once for
-  // the planes of a layer (recomputing them per plane, with their
-  // divisions, cost as much as the arithmetic of a 7x7 plane).
+  const BandLayout b = band_layout(p);
+  // About eight accumulators: two vectors by up to four rows, or one vector
+  // by up to eight rows when a row is one vector (14x14 and 7x7 maps), in
+  // bands of equal height (a 7x7 map is one band of 7). A row stride other
+  // than 1 or 2 takes bands of one row (its three input rows).
+  const int V = b.vectors >= 2 ? 2 : 1;
+  const bool banded = p.stride_h == 1 || p.stride_h == 2;
+  const int64_t most = banded ? (V == 2 ? 4 : 8) : 1;
+  const int64_t R = (p.out_h + (p.out_h + most - 1) / most - 1) / ((p.out_h + most - 1) / most);
+  const int64_t sh = banded ? p.stride_h : 1;  // the band's row stride (one row: any)
+  const BandTileFn* const* by_v = p.stride_w == 1 ? (sh == 1 ? kBandTilesByV<1, 1> : kBandTilesByV<2, 1>)
+                                                  : (sh == 1 ? kBandTilesByV<1, 2> : kBandTilesByV<2, 2>);
+  // The masks depend on the row geometry only: worked out once for the
+  // planes of a layer (per plane, they cost as much as a 7x7 plane's FMAs).
   struct MaskCache {
     int64_t in_w = -1, out_w = -1, stride_w = -1, pad_left = -1;
-    std::vector<ColumnMasks> m;
-    std::vector<__mmask16> store;
+    PackMasks masks;
   };
   thread_local MaskCache cache;
   if (cache.in_w != p.in_w || cache.out_w != p.out_w || cache.stride_w != p.stride_w || cache.pad_left != p.pad_left) {
-    cache.m.resize(static_cast<size_t>(vectors));
-    cache.store.resize(static_cast<size_t>(vectors));
-    for (int64_t v = 0; v < vectors; ++v) {
-      const int64_t n = std::min<int64_t>(16, p.out_w - 16 * v);
-      cache.m[static_cast<size_t>(v)] = column_masks(p, 16 * v, n);
-      cache.store[static_cast<size_t>(v)] = lanes(0, n);
-    }
+    pack_masks(p, b, cache.masks);
     cache.in_w = p.in_w;
     cache.out_w = p.out_w;
     cache.stride_w = p.stride_w;
     cache.pad_left = p.pad_left;
   }
-  for (int64_t ow = 0; ow < p.out_w; ow += 16 * V) {
-    const int nv = static_cast<int>(std::min<int64_t>(V, (p.out_w - ow + 15) / 16));
-    const ColumnMasks* m = cache.m.data() + ow / 16;
-    const __mmask16* store = cache.store.data() + ow / 16;
-    for (int64_t oh0 = 0; oh0 < p.out_h; oh0 += R) {
-      const int rows_here = static_cast<int>(std::min<int64_t>(R, p.out_h - oh0));
-      Rows rows[kMaxTileRows];
-      float* yrows[kMaxTileRows];
-      for (int r = 0; r < rows_here; ++r) {
-        fill_rows(p, oh0 + r, rows[r]);
-        yrows[r] = p.y + (oh0 + r) * p.out_w;
-      }
-      // The widest tile that fits the rows left, then pairs and single rows.
-      int r = 0;
-      if (rows_here == 8) {
-        tiles8[nv - 1](p, k, rows, yrows, ow, m, store);
-        r = 8;
-      } else if (rows_here >= 4) {
-        tiles4[nv - 1](p, k, rows, yrows, ow, m, store);
-        r = 4;
-      }
-      for (; r + 1 < rows_here; r += 2) tiles2[nv - 1](p, k, rows + r, yrows + r, ow, m, store);
-      if (r < rows_here) tiles1[nv - 1](p, k, rows + r, yrows + r, ow, m, store);
+  const PackMasks& masks = cache.masks;
+  // A ring of scratch rows: padded input row pr (input row pr - pad_top)
+  // lives in slot pr % slots, and a band packs only the rows the previous
+  // band did not (bands of stride-1 rows share two rows, stride 2 one).
+  const int64_t slots = (R - 1) * sh + 3;
+  thread_local std::vector<float> scratch;
+  const size_t need = static_cast<size_t>(slots * b.row + 16);
+  if (scratch.size() < need) scratch.resize(need);
+  float* ring = scratch.data();
+  ring += (16 - (reinterpret_cast<uintptr_t>(ring) / sizeof(float)) % 16) % 16;  // 64-byte aligned
+  int64_t packed_to = 0;  // padded rows below this one are in the ring
+  for (int64_t oh0 = 0; oh0 < p.out_h; oh0 += R) {
+    const int64_t rows_here = std::min(R, p.out_h - oh0);
+    const int64_t first = oh0 * p.stride_h, count = (rows_here - 1) * sh + 3;
+    const float* rows[2 * 8 + 1];
+    for (int64_t i = 0, slot = first % slots; i < count; ++i, slot = slot + 1 == slots ? 0 : slot + 1) {
+      float* row = ring + slot * b.row;
+      if (first + i >= packed_to) pack_row(p, b, k, masks.lo.data(), masks.hi.data(), first + i - p.pad_top, row);
+      rows[i] = row;
+    }
+    packed_to = first + count;
+    float* yrows[8];
+    for (int64_t r = 0; r < rows_here; ++r) yrows[r] = p.y + (oh0 + r) * p.out_w;
+    // The band across the whole row, V vectors at a time.
+    for (int64_t v0 = 0; v0 < b.vectors;) {
+      const int nv = b.vectors - v0 >= V ? V : 1;
+      by_v[nv - 1][rows_here - 1](k, rows, b.width, yrows, 16 * v0, masks.store.data() + v0, p.clamp);
+      v0 += nv;
     }
   }
 }

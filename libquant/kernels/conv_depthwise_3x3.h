@@ -4,13 +4,15 @@
 // AVX2: each output row is split into a border (the columns whose 3 taps do
 // not all land inside the input row: one or two at each end) computed one
 // output at a time, and an interior computed in vector blocks with the nine
-// weights held in registers. AVX-512: whole rows in vectors, taps outside the
-// input skipped lane by lane (masked loads and FMAs), several rows and
-// vectors at once so that the FMA latency is hidden. Rows of the kernel that
-// fall in the top or bottom padding are skipped. Every output is bias, then
-// the nine taps in (kh, kw) order, each a fused multiply-add, so every path
-// and ISA gives the same bits; thread count does not matter (one plane is
-// one task).
+// weights held in registers; taps in the padding are skipped. AVX-512: bands
+// of output rows, whose input rows are first copied into scratch rows with
+// the padding written out as zeros, then whole rows in vectors, several rows
+// and vectors at once so that the FMA latency is hidden; a tap in the
+// padding adds w * 0 (as ONNX Runtime's im2col-based Conv does). Every
+// output is bias, then the nine taps in (kh, kw) order, each a fused
+// multiply-add, so the paths and ISAs give the same bits except that w * 0
+// can turn an exact -0 sum into +0, and an infinite weight gives NaN on a
+// padding tap; thread count does not matter (one plane is one task).
 #pragma once
 
 #include <cstdint>

@@ -140,11 +140,15 @@ TEST_CASE("depthwise 3x3 plane kernels match the reference conv_f32 on every ISA
     int64_t top, left, bottom, right;
   };
   const Pads pads[] = {{1, 1, 1, 1}, {0, 0, 0, 0}, {0, 0, 1, 1}, {2, 1, 0, 2}, {1, 2, 2, 0}};
-  // Heights and widths reach every interior tile shape of the AVX-512 kernel
-  // (8, 4, 2 and 1 rows; 1 to 4 vectors, the last one partial or full).
-  for (int64_t h : {1, 3, 6, 9, 14}) {
+  // Heights and widths reach every band shape of the AVX-512 kernel: one
+  // band or several sharing their edge rows in its ring of scratch rows,
+  // bands of 1 to 8 rows (one vector per row) or 1 to 4 (more vectors),
+  // rows of 1 to 9 vectors with the last partial or full, and row stride 3
+  // (bands of one row). Padding up to 2 puts the first and last rows' loads
+  // on the masked path and the others on the in-plane path.
+  for (int64_t h : {1, 3, 6, 9, 14, 17}) {
     for (int64_t w_in = 1; w_in <= 135; w_in += (w_in < 20 ? 1 : w_in < 41 ? 7 : 23)) {
-      for (int64_t sh : {1, 2}) {
+      for (int64_t sh : {1, 2, 3}) {
         for (int64_t sw : {1, 2}) {
           for (const Pads& pd : pads) {
             Case c{1, 1, 1, 1, {h, w_in}, {3, 3}, {sh, sw}, {1, 1}, {pd.top, pd.left}, {pd.bottom, pd.right}};
