@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "libquant/kernels/pool_max_2d.h"
 #include "libquant/kernels/threadpool.h"
 
 #if defined(__SSE2__)
@@ -69,6 +70,16 @@ void max_pool_8bit_fast(const PoolGeometry& g, const T* x, T* y, int threads) {
   const int64_t planes = g.batch * g.channels;
   const int64_t in_plane = g.in_spatial[0] * g.in_spatial[1], out_plane = g.out_spatial[0] * g.out_spatial[1];
   if (planes == 0 || out_plane == 0) return;
+  // AVX-512 rows where the CPU and geometry allow (asked with no planes),
+  // in runs of planes per thread.
+  if (max_pool_2d_avx512<T>(g, nullptr, nullptr, 0)) {
+    const int64_t parts = std::min<int64_t>(planes, threads > 1 ? 4 * static_cast<int64_t>(threads) : 1);
+    parallel_for(threads, parts, [&](int64_t t) {
+      const int64_t p0 = t * planes / parts, p1 = (t + 1) * planes / parts;
+      max_pool_2d_avx512(g, x + p0 * in_plane, y + p0 * out_plane, p1 - p0);
+    });
+    return;
+  }
   parallel_for(threads, planes, [&](int64_t p) {
     thread_local std::vector<T> line;
     line.resize(static_cast<size_t>(g.in_spatial[1]));

@@ -9,11 +9,13 @@
 
 namespace quant::kernels {
 
-// 2-D pooling without dilation (ResNet's 3x3 stride-2 stem pool) runs
-// separably: the window's rows are maxed 16 bytes at a time into one line,
-// then each output takes the max of its columns of that line. Every other
-// geometry runs the reference kernel. Planes are split over `threads`; max is
-// exact, so the result does not depend on them. T is uint8_t or int8_t.
+// 2-D pooling without dilation (ResNet's 3x3 stride-2 stem pool) runs in
+// AVX-512 rows (pool_max_2d.h) when the CPU has AVX-512 BW and the column
+// stride is 1 or 2; otherwise separably: the window's rows are maxed 16
+// bytes at a time into one line, then each output takes the max of its
+// columns of that line. Every other geometry runs the reference kernel.
+// Planes are split over `threads`; max is exact, so the result does not
+// depend on them. T is uint8_t or int8_t.
 template <class T>
 void max_pool_8bit_fast(const PoolGeometry& g, const T* x, T* y, int threads);
 

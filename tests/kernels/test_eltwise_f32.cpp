@@ -81,6 +81,10 @@ TEST_CASE("fast max and average pooling equal the reference kernels", "[kernels]
   };
   const Case cases[] = {
       {{12, 12}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, false},  // ResNet's stem pool
+      {{9, 67}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, false},   // rows of several AVX-512 vectors
+      {{6, 40}, {2, 5}, {3, 1}, {1, 2}, {0, 2}, {1, 1}, true},    // stride 1, window 5 wide, rows skipped
+      {{5, 33}, {1, 16}, {1, 2}, {0, 15}, {0, 15}, {1, 1}, false},  // the widest window, all in padding at the ends
+      {{4, 20}, {2, 3}, {1, 3}, {0, 1}, {0, 1}, {1, 1}, false},  // column stride 3: the scalar path
       {{7, 9}, {2, 3}, {1, 2}, {0, 1}, {1, 0}, {1, 1}, true},
       {{5, 5}, {5, 5}, {1, 1}, {2, 2}, {2, 2}, {1, 1}, false},
       {{9, 8}, {3, 2}, {2, 3}, {1, 0}, {0, 1}, {2, 1}, false},  // dilated: the generic path
@@ -102,7 +106,12 @@ TEST_CASE("fast max and average pooling equal the reference kernels", "[kernels]
     int64_t in_count = g.batch * g.channels, out_count = g.batch * g.channels;
     for (int64_t d : g.in_spatial) in_count *= d;
     for (int64_t d : g.out_spatial) out_count *= d;
-    const auto x = awkward_values(in_count, static_cast<uint32_t>(in_count));
+    for (bool zeros : {false, true}) {
+    // zeros: only -0, +0, -1 and NaN, so that most windows tie between the
+    // two zeros and the kept one (the first in row-major order) shows.
+    auto x = awkward_values(in_count, static_cast<uint32_t>(in_count));
+    if (zeros)
+      for (size_t i = 0; i < x.size(); ++i) x[i] = std::array{0.0f, -0.0f, -1.0f, std::nanf("")}[(i * 7 + i / 5) % 4];
     std::vector<float> max_ref(static_cast<size_t>(out_count)), avg_ref(static_cast<size_t>(out_count));
     max_pool_f32(g, x.data(), max_ref.data());
     const bool dilated = c.dilations[0] != 1;
@@ -115,6 +124,7 @@ TEST_CASE("fast max and average pooling equal the reference kernels", "[kernels]
       std::fill(y.begin(), y.end(), 42.0f);
       average_pool_f32_fast(g, c.ceil_mode, x.data(), y.data(), threads);
       CHECK(same_bits(y, avg_ref));
+    }
     }
   }
 }

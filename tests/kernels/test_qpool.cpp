@@ -131,9 +131,11 @@ TEST_CASE("qlinear_average_pool equals the written-out algorithms", "[kernels][q
 // 1-D and dilated geometries take the reference path and must still agree.
 template <class T>
 void check_max_pool_8bit(std::mt19937& rng) {
+  // Widths around the 64 bytes of an AVX-512 row vector; kernel 5 with
+  // stride 2 reads both split parts at two offsets.
   for (int64_t h : {1, 5, 17})
-    for (int64_t w : {1, 7, 16, 37})
-      for (int64_t k : {1, 2, 3})
+    for (int64_t w : {1, 7, 16, 37, 64, 65, 130})
+      for (int64_t k : {1, 2, 3, 5})
         for (int64_t s : {1, 2, 3})
           for (int64_t pad = 0; pad < k; ++pad)
             for (bool ceil_mode : {false, true}) {

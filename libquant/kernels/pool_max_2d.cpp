@@ -1,0 +1,185 @@
+#include "libquant/kernels/pool_max_2d.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QTOOL_POOL_AVX512 1
+#endif
+
+namespace quant::kernels {
+
+#ifdef QTOOL_POOL_AVX512
+// GCC 12 warns inside its own AVX-512 headers (their _mm512_undefined_* sources).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+namespace {
+
+// The vector operations the pool needs, per element type: 16 floats or 64 bytes.
+struct F32Lanes {
+  using T = float;
+  using Vec = __m512;
+  static constexpr int64_t kLanes = 16;
+  // BW too: pool_plane is compiled for both, and the compiler may use it anywhere there.
+  static bool cpu() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
+  __attribute__((target("avx512f"))) static Vec load(const T* p) { return _mm512_loadu_ps(p); }
+  __attribute__((target("avx512f"))) static void store(T* p, Vec v) { _mm512_storeu_ps(p, v); }
+  __attribute__((target("avx512f"))) static void store_first(T* p, Vec v, int64_t n) {
+    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((uint32_t{1} << n) - 1), v);
+  }
+  __attribute__((target("avx512f"))) static Vec splat(T v) { return _mm512_set1_ps(v); }
+  // v > m ? v : m: VMAXPS returns its second operand unless the first is greater (NaN included).
+  __attribute__((target("avx512f"))) static Vec keep_max(Vec v, Vec m) { return _mm512_max_ps(v, m); }
+  // Elements 0, 2, ..., 30 and 1, 3, ..., 31 of the 32 in a then b.
+  __attribute__((target("avx512f"))) static void split(Vec a, Vec b, Vec& even, Vec& odd) {
+    const __m512i e = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i o = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    even = _mm512_permutex2var_ps(a, e, b);
+    odd = _mm512_permutex2var_ps(a, o, b);
+  }
+};
+
+template <class Byte>
+struct ByteLanes {
+  using T = Byte;
+  using Vec = __m512i;
+  static constexpr int64_t kLanes = 64;
+  static bool cpu() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
+  __attribute__((target("avx512f,avx512bw"))) static Vec load(const T* p) { return _mm512_loadu_si512(p); }
+  __attribute__((target("avx512f,avx512bw"))) static void store(T* p, Vec v) { _mm512_storeu_si512(p, v); }
+  __attribute__((target("avx512f,avx512bw"))) static void store_first(T* p, Vec v, int64_t n) {
+    _mm512_mask_storeu_epi8(p, n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1, v);
+  }
+  __attribute__((target("avx512f,avx512bw"))) static Vec splat(T v) { return _mm512_set1_epi8(static_cast<char>(v)); }
+  __attribute__((target("avx512f,avx512bw"))) static Vec keep_max(Vec v, Vec m) {
+    if constexpr (std::is_signed_v<T>) return _mm512_max_epi8(v, m);
+    return _mm512_max_epu8(v, m);
+  }
+  // The low bytes of the 16-bit words of lo then hi.
+  __attribute__((target("avx512f,avx512bw"))) static Vec low_bytes(Vec lo, Vec hi) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(lo)), _mm512_cvtepi16_epi8(hi), 1);
+  }
+  // Even bytes are the low bytes of the 16-bit words, odd bytes the high ones.
+  __attribute__((target("avx512f,avx512bw"))) static void split(Vec a, Vec b, Vec& even, Vec& odd) {
+    even = low_bytes(a, b);
+    odd = low_bytes(_mm512_srli_epi16(a, 8), _mm512_srli_epi16(b, 8));
+  }
+};
+
+constexpr int64_t kMaxWindowWidth = 16;
+
+// Elements per part of a scratch row: a vector beyond the output row's
+// vectors, as the window is at most 16 columns wide (at most 15 of padding).
+template <class L>
+int64_t scratch_width(int64_t out_w) {
+  return L::kLanes * ((out_w + L::kLanes - 1) / L::kLanes + 1);
+}
+
+// One plane. L: the padded row (width sw * w floats' room), E/O or L itself
+// the columns the folds read, T: a ring of kh folded rows.
+template <class L>
+__attribute__((target("avx512f,avx512bw"))) void pool_plane(const PoolGeometry& g, const typename L::T* x,
+                                                            typename L::T* y, typename L::T* scratch) {
+  using T = typename L::T;
+  using Vec = typename L::Vec;
+  constexpr int64_t V = L::kLanes;
+  const int64_t H = g.in_spatial[0], W = g.in_spatial[1], OH = g.out_spatial[0], OW = g.out_spatial[1];
+  const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
+  const int64_t ph = g.pads_begin[0], pw = g.pads_begin[1];
+  const T lowest = std::numeric_limits<T>::lowest();
+  const int64_t nv = (OW + V - 1) / V;
+  // Column c's window starts at padded column sw * c: the folds read padded
+  // columns below sw * (V * nv) + kw, or (stride 2) split columns below
+  // V * nv + kw / 2; the split reads whole vectors.
+  const int64_t width = scratch_width<L>(OW);  // per split part
+  T* padded = scratch;                   // sw * width: lowest, the row at pw
+  T* split = padded + 2 * width;         // stride 2: even part, then odd part
+  T* folded = split + 2 * width;         // kh rows of V * nv
+  std::fill(padded, padded + 2 * width, lowest);
+  const Vec low = L::splat(lowest);
+  int64_t folded_to = 0;  // input rows below this one are folded (in slot row % kh)
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const int64_t r0 = std::max<int64_t>(oh * sh - ph, 0), r1 = std::min(oh * sh - ph + kh, H);
+    for (int64_t r = std::max(r0, folded_to); r < r1; ++r) {
+      std::memcpy(padded + pw, x + r * W, static_cast<size_t>(W) * sizeof(T));
+      const T* cols = padded;
+      if (sw == 2) {
+        for (int64_t i = 0; i < width; i += V) {
+          Vec e, o;
+          L::split(L::load(padded + 2 * i), L::load(padded + 2 * i + V), e, o);
+          L::store(split + i, e);
+          L::store(split + width + i, o);
+        }
+        cols = split;
+      }
+      T* out = folded + (r % kh) * (V * nv);
+      for (int64_t c = 0; c < V * nv; c += V) {
+        Vec m = low;
+        for (int64_t k = 0; k < kw; ++k)
+          m = L::keep_max(L::load(sw == 1 ? cols + c + k : cols + (k % 2) * width + c + k / 2), m);
+        L::store(out + c, m);
+      }
+    }
+    folded_to = std::max(folded_to, r1);
+    T* yr = y + oh * OW;
+    for (int64_t c = 0; c < V * nv; c += V) {
+      Vec m = low;
+      for (int64_t r = r0; r < r1; ++r) m = L::keep_max(L::load(folded + (r % kh) * (V * nv) + c), m);
+      if (c + V <= OW)
+        L::store(yr + c, m);
+      else
+        L::store_first(yr + c, m, OW - c);
+    }
+  }
+}
+
+template <class L>
+bool pool_planes(const PoolGeometry& g, const typename L::T* x, typename L::T* y, int64_t planes) {
+  static const bool cpu = L::cpu();
+  const bool covered = cpu && g.in_spatial.size() == 2 && g.dilations[0] == 1 && g.dilations[1] == 1 &&
+                       (g.strides[1] == 1 || g.strides[1] == 2) && g.kernel[1] <= kMaxWindowWidth &&
+                       g.pads_begin[1] < kMaxWindowWidth;
+  if (!covered) return false;
+  const int64_t in_plane = g.in_spatial[0] * g.in_spatial[1], out_plane = g.out_spatial[0] * g.out_spatial[1];
+  if (planes == 0 || out_plane == 0) return true;
+  const int64_t width = scratch_width<L>(g.out_spatial[1]);
+  thread_local std::vector<typename L::T> scratch;
+  scratch.resize(static_cast<size_t>(4 * width + g.kernel[0] * (width - L::kLanes)));
+  for (int64_t p = 0; p < planes; ++p) pool_plane<L>(g, x + p * in_plane, y + p * out_plane, scratch.data());
+  return true;
+}
+
+}  // namespace
+
+template <>
+bool max_pool_2d_avx512<float>(const PoolGeometry& g, const float* x, float* y, int64_t planes) {
+  return pool_planes<F32Lanes>(g, x, y, planes);
+}
+template <>
+bool max_pool_2d_avx512<uint8_t>(const PoolGeometry& g, const uint8_t* x, uint8_t* y, int64_t planes) {
+  return pool_planes<ByteLanes<uint8_t>>(g, x, y, planes);
+}
+template <>
+bool max_pool_2d_avx512<int8_t>(const PoolGeometry& g, const int8_t* x, int8_t* y, int64_t planes) {
+  return pool_planes<ByteLanes<int8_t>>(g, x, y, planes);
+}
+
+#pragma GCC diagnostic pop
+#else
+
+template <class T>
+bool max_pool_2d_avx512(const PoolGeometry&, const T*, T*, int64_t) {
+  return false;
+}
+template bool max_pool_2d_avx512<float>(const PoolGeometry&, const float*, float*, int64_t);
+template bool max_pool_2d_avx512<uint8_t>(const PoolGeometry&, const uint8_t*, uint8_t*, int64_t);
+template bool max_pool_2d_avx512<int8_t>(const PoolGeometry&, const int8_t*, int8_t*, int64_t);
+
+#endif
+
+}  // namespace quant::kernels
