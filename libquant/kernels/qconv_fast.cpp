@@ -25,6 +25,11 @@ namespace {
 // Output pixels per packed block: the block's panels (K x pixels bytes) stay
 // within this many bytes, so they sit in L2 while every weight panel sweeps them.
 constexpr int64_t kBlockBytes = int64_t{192} << 10;
+// Tasks per thread where a conv has the work for them (qconv_fast): at most
+// kTasksPerThread, each at least kMinTaskMacs multiply-adds (about 15 us
+// with VNNI).
+constexpr int64_t kTasksPerThread = 4;
+constexpr int64_t kMinTaskMacs = int64_t{4} << 20;
 
 // Four rows of 16 bytes (row t at rows[t] + j) into one 64-byte panel group:
 // column c's four bytes at dst + 4c, every byte xor `flip`.
@@ -363,22 +368,41 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
 
   const int mr = isa.mr;
   int64_t nc = std::clamp<int64_t>(kBlockBytes / kp / kQNr * kQNr, kQNr, (c.plane + kQNr - 1) / kQNr * kQNr);
+  // Tasks per thread: up to kTasksPerThread when each still has
+  // kMinTaskMacs of work. With one task per thread, a thread on a slower
+  // core (or one the OS interrupts) holds the others up, where with several
+  // the thread pool hands its last tasks to the one that is done; on small
+  // convs (mobilenet_v2's, 5-50 us) the extra tasks cost more than that.
+  const int64_t macs = g.batch * g.group * c.plane * c.reduction * c.group_out;
+  const int64_t per_thread = std::clamp<int64_t>(macs / (kMinTaskMacs * std::max(threads, 1)), 1, kTasksPerThread);
   if (threads > 1 && g.batch * g.group == 1) {
-    // Pixel blocks of equal size, as many as a multiple of the threads: the
-    // L2-sized blocks could leave one thread 12288 pixels and the other 256
-    // (mobilenet_v2's 112x112 expand conv, K = 16).
-    const int64_t want = ((c.plane + nc - 1) / nc + threads - 1) / threads * threads;
-    nc = std::max<int64_t>(kQNr, (c.plane + want * kQNr - 1) / (want * kQNr) * kQNr);
+    // Pixel blocks of equal size, as many as a multiple of the threads and
+    // `per_thread` per thread while a block keeps two panels: the L2-sized
+    // blocks could leave one thread 12288 pixels and the other 256
+    // (mobilenet_v2's 112x112 expand conv, K = 16). A map too small for two
+    // blocks per thread (7x7: 49 pixels made blocks of 32 and 17, one
+    // thread doing two thirds) is one block, and its output channels are
+    // split instead (below).
+    const int64_t most = c.plane / (2 * kQNr);
+    if (most < 2 * threads && per_thread > 1) {
+      nc = (c.plane + kQNr - 1) / kQNr * kQNr;
+    } else {
+      const int64_t want = (std::min(std::max<int64_t>(most, 1), std::max((c.plane + nc - 1) / nc, per_thread * threads)) +
+                            threads - 1) /
+                           threads * threads;
+      nc = std::max<int64_t>(kQNr, (c.plane + want * kQNr - 1) / (want * kQNr) * kQNr);
+    }
   }
   const int64_t blocks = (c.plane + nc - 1) / nc, row_panels = (c.group_out + mr - 1) / mr;
   const int64_t outer = g.batch * g.group * blocks;
   // Fewer pixel blocks than threads (late, small layers): split the output
-  // channels too, just enough to give every thread a task, as each split
-  // packs the same pixel block again (with twice as many tasks as threads
-  // the packing took 5x its single-thread time and mobilenet_v2's project
-  // convs ran slower on 2 threads than on 1).
+  // channels too, `per_thread` chunks per thread, with each pixel block
+  // packed once beforehand and shared: packing it again per chunk took 5x
+  // its single-thread time with twice as many chunks as threads, and made
+  // mobilenet_v2's project convs slower on 2 threads than on 1.
   int64_t chunks = 1;
-  if (threads > 1 && outer < threads) chunks = std::min<int64_t>(row_panels, (threads + outer - 1) / outer);
+  const bool shared = threads > 1 && outer < threads;
+  if (shared) chunks = std::min<int64_t>(row_panels, (per_thread * threads + outer - 1) / outer);
   // A 1x1 conv that widens its input (mobilenet_v2's expand convs) splits
   // its output channels instead, channel-major, so that with the thread
   // pool's per-thread shares each thread writes the channels it will read
@@ -389,17 +413,46 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   const bool by_channel = threads > 1 && c.pointwise && g.group == 1 && c.group_in < c.group_out;
   if (by_channel) chunks = std::min<int64_t>(row_panels, threads);
   const int64_t per_chunk = (row_panels + chunks - 1) / chunks;
+  // Pixel block b: its pixels and where its input starts.
+  struct Block {
+    int64_t grp, n, p0, count, stride;
+    const TX* xg;
+  };
+  auto block_of = [&](int64_t b) {
+    Block k;
+    const int64_t blk = b % blocks;
+    k.grp = (b / blocks) % g.group, k.n = b / (blocks * g.group);
+    k.p0 = blk * nc, k.count = std::min(nc, c.plane - k.p0);
+    k.stride = (k.count + kQNr - 1) / kQNr * kQNr;
+    const int64_t first = k.n * g.in_channels + k.grp * c.group_in;
+    k.xg = c.wide ? padded + first * c.pitch : x + first * c.in_plane;
+    return k;
+  };
+  const bool gather = !c.pointwise && !c.wide;
+  // Shared blocks, packed here on the calling thread (its buffers): outer
+  // blocks of kp x nc bytes and nc column sums each.
+  thread_local AlignedBytes shared_panels;
+  thread_local std::vector<int32_t> shared_sums;
+  const size_t block_bytes = static_cast<size_t>(kp * ((nc + kQNr - 1) / kQNr * kQNr));
+  if (shared) {
+    thread_local AlignedBytes shared_rows;
+    uint8_t* panels = shared_panels.reserve(static_cast<size_t>(outer) * block_bytes);
+    shared_sums.resize(static_cast<size_t>(outer * nc + kQNr));
+    for (int64_t b = 0; b < outer; ++b) {
+      const Block k = block_of(b);
+      uint8_t* rb = gather ? shared_rows.reserve(static_cast<size_t>(c.reduction * k.stride * sizeof(TX))) : nullptr;
+      pack_block(c, k.xg, x_zero_point, k.p0, k.count, rb, panels + static_cast<size_t>(b) * block_bytes,
+                 o.row_zp ? shared_sums.data() + b * nc : nullptr);
+    }
+  }
+  const uint8_t* const shared_base = shared ? shared_panels.data() : nullptr;
+  const int32_t* const shared_sum = shared ? shared_sums.data() : nullptr;
   parallel_for(threads, outer * chunks, [&](int64_t task) {
     thread_local AlignedBytes rows_buf, panel_buf, wide_out;
     thread_local std::vector<int32_t> col_sum;
     const int64_t chunk = by_channel ? task / outer : task % chunks, b = by_channel ? task % outer : task / chunks;
-    const int64_t blk = b % blocks, grp = (b / blocks) % g.group, n = b / (blocks * g.group);
-    const int64_t p0 = blk * nc, count = std::min(nc, c.plane - p0);
-    const int64_t stride = (count + kQNr - 1) / kQNr * kQNr;
-    const int64_t first = n * g.in_channels + grp * c.group_in;
-    const TX* xg = c.wide ? padded + first * c.pitch : x + first * c.in_plane;
-    const bool gather = !c.pointwise && !c.wide;
-    uint8_t* rb = gather ? rows_buf.reserve(static_cast<size_t>(c.reduction * stride * sizeof(TX))) : nullptr;
+    const Block k = block_of(b);
+    const int64_t grp = k.grp, n = k.n, p0 = k.p0, count = k.count, stride = k.stride;
     // Output row m of this image at ybase + m * yld: y itself, or (wide) a
     // scratch block of every output channel, copied to y at the end.
     TY* const y_image = y + n * g.out_channels * c.out_plane;
@@ -407,9 +460,19 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
         c.wide ? reinterpret_cast<TY*>(wide_out.reserve(static_cast<size_t>(g.out_channels * stride) * sizeof(TY)))
                : y_image + p0;
     const int64_t yld = c.wide ? stride : c.out_plane;
-    uint8_t* pb = panel_buf.reserve(static_cast<size_t>(kp * stride));
-    col_sum.resize(static_cast<size_t>(stride));
-    pack_block(c, xg, x_zero_point, p0, count, rb, pb, o.row_zp ? col_sum.data() : nullptr);
+    const uint8_t* pb;
+    const int32_t* sums;
+    if (shared) {
+      pb = shared_base + static_cast<size_t>(b) * block_bytes;
+      sums = shared_sum + b * nc;
+    } else {
+      uint8_t* rb = gather ? rows_buf.reserve(static_cast<size_t>(c.reduction * stride * sizeof(TX))) : nullptr;
+      uint8_t* own = panel_buf.reserve(static_cast<size_t>(kp * stride));
+      col_sum.resize(static_cast<size_t>(stride));
+      pack_block(c, k.xg, x_zero_point, p0, count, rb, own, o.row_zp ? col_sum.data() : nullptr);
+      pb = own;
+      sums = col_sum.data();
+    }
     detail::QOutput ot = o;
     ot.ldy = yld;
     alignas(64) int32_t tile[2][detail::kQMaxMr * kQNr];
@@ -417,7 +480,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
     const int64_t p_begin = chunk * per_chunk, p_end = std::min(row_panels, p_begin + per_chunk);
     auto finish = [&](const int32_t* t, int64_t i0, int64_t mv, int64_t j) {
       ot.y = ybase + j;
-      ot.col_sum = o.row_zp ? col_sum.data() + j : nullptr;
+      ot.col_sum = o.row_zp ? sums + j : nullptr;
       isa.finish(t, kQNr, mv, std::min<int64_t>(kQNr, count - j), i0, 0, ot);
     };
     for (int64_t p = p_begin; p < p_end; ++p) {
@@ -431,7 +494,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
         for (int64_t j = 0; j < count; j += 2 * kQNr) {
           t.cols = static_cast<int>(std::min<int64_t>(2 * kQNr, count - j));
           t.y = reinterpret_cast<uint8_t*>(ybase + i0 * yld + j);
-          t.col_sum = rt.row_zp ? col_sum.data() + j : nullptr;
+          t.col_sum = rt.row_zp ? sums + j : nullptr;
           const uint8_t* b0 = pb + j * kp;
           (isa.a_signed_requant)(groups, wp, b0, t.cols > kQNr ? b0 + kQNr * kp : b0, t);
         }

@@ -140,3 +140,27 @@ TEST_CASE("qconv_fast splits a large layer into pixel blocks", "[kernels][qconv_
   qconv_fast<uint8_t, int32_t>(g, x.data(), 9, packed, nullptr, nullptr, got.data(), 2);
   REQUIRE(got == want);
 }
+
+TEST_CASE("qconv_fast splits a heavy layer on a small map by output channels", "[kernels][qconv_fast]") {
+  // 7 x 7 outputs (too few pixels for two blocks per thread), K = 256 * 9 =
+  // 2304, 160 channels: 18M multiply-adds, enough for several tasks per
+  // thread, so one pixel block is packed once and shared by chunks of rows.
+  std::mt19937 rng(32);
+  const Case c{1, 256, 160, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  const ConvGeometry g = geometry(c);
+  const auto x = random_values<uint8_t>(rng, static_cast<size_t>(256 * 49));
+  const auto w = random_values<int8_t>(rng, static_cast<size_t>(160 * 2304));
+  const std::vector<int8_t> zp = random_values<int8_t>(rng, 160);
+  QConvArgs<uint8_t, int8_t> a;
+  a.x = x.data(), a.x_zero_point = 5, a.w = w.data(), a.w_zero_point = zp.data(), a.w_zero_point_count = 160;
+  std::vector<unsigned char> workspace(qconv_workspace_bytes(g));
+  std::vector<int32_t> want(160 * 49);
+  qconv_s32(g, a, want.data(), workspace.data());
+  const PackedQConvWeights packed(w.data(), 160, 1, 2304, zp.data(), 160);
+  for (int threads : {1, 2, 3}) {
+    std::vector<int32_t> got(160 * 49, -7);
+    qconv_fast<uint8_t, int32_t>(g, x.data(), 5, packed, nullptr, nullptr, got.data(), threads);
+    INFO("threads " << threads);
+    REQUIRE(got == want);
+  }
+}
