@@ -122,45 +122,43 @@ TEST_CASE("qconv_fast u8 x u8 matches the reference bit for bit", "[kernels][qco
 TEST_CASE("qconv_fast s8 x s8 matches the reference bit for bit", "[kernels][qconv_fast]") { sweep<int8_t, int8_t>(23); }
 TEST_CASE("qconv_fast s8 x u8 matches the reference bit for bit", "[kernels][qconv_fast]") { sweep<int8_t, uint8_t>(24); }
 
+namespace {
+
+// One u8 x s8 conv with per-channel weight zero points against qconv_s32 on
+// each thread count, bit for bit.
+void check_large(const Case& c, uint8_t xzp, uint32_t seed, std::initializer_list<int> thread_counts) {
+  std::mt19937 rng(seed);
+  const ConvGeometry g = geometry(c);
+  const int64_t depth = g.in_channels * element_count(g.kernel), M = g.out_channels;
+  const auto x = random_values<uint8_t>(rng, static_cast<size_t>(g.in_channels * element_count(g.in_spatial)));
+  const auto w = random_values<int8_t>(rng, static_cast<size_t>(M * depth));
+  const std::vector<int8_t> zp = random_values<int8_t>(rng, static_cast<size_t>(M));
+  QConvArgs<uint8_t, int8_t> a;
+  a.x = x.data(), a.x_zero_point = xzp, a.w = w.data(), a.w_zero_point = zp.data(), a.w_zero_point_count = M;
+  std::vector<unsigned char> workspace(qconv_workspace_bytes(g));
+  const size_t out_size = static_cast<size_t>(M * element_count(g.out_spatial));
+  std::vector<int32_t> want(out_size);
+  qconv_s32(g, a, want.data(), workspace.data());
+  const PackedQConvWeights packed(w.data(), M, 1, depth, zp.data(), M);
+  for (int threads : thread_counts) {
+    std::vector<int32_t> got(out_size, -7);
+    qconv_fast<uint8_t, int32_t>(g, x.data(), xzp, packed, nullptr, nullptr, got.data(), threads);
+    INFO("threads " << threads);
+    REQUIRE(got == want);
+  }
+}
+
+}  // namespace
+
 TEST_CASE("qconv_fast splits a large layer into pixel blocks", "[kernels][qconv_fast]") {
   // K = 64 * 9 = 576: blocks of 336 pixels, so 40 x 40 = 1600 outputs take five
   // blocks (the last one partial), over 2 threads.
-  std::mt19937 rng(31);
-  const Case c{1, 64, 20, 1, {40, 40}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
-  const ConvGeometry g = geometry(c);
-  const auto x = random_values<uint8_t>(rng, static_cast<size_t>(64 * 1600));
-  const auto w = random_values<int8_t>(rng, static_cast<size_t>(20 * 576));
-  const std::vector<int8_t> zp = random_values<int8_t>(rng, 20);
-  QConvArgs<uint8_t, int8_t> a;
-  a.x = x.data(), a.x_zero_point = 9, a.w = w.data(), a.w_zero_point = zp.data(), a.w_zero_point_count = 20;
-  std::vector<unsigned char> workspace(qconv_workspace_bytes(g));
-  std::vector<int32_t> want(20 * 1600), got(20 * 1600);
-  qconv_s32(g, a, want.data(), workspace.data());
-  const PackedQConvWeights packed(w.data(), 20, 1, 576, zp.data(), 20);
-  qconv_fast<uint8_t, int32_t>(g, x.data(), 9, packed, nullptr, nullptr, got.data(), 2);
-  REQUIRE(got == want);
+  check_large(Case{1, 64, 20, 1, {40, 40}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, 9, 31, {2});
 }
 
 TEST_CASE("qconv_fast splits a heavy layer on a small map by output channels", "[kernels][qconv_fast]") {
   // 7 x 7 outputs (too few pixels for two blocks per thread), K = 256 * 9 =
   // 2304, 160 channels: 18M multiply-adds, enough for several tasks per
   // thread, so one pixel block is packed once and shared by chunks of rows.
-  std::mt19937 rng(32);
-  const Case c{1, 256, 160, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
-  const ConvGeometry g = geometry(c);
-  const auto x = random_values<uint8_t>(rng, static_cast<size_t>(256 * 49));
-  const auto w = random_values<int8_t>(rng, static_cast<size_t>(160 * 2304));
-  const std::vector<int8_t> zp = random_values<int8_t>(rng, 160);
-  QConvArgs<uint8_t, int8_t> a;
-  a.x = x.data(), a.x_zero_point = 5, a.w = w.data(), a.w_zero_point = zp.data(), a.w_zero_point_count = 160;
-  std::vector<unsigned char> workspace(qconv_workspace_bytes(g));
-  std::vector<int32_t> want(160 * 49);
-  qconv_s32(g, a, want.data(), workspace.data());
-  const PackedQConvWeights packed(w.data(), 160, 1, 2304, zp.data(), 160);
-  for (int threads : {1, 2, 3}) {
-    std::vector<int32_t> got(160 * 49, -7);
-    qconv_fast<uint8_t, int32_t>(g, x.data(), 5, packed, nullptr, nullptr, got.data(), threads);
-    INFO("threads " << threads);
-    REQUIRE(got == want);
-  }
+  check_large(Case{1, 256, 160, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, 5, 32, {1, 2, 3});
 }
