@@ -61,7 +61,11 @@ PY
 # warm-up run (qrun --bench, scripts/ort_bench.js); "cpu" ratios compare the
 # process CPU time per sample (all threads), which other jobs on a shared
 # machine disturb much less than wall-clock time. ORT's peak RSS includes the
-# Node.js runtime (~50 MiB).
+# Node.js runtime (~50 MiB). Single-thread runs (qrun, ORT and qprofile) are
+# pinned to one CPU, the first this script may use (BENCH_PIN=0: not
+# pinned): on a shared host one core can run 20-60% slower than the other
+# for a while, and unpinned processes landing on either made single runs
+# bimodal (mobilenet_v2 int8: 2.4 or 3.9 ms per sample).
 # ---------------------------------------------------------------------------
 
 # Runs a command under GNU time; prints "MEDIAN_MS CPU_MS RSS_KIB" from its
@@ -73,6 +77,13 @@ timed_median() {
   echo "$out" | sed -n 's/.*ms per sample (median \([0-9.]*\) ms, .*cpu \([0-9.]*\) ms per sample.*/\1 \2/p' | head -n 1 |
     tr '\n' ' '
   echo "$rss"
+}
+
+# The command prefix for a run on $1 threads: taskset to one CPU for 1.
+pin_for() {
+  if [ "$1" = 1 ] && [ "${BENCH_PIN:-1}" != 0 ] && command -v taskset >/dev/null; then
+    echo "taskset -c $(taskset -pc $$ | sed 's/.*: //; s/[,-].*//')"
+  fi
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
@@ -104,11 +115,12 @@ bench_speed() {
     "$bin/qconvert" "$dir/model.onnx" --profile "$w/profile.json" -o "$w/int8.onnx" >/dev/null
     local ort1=""
     for t in $threads_list; do
-      local qf of qi oi
-      qf=$(timed_median "$bin/qrun" "$dir/model.onnx" --data "$w/data" --bench "$runs" --threads "$t" --quiet)
-      of=$(timed_median node "$repo/scripts/ort_bench.js" "$dir/model.onnx" "$w/data" --threads "$t" --runs "$runs")
-      qi=$(timed_median "$bin/qrun" "$w/int8.onnx" --data "$w/data" --bench "$runs" --threads "$t" --quiet)
-      oi=$(timed_median node "$repo/scripts/ort_bench.js" "$w/int8.onnx" "$w/data" --threads "$t" --runs "$runs")
+      local qf of qi oi pin
+      pin=$(pin_for "$t")
+      qf=$(timed_median $pin "$bin/qrun" "$dir/model.onnx" --data "$w/data" --bench "$runs" --threads "$t" --quiet)
+      of=$(timed_median $pin node "$repo/scripts/ort_bench.js" "$dir/model.onnx" "$w/data" --threads "$t" --runs "$runs")
+      qi=$(timed_median $pin "$bin/qrun" "$w/int8.onnx" --data "$w/data" --bench "$runs" --threads "$t" --quiet)
+      oi=$(timed_median $pin node "$repo/scripts/ort_bench.js" "$w/int8.onnx" "$w/data" --threads "$t" --runs "$runs")
       # Fields: qrun f32 (1 median, 2 cpu, 3 rss), ORT f32 (4-6), qrun int8 (7-9), ORT int8 (10-12).
       set -- $qf $of $qi $oi
       printf '%-14s %3s | %9.2f %9.2f %6s %6s | %9.2f %9.2f %6s %6s | %s / %s / %s / %s\n' "$model" "$t" "$1" "$4" \
@@ -127,12 +139,13 @@ bench_speed() {
     # their sample counts), as ORT's per-sample time leaves out creating its
     # session; the fixed cost of a process (model loading, planning, writing
     # the profile) is printed beside it, and the all-in time per sample too.
-    local count small wall_small wall rss per startup all_in
+    local count small wall_small wall rss per startup all_in pin
     count=$(find "$w/data_rep" -name '*.npy' | wc -l)
     small=$((count / 4 > 0 ? count / 4 : 1))
-    /usr/bin/time -f '%e %M' -o "$work/qp_small" "$bin/qprofile" "$dir/model.onnx" --data "$w/data_rep" --threads 1 \
+    pin=$(pin_for 1)
+    /usr/bin/time -f '%e %M' -o "$work/qp_small" $pin "$bin/qprofile" "$dir/model.onnx" --data "$w/data_rep" --threads 1 \
       --limit "$small" -o "$w/profile_small.json" --quiet
-    /usr/bin/time -f '%e %M' -o "$work/qp_time" "$bin/qprofile" "$dir/model.onnx" --data "$w/data_rep" --threads 1 \
+    /usr/bin/time -f '%e %M' -o "$work/qp_time" $pin "$bin/qprofile" "$dir/model.onnx" --data "$w/data_rep" --threads 1 \
       -o "$w/profile_rep.json" --quiet
     read -r wall_small _ <"$work/qp_small"
     read -r wall rss <"$work/qp_time"
