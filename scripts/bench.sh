@@ -6,6 +6,7 @@
 # BENCH_MODELS (default "resnet18 mobilenet_v2"), BENCH_THREADS ("1 2"),
 # BENCH_RUNS (timed runs per sample, 3) and BENCH_SAMPLES (4) tune it.
 set -euo pipefail
+export LC_ALL=C  # "." decimal points in EPOCHREALTIME and printf, which awk reads
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${QTOOL_BIN:-$repo/build}
 py=/usr/bin/python3
@@ -139,19 +140,31 @@ bench_speed() {
     # their sample counts), as ORT's per-sample time leaves out creating its
     # session; the fixed cost of a process (model loading, planning, writing
     # the profile) is printed beside it, and the all-in time per sample too.
-    local count small wall_small wall rss per startup all_in pin
+    # The pair runs three times and the median per-sample time counts: one
+    # pair's difference swung by 20% between bench runs.
+    local count small wall_small wall rss per startup all_in pin pair pers=()
     count=$(find "$w/data_rep" -name '*.npy' | wc -l)
     small=$((count / 4 > 0 ? count / 4 : 1))
     pin=$(pin_for 1)
-    /usr/bin/time -f '%e %M' -o "$work/qp_small" $pin "$bin/qprofile" "$dir/model.onnx" --data "$w/data_rep" --threads 1 \
-      --limit "$small" -o "$w/profile_small.json" --quiet
-    /usr/bin/time -f '%e %M' -o "$work/qp_time" $pin "$bin/qprofile" "$dir/model.onnx" --data "$w/data_rep" --threads 1 \
-      -o "$w/profile_rep.json" --quiet
-    read -r wall_small _ <"$work/qp_small"
-    read -r wall rss <"$work/qp_time"
-    per=$(awk -v a="$wall_small" -v b="$wall" -v m="$small" -v n="$count" 'BEGIN { printf "%.2f", 1000 * (b - a) / (n - m) }')
-    startup=$(awk -v a="$wall_small" -v p="$per" -v m="$small" 'BEGIN { printf "%.0f", 1000 * a - p * m }')
-    all_in=$(awk -v w="$wall" -v c="$count" 'BEGIN { printf "%.2f", 1000 * w / c }')
+    # Wall times from EPOCHREALTIME (microseconds; GNU time's %e counts
+    # hundredths, which put the per-sample time on steps of 0.56 ms).
+    local t0 t1
+    for pair in 1 2 3; do
+      t0=$EPOCHREALTIME
+      $pin "$bin/qprofile" "$dir/model.onnx" --data "$w/data_rep" --threads 1 --limit "$small" \
+        -o "$w/profile_small.json" --quiet
+      t1=$EPOCHREALTIME
+      wall_small=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
+      t0=$EPOCHREALTIME
+      /usr/bin/time -f '%M' -o "$work/qp_rss" $pin "$bin/qprofile" "$dir/model.onnx" --data "$w/data_rep" \
+        --threads 1 -o "$w/profile_rep.json" --quiet
+      t1=$EPOCHREALTIME
+      wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
+      rss=$(tail -n 1 "$work/qp_rss")
+      pers+=("$(awk -v a="$wall_small" -v b="$wall" -v m="$small" -v n="$count" \
+        'BEGIN { printf "%.2f %.0f %.2f", 1000 * (b - a) / (n - m), 1000 * a - 1000 * (b - a) / (n - m) * m, 1000 * b / n }')")
+    done
+    read -r per startup all_in < <(printf '%s\n' "${pers[@]}" | sort -n | sed -n 2p)
     summary+=("$(printf '%-14s qprofile %s ms per sample (1 thread; %s vs %s samples) vs ORT f32 %s ms: ratio %s; fixed cost %s ms per process, all-in %s ms per sample over %s; peak RSS %s MiB' \
       "$model" "$per" "$count" "$small" "$ort1" "$(ratio "$per" "$ort1")" "$startup" "$all_in" "$count" "$(mib "$rss")")")
   done
