@@ -127,9 +127,11 @@ __attribute__((target("avx512f,avx512bw"))) void pool_plane(const PoolGeometry& 
     }
     folded_to = std::max(folded_to, r1);
     T* yr = y + oh * OW;
+    const int64_t first_slot = r0 % kh;  // the slots of rows r0.. follow it, wrapping at kh
     for (int64_t c = 0; c < V * nv; c += V) {
       Vec m = low;
-      for (int64_t r = r0; r < r1; ++r) m = L::keep_max(L::load(folded + (r % kh) * (V * nv) + c), m);
+      for (int64_t r = r0, slot = first_slot; r < r1; ++r, slot = slot + 1 == kh ? 0 : slot + 1)
+        m = L::keep_max(L::load(folded + slot * (V * nv) + c), m);
       if (c + V <= OW)
         L::store(yr + c, m);
       else
