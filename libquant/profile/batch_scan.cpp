@@ -199,10 +199,9 @@ __attribute__((target("avx512f,popcnt"))) BlockScan scan_block_avx512(const floa
   const __m512i largest_finite = _mm512_set1_epi32(0x7f7fffff);
   const __m512i inf_bits = _mm512_set1_epi32(0x7f800000);
   const __m512 zero = _mm512_setzero_ps();
-  const __m512 minus_one = _mm512_set1_ps(-1.0f);
   const __m512 scale = _mm512_set1_ps(kBins ? std::ldexp(1.0f, -lat.e) : 1.0f);
   const __m512i first_v = _mm512_set1_epi32(static_cast<int32_t>(lat.first));
-  const __m512i last_v = _mm512_set1_epi32(lat.bins - 1);
+  const __m512i minus_one = _mm512_set1_epi32(-1);
   const __m512i zero_i = _mm512_setzero_si512();
   const __m512i hot_v = _mm512_set1_epi32(lat.hot);
   // A nonzero float (|v| >= 2^-149) times 2^-e rounds to 0 only at or below
@@ -233,19 +232,25 @@ __attribute__((target("avx512f,popcnt"))) BlockScan scan_block_avx512(const floa
       vmax = _mm512_max_ps(vmax, v);
     }
     // Elements i..i+7 to lanes 0-7, then i+8..i+15 to the same lanes: each lane
-    // adds its elements in index order, as the portable scan does.
+    // adds its elements in index order, as the portable scan does. Unchecked,
+    // the upper eight are converted straight from memory (no lane extract).
     acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-    acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+    if constexpr (kChecked)
+      acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+    else
+      acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
     if constexpr (kBins) {
-      __m512 cell = _mm512_roundscale_ps(_mm512_mul_ps(v, scale), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+      // floor(v * 2^-e) in one conversion rounding down (exact: |v * 2^-e| < 2^25).
+      // The bins are not clamped to [0, bins): the caller uses them only when
+      // the block lies inside the lattice's range, where they are in it already.
+      __m512i cell = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v, scale), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
       if (may_underflow) {
         // As count_cells_avx2: a negative value whose scaled cell underflows to -0 is in cell -1.
         const __mmask16 negative_to_zero =
-            _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), cell, zero, _CMP_EQ_OQ);
-        cell = _mm512_mask_mov_ps(cell, negative_to_zero, minus_one);
+            _mm512_mask_cmpeq_epi32_mask(_mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), cell, zero_i);
+        cell = _mm512_mask_mov_epi32(cell, negative_to_zero, minus_one);
       }
-      __m512i bin = _mm512_sub_epi32(_mm512_cvttps_epi32(cell), first_v);
-      bin = _mm512_min_epi32(_mm512_max_epi32(bin, zero_i), last_v);
+      const __m512i bin = _mm512_sub_epi32(cell, first_v);
       const __mmask16 is_cold = _mm512_mask_cmpneq_epi32_mask(good, bin, hot_v);
       const int cold_here = __builtin_popcount(is_cold);
       hot += static_cast<uint64_t>(__builtin_popcount(good) - cold_here);

@@ -56,8 +56,8 @@ double combine_lanes(const double* lanes);
 // their values) goes to `hot`, and the bins of all other values are written to
 // `cold_bins` (room for n + 16 entries), `cold` of them. The bins are those of
 // count_cells only when the block's values lie in the lattice's range (the
-// caller checks min and max before using them); otherwise they are some bins
-// in [0, bins), never outside.
+// caller checks min and max before using them); otherwise they are arbitrary
+// integers that must not index anything.
 struct BinLattice {
   int e = 0;
   int64_t first = 0;
