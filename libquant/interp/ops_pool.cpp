@@ -7,6 +7,7 @@
 #include "libquant/kernels/pool.h"
 #include "libquant/kernels/pool_fast.h"
 #include "libquant/kernels/qpool_max.h"
+#include "libquant/kernels/threadpool.h"
 
 namespace quant::interp {
 
@@ -192,7 +193,8 @@ KernelResult make_global_pool(const KernelContext& ctx, GlobalPool kind) {
   const ir::Node& node = ctx.node;
   const int64_t p = node.attr_int("p", 2);
   if (kind == GlobalPool::Lp && p < 1) return Status::bad_input("GlobalLpPool p must be >= 1");
-  return make_kernel([&node, kind, p](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, kind, p, threads](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     const Tensor& x = *in[0];
     QT_RETURN_IF_ERROR(require_dtype(node, x, DType::Float32, "input"));
@@ -203,10 +205,13 @@ KernelResult make_global_pool(const KernelContext& ctx, GlobalPool kind) {
     int64_t spatial = 1;
     for (int64_t d = 2; d < x.rank(); ++d) spatial *= x.dim(d);
     if (spatial == 0) return Status::bad_input(node.op_type + " over an empty spatial extent");
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, shape));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], DType::Float32, shape));
     float* y = out[0].data<float>();
     switch (kind) {
-      case GlobalPool::Average: kernels::global_average_pool_f32(x.data<float>(), x.dim(0), x.dim(1), spatial, y); break;
+      case GlobalPool::Average:
+        kernels::global_average_pool_f32(x.data<float>(), x.dim(0), x.dim(1), spatial, y,
+                                         x.size() >= kernels::kElementPiece ? threads : 1);
+        break;
       case GlobalPool::Max: kernels::global_max_pool_f32(x.data<float>(), x.dim(0), x.dim(1), spatial, y); break;
       case GlobalPool::Lp:
         kernels::global_lp_pool_f32(x.data<float>(), x.dim(0), x.dim(1), spatial, static_cast<float>(p), y);

@@ -6,6 +6,7 @@
 #include "libquant/interp/ops_qlinear.h"
 #include "libquant/interp/output.h"
 #include "libquant/kernels/qpool.h"
+#include "libquant/kernels/threadpool.h"
 
 namespace quant::interp {
 namespace {
@@ -47,7 +48,8 @@ KernelResult make_qlinear_global_averagepool(const KernelContext& ctx) {
   QT_RETURN_IF_ERROR(refuse_channels_last(node));
   const kernels::RequantMode mode = requant_mode(ctx);
   QT_ASSIGN_OR_RETURN(auto params, (prepare_params<PoolParams>(node, {kXScale, kXZero, kYScale, kYZero}, pool_params)));
-  return make_kernel([&node, mode, params](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, mode, params, threads](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_present(node, in, {kX, kXScale, kYScale}));
     std::optional<PoolParams> scratch;
     QT_ASSIGN_OR_RETURN(const PoolParams* p, params.get(in, scratch));
@@ -66,7 +68,7 @@ KernelResult make_qlinear_global_averagepool(const KernelContext& ctx) {
     return dispatch_8bit(p->type, "X", [&](auto tag) {
       using T = decltype(tag);
       kernels::qlinear_global_average_pool<T>(x.data<T>(), x.dim(0) * x.dim(1), spatial, static_cast<T>(p->p.x_zero_point),
-                                              r, out[0].data<T>());
+                                              r, out[0].data<T>(), x.size() >= kernels::kElementPiece ? threads : 1);
       return Status::ok();
     });
   });

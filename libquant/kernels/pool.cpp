@@ -7,6 +7,7 @@
 
 #include "libquant/kernels/conv.h"
 #include "libquant/kernels/spatial.h"
+#include "libquant/kernels/threadpool.h"
 
 namespace quant::kernels {
 
@@ -180,14 +181,16 @@ void average_pool_f32(const PoolGeometry& g, bool count_include_pad, const float
   }
 }
 
-void global_average_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, float* y) {
+void global_average_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, float* y, int threads) {
   assert(spatial >= 1);
-  for (int64_t p = 0; p < N * C; ++p) {
-    const float* xp = x + p * spatial;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < spatial; ++i) sum += xp[i];
-    y[p] = sum / static_cast<float>(spatial);
-  }
+  in_parts(N * C, threads, [&](int64_t first, int64_t count) {
+    for (int64_t p = first; p < first + count; ++p) {
+      const float* xp = x + p * spatial;
+      float sum = 0.0f;
+      for (int64_t i = 0; i < spatial; ++i) sum += xp[i];
+      y[p] = sum / static_cast<float>(spatial);
+    }
+  });
 }
 
 void global_max_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, float* y) {

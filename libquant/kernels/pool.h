@@ -70,7 +70,8 @@ void average_pool_f32(const PoolGeometry& g, bool count_include_pad, const float
 // GlobalAveragePool / GlobalMaxPool: x[N, C, spatial] -> y[N, C], spatial
 // being the product of all spatial dims (>= 1). The max skips NaN like
 // max_pool_f32.
-void global_average_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, float* y);
+// Planes split over `threads` threads (in_parts); each sums its values in order, so the bits do not depend on it.
+void global_average_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, float* y, int threads = 1);
 void global_max_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, float* y);
 void global_lp_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, float p, float* y);
 

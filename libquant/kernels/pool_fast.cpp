@@ -20,13 +20,10 @@ int64_t volume(const Dims& d) {
 // channels starting at that plane.
 template <class F>
 void over_planes(const PoolGeometry& g, int threads, F fn) {
-  const int64_t planes = g.batch * g.channels;
-  const int64_t parts = std::min<int64_t>(planes, threads > 1 ? 4 * static_cast<int64_t>(threads) : 1);
-  parallel_for(threads, parts, [&](int64_t t) {
-    const int64_t p0 = t * planes / parts, p1 = (t + 1) * planes / parts;
+  in_parts(g.batch * g.channels, threads, [&](int64_t p0, int64_t count) {
     PoolGeometry sub = g;
     sub.batch = 1;
-    sub.channels = p1 - p0;
+    sub.channels = count;
     fn(sub, p0);
   });
 }

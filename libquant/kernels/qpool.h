@@ -14,10 +14,11 @@ namespace quant::kernels {
 // `plane_size` values, acc = sum(x) - x_zero_point * plane_size in int32, then
 // y = requantize(acc) with r's single multiplier, which the caller sets to
 // M = x_scale / (y_scale * float(plane_size)) (float32, that order) and r's
-// zero point to y's. T is uint8 or int8.
+// zero point to y's. T is uint8 or int8. Planes are split over `threads`
+// threads (in_parts).
 template <class T>
 void qlinear_global_average_pool(const T* x, int64_t planes, int64_t plane_size, T x_zero_point, const Requantizer& r,
-                                 T* y);
+                                 T* y, int threads = 1);
 
 struct QLinearPoolParams {
   float x_scale = 1, y_scale = 1;

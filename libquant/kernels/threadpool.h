@@ -41,4 +41,18 @@ void in_pieces(int64_t n, int threads, F f) {
   });
 }
 
+// For work on n independent items too large to cut (channel planes):
+// f(first, count) on min(n, 4 * threads) runs of consecutive items, on up
+// to `threads` threads. By parallel_for's shares, thread t mostly takes the
+// t-th 1/threads of the items: the channels a GEMM split by rows gave the
+// same thread the layer before, still in its core's cache.
+template <class F>
+void in_parts(int64_t n, int threads, F f) {
+  const int64_t parts = std::min<int64_t>(n, threads > 1 ? 4 * static_cast<int64_t>(threads) : 1);
+  parallel_for(threads, parts, [&](int64_t t) {
+    const int64_t first = t * n / parts;
+    f(first, (t + 1) * n / parts - first);
+  });
+}
+
 }  // namespace quant::kernels

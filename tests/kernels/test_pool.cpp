@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "libquant/kernels/pool.h"
@@ -216,6 +217,26 @@ TEST_CASE("global pools", "[kernels][pool]") {
   CHECK(y == std::vector<float>{2.5f, -6.5f, 0.25f});
   quant::kernels::global_max_pool_f32(x.data(), 3, 1, 4, y.data());
   CHECK(y == std::vector<float>{4, -5, 1});
+}
+
+TEST_CASE("global average pool on threads: every plane as one thread sums it", "[kernels][pool]") {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  const int64_t N = 2, C = 37, spatial = 49;
+  std::vector<float> x(static_cast<size_t>(N * C * spatial));
+  for (float& v : x) v = dist(rng);
+  std::vector<float> want(static_cast<size_t>(N * C));
+  for (int64_t p = 0; p < N * C; ++p) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < spatial; ++i) sum += x[static_cast<size_t>(p * spatial + i)];
+    want[static_cast<size_t>(p)] = sum / static_cast<float>(spatial);
+  }
+  for (int threads : {1, 2, 3, 8}) {
+    std::vector<float> y(want.size(), 99.0f);
+    quant::kernels::global_average_pool_f32(x.data(), N, C, spatial, y.data(), threads);
+    INFO("threads " << threads);
+    CHECK(y == want);
+  }
 }
 
 TEST_CASE("max_pool Indices row- and column-major, int8", "[kernels][pool]") {

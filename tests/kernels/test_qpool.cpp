@@ -78,6 +78,12 @@ TEST_CASE("qlinear_global_average_pool is MLAS's integer sum and float requantiz
         const Requantizer r = make_requantizer(mode, std::vector<float>{m}, 9);
         std::vector<uint8_t> y(3);
         qlinear_global_average_pool<uint8_t>(x.data(), 3, plane, static_cast<uint8_t>(xz), r, y.data());
+        // The planes split over threads: the same bytes.
+        for (int threads : {2, 3}) {
+          std::vector<uint8_t> y_threads(3, 0);
+          qlinear_global_average_pool<uint8_t>(x.data(), 3, plane, static_cast<uint8_t>(xz), r, y_threads.data(), threads);
+          REQUIRE(y_threads == y);
+        }
         for (int64_t c = 0; c < 3; ++c) {
           int32_t acc = 0;
           for (int64_t i = 0; i < plane; ++i) acc += x[static_cast<size_t>(c * plane + i)] - xz;
