@@ -8,13 +8,12 @@
 #include <thread>
 
 #include "apps/common/progress.h"
+#include "libquant/profile/collector.h"
 
 namespace qtool {
 namespace {
 
-using quant::profile::Histogram;
-using quant::profile::TensorProfile;
-using Tensors = std::map<std::string, TensorProfile>;
+using Tensors = std::map<std::string, quant::profile::TensorProfile>;
 
 }  // namespace
 
@@ -43,15 +42,10 @@ quant::Status collect_profile(const quant::interp::Session& session, const DataR
   std::optional<quant::Status> failure;
 
   auto profile_chunk = [&](size_t chunk) -> quant::Expected<Tensors> {
-    Tensors tensors;
     // Histograms are updated per run and activations dropped right after:
     // memory stays flat in the number of samples.
-    auto observe = [&](const quant::ir::Value& v, const quant::Tensor& t) {
-      if (t.dtype() != quant::DType::Float32 || quant::ir::constant_data(&v)) return;
-      auto it = tensors.find(v.name());
-      if (it == tensors.end()) it = tensors.emplace(v.name(), TensorProfile{"float32", t.shape(), Histogram(options.bins)}).first;
-      it->second.hist.add(t.data<float>(), t.size());
-    };
+    quant::profile::Collector collector(session.graph(), options.bins);
+    auto observe = [&](const quant::ir::Value& v, const quant::Tensor& t) { collector.observe(v, t); };
     for (size_t run = chunk * kRunsPerChunk; run < std::min(runs, (chunk + 1) * kRunsPerChunk); ++run) {
       auto inputs = data.load(run);
       if (!inputs) return inputs.status();
@@ -60,7 +54,7 @@ quant::Status collect_profile(const quant::interp::Session& session, const DataR
       std::lock_guard lock(mu);
       for (size_t s = 0; s < data.samples_in_run(run); ++s) progress.tick();
     }
-    return tensors;
+    return std::move(collector.tensors());
   };
 
   auto worker = [&] {

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include "libquant/profile/batch_scan.h"
@@ -60,19 +61,40 @@ std::vector<uint64_t> cumulative_round(const std::vector<double>& mass, uint64_t
 // Adds `src`'s counts (on its lattice, exponent <= e) to `dst`, the bins of the
 // lattice (e, first): cell k moves to floor(k / 2^(e - src_e)). Cells outside
 // dst's bins (only possible for hand-written, non-canonical profiles) go to the edge bins.
+// With [cell_lo, cell_hi], each source cell is first clamped to that range
+// (the cells of a clamped value are the clamped cells of the value).
 void add_cells(const std::vector<uint64_t>& src, int src_e, int64_t src_first, int e, int64_t first,
-               std::vector<uint64_t>& dst) {
-  assert(e >= src_e);
+               std::vector<uint64_t>& dst, int64_t cell_lo = std::numeric_limits<int64_t>::min(),
+               int64_t cell_hi = std::numeric_limits<int64_t>::max()) {
+  assert(e >= src_e && cell_lo <= cell_hi);
   const int shift = std::min(e - src_e, 63);  // |cell| < 2^63: a shift of 63 floors to 0 or -1
   const int64_t last = static_cast<int64_t>(dst.size()) - 1;
   for (size_t j = 0; j < src.size(); ++j) {
     if (src[j] == 0) continue;
-    int64_t cell = (src_first + static_cast<int64_t>(j)) >> shift;  // arithmetic shift: floor division
+    // arithmetic shift: floor division
+    int64_t cell = std::clamp(src_first + static_cast<int64_t>(j), cell_lo, cell_hi) >> shift;
     dst[static_cast<size_t>(std::clamp<int64_t>(cell - first, 0, last))] += src[j];
   }
 }
 
 int64_t cell_of(double v, int e) { return static_cast<int64_t>(std::floor(std::ldexp(v, -e))); }
+
+// count_cells(x, n, e, first, counts) for values all inside the lattice's
+// cells [first, first + counts.size()): with AVX-512, scan_block's binning
+// (the bin of 0 counted, not scattered) block by block while each is in L1.
+void bin_cells(const float* x, int64_t n, int e, int64_t first, std::vector<uint64_t>& counts) {
+  const int bins = static_cast<int>(counts.size());
+  if (!scan_block_available() || !lattice_fits_simd(e, first)) return count_cells(x, n, e, first, counts.data(), bins);
+  constexpr int64_t kBlock = 4096;
+  thread_local std::vector<int32_t> cold(static_cast<size_t>(kBlock) + 16);
+  const BinLattice lattice{e, first, bins, static_cast<int32_t>(std::clamp<int64_t>(-first, 0, bins - 1))};
+  double lanes[8] = {};
+  for (int64_t at = 0; at < n; at += kBlock) {
+    const BlockScan block = scan_block(x + at, std::min(kBlock, n - at), lanes, &lattice, cold.data());
+    for (int64_t j = 0; j < block.cold; ++j) counts[static_cast<size_t>(cold[static_cast<size_t>(j)])]++;
+    counts[static_cast<size_t>(lattice.hot)] += block.hot;
+  }
+}
 
 }  // namespace
 
@@ -139,16 +161,24 @@ static Histogram onto_lattice(const Histogram& h) {
   return std::move(out).value();
 }
 
-void Histogram::widen(float lo, float hi) {
-  if (!lattice_) *this = onto_lattice(*this);
+std::pair<int, int64_t> Histogram::widened_lattice(float lo, float hi) const {
   const double new_min = empty() ? lo : std::min<double>(min_, lo);
   const double new_max = empty() ? hi : std::max<double>(max_, hi);
   int e = fit_exponent(new_min, new_max, bins());
   if (!empty()) e = std::max(e, exp_);  // only a hand-written lattice can be coarser than needed
-  const int64_t first = cell_of(new_min, e);
+  return {e, cell_of(new_min, e)};
+}
+
+void Histogram::widen(float lo, float hi) {
+  if (!lattice_) *this = onto_lattice(*this);
+  const auto [e, first] = widened_lattice(lo, hi);
   if (e != exp_ || first != first_ || empty()) relayout(e, first, bins());
-  min_ = new_min;
-  max_ = new_max;
+  min_ = empty() ? lo : std::min<double>(min_, lo);
+  max_ = empty() ? hi : std::max<double>(max_, hi);
+}
+
+bool Histogram::canonical() const {
+  return empty() || (lattice_ && exp_ == fit_exponent(min_, max_, bins()) && first_ == cell_of(min_, exp_));
 }
 
 void Histogram::add_in_two_passes(const float* x, int64_t n) {
@@ -171,8 +201,7 @@ void Histogram::add(const float* x, int64_t n) {
   // a block widens the range: the result is add_in_two_passes' to the bit. That
   // holds from a lattice add() itself made (or an empty histogram); a
   // hand-written one keeps the two passes.
-  const bool canonical = empty() || (lattice_ && exp_ == fit_exponent(min_, max_, bins()) && first_ == cell_of(min_, exp_));
-  if (!scan_block_available() || !canonical) return add_in_two_passes(x, n);
+  if (!scan_block_available() || !canonical()) return add_in_two_passes(x, n);
 
   // 4096 values: the block and its bins (16 KiB each) fit the L1 cache together.
   constexpr int64_t kBlock = 4096;
@@ -207,6 +236,39 @@ void Histogram::add(const float* x, int64_t n) {
     count_ += block.stats.finite;
   }
   if (any_finite) sum_ += combine_lanes(lanes);
+}
+
+bool Histogram::add_with_clamped(const float* x, int64_t n, float lo, float hi, Histogram& clamped) {
+  if (!(lo <= hi) || !canonical() || !clamped.canonical()) return false;
+  const ClampedStats st = scan_batch_clamped(x, n, lo, hi);
+  if (st.x.nan != 0 || st.x.inf != 0) return false;  // Clip turns an infinity into a bound: separate adds
+  if (st.x.finite == 0) return true;                   // nothing to add to either
+  // A bound beyond every value clamps nothing (and may lie off any usable
+  // lattice: FLT_MAX, Clip's default); one beyond them all on the far side
+  // makes y constant, which separate adds handle.
+  if (lo > st.x.max || hi < st.x.min) return false;
+  // Binned once on the finer of the two lattices the values will have; its
+  // cells must stay within count_cells' reach (|x * 2^-e| < 2^25) and few
+  // enough to fold cheaply.
+  const int ef = std::min(widened_lattice(st.x.min, st.x.max).first, clamped.widened_lattice(st.y.min, st.y.max).first);
+  const int64_t cell_min = cell_of(st.x.min, ef), cell_max = cell_of(st.x.max, ef);
+  if (ef < floor_exponent(std::max(std::abs(st.x.min), std::abs(st.x.max))) || cell_max - cell_min >= 4 * int64_t{bins()})
+    return false;
+
+  widen(st.x.min, st.x.max);
+  clamped.widen(st.y.min, st.y.max);
+  thread_local std::vector<uint64_t> fine;
+  fine.assign(static_cast<size_t>(cell_max - cell_min + 1), 0);
+  bin_cells(x, n, ef, cell_min, fine);
+  add_cells(fine, ef, cell_min, exp_, first_, counts_);
+  add_cells(fine, ef, cell_min, clamped.exp_, clamped.first_, clamped.counts_,
+            lo > st.x.min ? cell_of(lo, ef) : std::numeric_limits<int64_t>::min(),
+            hi < st.x.max ? cell_of(hi, ef) : std::numeric_limits<int64_t>::max());
+  count_ += st.x.finite;
+  sum_ += st.x.sum;
+  clamped.count_ += st.y.finite;
+  clamped.sum_ += st.y.sum;
+  return true;
 }
 
 HistogramFields Histogram::fields() const {

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "libquant/core/status.h"
@@ -59,6 +60,17 @@ class Histogram {
   // to them, then the bins (count_cells). Tests compare add() with it.
   void add_in_two_passes(const float* x, int64_t n);
 
+  // Adds x[0..n) to this histogram and y = min(max(x, lo), hi) to `clamped`
+  // (the output of a Clip with constant bounds lo <= hi, or of a Relu: lo = 0,
+  // hi = +inf), with exactly the result of add(x) and clamped.add(y), but
+  // binning each value once: on the finer of the two lattices, whose cells
+  // fold into either (a cell of y is a clamped cell of x, and coarser cells
+  // are unions of finer ones). Returns false, changing neither histogram, where
+  // that does not apply (NaN or infinite values, a bound outside the values'
+  // range, a lattice that is not add()'s own, or the finer lattice needing
+  // more than 4x the bins); the caller then adds y itself.
+  bool add_with_clamped(const float* x, int64_t n, float lo, float hi, Histogram& clamped);
+
   // Combines shards, with max(a.bins, b.bins) bins. On lattice grids (every histogram
   // add() fills) the counts combine exactly: merging histograms of any split of the
   // data with the same bin count gives the histogram of the whole. A non-lattice input
@@ -92,6 +104,10 @@ class Histogram {
   static int fit_exponent(double lo, double hi, int bins);
 
  private:
+  // On the lattice add() itself keeps (or empty): add() may go block by block.
+  bool canonical() const;
+  // The lattice (exponent, first cell) that widen(lo, hi) would move to.
+  std::pair<int, int64_t> widened_lattice(float lo, float hi) const;
   // Moves the counts onto the lattice (exponent e, first cell `first`), e >= exp_.
   void relayout(int e, int64_t first, int bins);
   // Widens [min, max] by the finite values lo <= hi and moves onto its lattice.

@@ -1,9 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "libquant/profile/batch_scan.h"
@@ -195,4 +197,27 @@ TEST_CASE("batch scan: histograms grow across samples to the histogram of all va
       naive[static_cast<size_t>(std::floor(std::ldexp(static_cast<double>(x), -once.exponent())) -
                                 std::floor(std::ldexp(once.lo(), -once.exponent())))]++;
   CHECK(once.counts() == naive);
+}
+
+TEST_CASE("batch scan: the clamped scan equals scan_batch of x and of the clamped values", "[profile][batch_scan]") {
+  std::mt19937 rng(23);
+  for (size_t n : {0u, 1u, 15u, 16u, 17u, 100u, 4099u}) {
+    for (bool nonfinite : {false, true}) {
+      const auto x = mixed_values(n, rng, nonfinite);
+      // Relu, Relu6, a clip around 0, a single point.
+      for (auto [lo, hi] : std::vector<std::pair<float, float>>{{0.0f, kInf}, {0.0f, 6.0f}, {-1.0f, 1.0f}, {0.5f, 0.5f}}) {
+        std::vector<float> y(x.size());
+        for (size_t i = 0; i < x.size(); ++i) y[i] = std::min(std::max(x[i], lo), hi);
+        const BatchStats want_x = quant::profile::scan_batch_portable(x.data(), static_cast<int64_t>(n));
+        const BatchStats want_y = quant::profile::scan_batch_portable(y.data(), static_cast<int64_t>(n));
+        for (bool portable : {true, false}) {
+          const auto got = portable ? quant::profile::scan_batch_clamped_portable(x.data(), static_cast<int64_t>(n), lo, hi)
+                                    : quant::profile::scan_batch_clamped(x.data(), static_cast<int64_t>(n), lo, hi);
+          INFO("n " << n << " lo " << lo << " hi " << hi << " portable " << portable);
+          check_same(got.x, want_x);
+          check_same(got.y, want_y);
+        }
+      }
+    }
+  }
 }

@@ -211,3 +211,58 @@ TEST_CASE("batch scan: scan_block's statistics and bins equal the portable scan 
     }
   }
 }
+
+TEST_CASE("histogram add_with_clamped: the histograms add(x) and add(clamp(x)) give, to the bit", "[profile][histogram]") {
+  std::mt19937 rng(29);
+  const float kInf = std::numeric_limits<float>::infinity();
+  struct Bounds {
+    float lo, hi;
+  };
+  // Relu, Relu6, a symmetric clip, and Clip's default upper bound (FLT_MAX).
+  for (Bounds b : {Bounds{0.0f, kInf}, Bounds{0.0f, 6.0f}, Bounds{-1.5f, 1.5f}, Bounds{0.0f, std::numeric_limits<float>::max()}}) {
+    for (int bins : {16, 2048}) {
+      Histogram x_hist(bins), y_hist(bins), x_ref(bins), y_ref(bins);
+      int paired = 0;
+      // Scales that grow and shrink (lattices widen from sample to sample), a
+      // sample with NaN/Inf and one that lies wholly below lo (both refused).
+      std::vector<std::vector<float>> samples;
+      for (float scale : {1.0f, 3.0f, 0.5f, 20.0f, 2.0f}) samples.push_back(values(5000, rng, scale, false));
+      samples.push_back(values(3000, rng, 2.0f, true));
+      samples.push_back(std::vector<float>(100, b.lo - 3.0f));
+      samples.push_back(values(70001, rng, 7.0f, false));
+      for (const auto& x : samples) {
+        std::vector<float> y(x.size());
+        for (size_t i = 0; i < x.size(); ++i) y[i] = std::min(std::max(x[i], b.lo), b.hi);
+        const Histogram x_before = x_hist, y_before = y_hist;
+        if (x_hist.add_with_clamped(x.data(), static_cast<int64_t>(x.size()), b.lo, b.hi, y_hist)) {
+          ++paired;
+        } else {
+          // Refused: nothing changed; the caller adds both itself.
+          check_same(x_hist, x_before);
+          check_same(y_hist, y_before);
+          x_hist.add(x.data(), static_cast<int64_t>(x.size()));
+          y_hist.add(y.data(), static_cast<int64_t>(y.size()));
+        }
+        x_ref.add(x.data(), static_cast<int64_t>(x.size()));
+        y_ref.add(y.data(), static_cast<int64_t>(y.size()));
+        INFO("lo " << b.lo << " hi " << b.hi << " bins " << bins << " sample size " << x.size());
+        check_same(x_hist, x_ref);
+        check_same(y_hist, y_ref);
+      }
+      // The first samples were binned once; once x's range is far wider than
+      // the bounds (scale 20), the finer lattice needs too many cells.
+      CHECK(paired >= 3);
+    }
+  }
+}
+
+TEST_CASE("histogram add_with_clamped: a conv output and its Relu6 bin every value once", "[profile][histogram]") {
+  std::mt19937 rng(31);
+  Histogram x_hist(2048), y_hist(2048);
+  for (int k = 0; k < 4; ++k) {
+    const auto x = values(20000, rng, 2.5f, false);
+    CHECK(x_hist.add_with_clamped(x.data(), static_cast<int64_t>(x.size()), 0.0f, 6.0f, y_hist));
+  }
+  CHECK(y_hist.min() == 0.0);
+  CHECK(y_hist.count() == 80000);
+}

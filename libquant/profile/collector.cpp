@@ -1,0 +1,83 @@
+#include "libquant/profile/collector.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+namespace quant::profile {
+namespace {
+
+// A Clip bound given as an input (opset >= 11): a constant float32 scalar,
+// or absent (nullopt: no bound); `ok` false for anything else.
+std::optional<float> bound_input(const ir::Node& node, size_t index, bool& ok) {
+  const ir::Value* v = node.input(index);
+  if (!v) return std::nullopt;
+  const Tensor* t = ir::constant_data(v);
+  if (!t || t->dtype() != DType::Float32 || t->size() != 1) {
+    ok = false;
+    return std::nullopt;
+  }
+  return t->data<float>()[0];
+}
+
+}  // namespace
+
+std::map<const ir::Value*, ClampedTwin> find_clamped_twins(const ir::Graph& graph) {
+  std::map<const ir::Value*, ClampedTwin> twins;
+  const int64_t opset = graph.opset("");
+  for (const auto& node : graph.nodes()) {
+    if (!node->domain.empty() || (node->op_type != "Relu" && node->op_type != "Clip")) continue;
+    const ir::Value* x = node->input(0);
+    const ir::Value* y = node->outputs.empty() ? nullptr : node->outputs[0];
+    if (!x || !y || ir::constant_data(x) || twins.count(x)) continue;
+    // As the interpreter's Clip (interp/ops_unary.cpp): an absent bound is
+    // the type's lowest / highest value.
+    float lo = std::numeric_limits<float>::lowest(), hi = std::numeric_limits<float>::max();
+    if (node->op_type == "Relu") {
+      lo = 0.0f;
+      hi = std::numeric_limits<float>::infinity();
+    } else if (opset < 11) {
+      lo = node->attr_float("min", lo);
+      hi = node->attr_float("max", hi);
+    } else {
+      bool ok = true;
+      lo = bound_input(*node, 1, ok).value_or(lo);
+      hi = bound_input(*node, 2, ok).value_or(hi);
+      if (!ok) continue;
+    }
+    if (!(lo <= hi)) continue;
+    twins[x] = ClampedTwin{y, lo, hi};
+  }
+  return twins;
+}
+
+Collector::Collector(const ir::Graph& graph, int bins, bool pair_clamped) : bins_(bins) {
+  if (pair_clamped) twins_ = find_clamped_twins(graph);
+}
+
+TensorProfile& Collector::profile_of(const ir::Value& value, const Tensor& tensor) {
+  auto it = tensors_.find(value.name());
+  if (it == tensors_.end()) it = tensors_.emplace(value.name(), TensorProfile{"float32", tensor.shape(), Histogram(bins_)}).first;
+  return it->second;
+}
+
+void Collector::observe(const ir::Value& value, const Tensor& tensor) {
+  if (tensor.dtype() != DType::Float32 || ir::constant_data(&value)) return;
+  if (auto it = std::find(filled_.begin(), filled_.end(), &value); it != filled_.end()) {
+    filled_.erase(it);
+    return;
+  }
+  TensorProfile& p = profile_of(value, tensor);
+  const float* x = tensor.data<float>();
+  if (auto twin = twins_.find(&value); twin != twins_.end()) {
+    // y has x's shape (Relu and Clip are element-wise).
+    TensorProfile& y = profile_of(*twin->second.y, tensor);
+    if (p.hist.add_with_clamped(x, tensor.size(), twin->second.lo, twin->second.hi, y.hist)) {
+      filled_.push_back(twin->second.y);
+      return;
+    }
+  }
+  p.hist.add(x, tensor.size());
+}
+
+}  // namespace quant::profile
