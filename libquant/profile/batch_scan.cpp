@@ -297,45 +297,44 @@ BlockScan scan_block_avx512(const float* x, int64_t n, double* lanes, const BinL
   std::copy(start, start + kLanes, lanes);
   return scan_block_avx512<kBins, true>(x, n, lanes, lat, cold_bins);
 }
-// scan_batch_clamped over finite values only: both scans unchecked, 16
-// values a step into the two sets of 8 lanes (elements i..i+7, then
-// i+8..i+15, as scan_block). Returns false, with `out` unspecified, when a
-// NaN or infinity made a lane sum non-finite: the caller scans again with the
-// portable version, which handles them.
+// scan_batch_clamped for finite x: y's sum in 8 lanes, 16 values a step
+// (elements i..i+7, then i+8..i+15, as scan_block), x's extremes, and y's
+// extremes as the clamped extremes of x (clamping is monotone). Returns
+// false, `out` unspecified, when x holds a NaN (it passes the clamp into a
+// lane sum) or an infinity (an extreme): the portable version handles them.
 __attribute__((target("avx512f"))) bool scan_clamped_avx512(const float* x, int64_t n, float lo, float hi,
-                                                            ClampedStats& out) {
+                                                            ClampedScan& out) {
   const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-  __m512 xmin = _mm512_set1_ps(std::numeric_limits<float>::infinity()), xmax = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  __m512 ymin = xmin, ymax = xmax;
-  __m512d xacc = _mm512_setzero_pd(), yacc = _mm512_setzero_pd();
+  __m512 xmin = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+  __m512 xmax = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512d yacc = _mm512_setzero_pd();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512 v = _mm512_loadu_ps(x + i);
-    // max then min with v second: a NaN would pass through, as clamp_f32 lets it.
+    // max then min with v second: a NaN passes through, as clamp_f32 lets it.
     const __m512 c = _mm512_maskz_min_ps(0xFFFF, vhi, _mm512_maskz_max_ps(0xFFFF, vlo, v));
     xmin = _mm512_min_ps(xmin, v);
     xmax = _mm512_max_ps(xmax, v);
-    ymin = _mm512_min_ps(ymin, c);
-    ymax = _mm512_max_ps(ymax, c);
-    xacc = _mm512_add_pd(xacc, _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
-    xacc = _mm512_add_pd(xacc, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
     yacc = _mm512_add_pd(yacc, _mm512_cvtps_pd(_mm512_castps512_ps256(c)));
     yacc = _mm512_add_pd(yacc, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c), 1))));
   }
   ScalarScan xs, ys;
-  _mm512_storeu_pd(xs.lanes, xacc);
   _mm512_storeu_pd(ys.lanes, yacc);
-  if (!std::all_of(xs.lanes, xs.lanes + kLanes, [](double l) { return std::isfinite(l); })) return false;
+  if (!std::all_of(ys.lanes, ys.lanes + kLanes, [](double l) { return std::isfinite(l); })) return false;
   xs.min = _mm512_reduce_min_ps(xmin);
   xs.max = _mm512_reduce_max_ps(xmax);
-  ys.min = _mm512_reduce_min_ps(ymin);
-  ys.max = _mm512_reduce_max_ps(ymax);
   for (; i < n; ++i) {
-    xs.step(x[i], static_cast<int>(i % kLanes));
+    xs.step(x[i], 0);
     ys.step(std::min(std::max(x[i], lo), hi), static_cast<int>(i % kLanes));
   }
-  out.x = xs.finish(n);
+  if (xs.nan != 0 || !std::isfinite(xs.min) || !std::isfinite(xs.max)) return false;
+  ys.min = std::min(std::max(xs.min, lo), hi);
+  ys.max = std::min(std::max(xs.max, lo), hi);
+  const BatchStats xstats = xs.finish(n);
   out.y = ys.finish(n);
+  out.x_min = xstats.min;
+  out.x_max = xstats.max;
+  out.x_nan = out.x_inf = 0;
   return true;
 }
 #pragma GCC diagnostic pop
@@ -343,7 +342,7 @@ __attribute__((target("avx512f"))) bool scan_clamped_avx512(const float* x, int6
 
 }  // namespace
 
-ClampedStats scan_batch_clamped_portable(const float* x, int64_t n, float lo, float hi) {
+ClampedScan scan_batch_clamped_portable(const float* x, int64_t n, float lo, float hi) {
   ScalarScan xs, ys;
   for (int64_t i = 0; i < n; ++i) {
     xs.step(x[i], static_cast<int>(i % kLanes));
@@ -351,13 +350,20 @@ ClampedStats scan_batch_clamped_portable(const float* x, int64_t n, float lo, fl
     // likewise: clamp_f32's max-then-min, and Relu's v < 0 ? 0 : v for lo = 0.
     ys.step(std::min(std::max(x[i], lo), hi), static_cast<int>(i % kLanes));
   }
-  return {xs.finish(n), ys.finish(n)};
+  const BatchStats xstats = xs.finish(n);
+  ClampedScan out;
+  out.y = ys.finish(n);
+  out.x_min = xstats.min;
+  out.x_max = xstats.max;
+  out.x_nan = xstats.nan;
+  out.x_inf = xstats.inf;
+  return out;
 }
 
-ClampedStats scan_batch_clamped(const float* x, int64_t n, float lo, float hi) {
+ClampedScan scan_batch_clamped(const float* x, int64_t n, float lo, float hi) {
   assert(lo <= hi);
 #if defined(__x86_64__)
-  ClampedStats out;
+  ClampedScan out;
   if (scan_block_available() && scan_clamped_avx512(x, n, lo, hi, out)) return out;
 #endif
   return scan_batch_clamped_portable(x, n, lo, hi);

@@ -34,15 +34,20 @@ BatchStats scan_batch_portable(const float* x, int64_t n);
 void count_cells(const float* x, int64_t n, int e, int64_t first, uint64_t* counts, int bins);
 void count_cells_portable(const float* x, int64_t n, int e, int64_t first, uint64_t* counts, int bins);
 
-// scan_batch of x, and scan_batch of y = min(max(x, lo), hi) (ONNX Clip, and
-// Relu with lo = 0, hi = +inf, as the interpreter computes them: a NaN stays
-// NaN, an infinity is clamped) without writing y out, in one pass. lo <= hi.
-// The AVX-512 version, chosen at run time, gives the portable one's bits.
-struct ClampedStats {
-  BatchStats x, y;
+// One pass over x for Histogram::add_with_clamped: the statistics of
+// y = min(max(x, lo), hi) (ONNX Clip, and Relu with lo = 0, hi = +inf, as the
+// interpreter computes them: a NaN stays NaN, an infinity is clamped), as
+// scan_batch of the written-out y gives them, and x's extremes and non-finite
+// counts as scan_batch of x gives them; x's sum is left to the pass that bins
+// x. lo <= hi. The AVX-512 version, chosen at run time, gives the portable
+// one's bits.
+struct ClampedScan {
+  BatchStats y;
+  float x_min = 0, x_max = 0;
+  uint64_t x_nan = 0, x_inf = 0;
 };
-ClampedStats scan_batch_clamped(const float* x, int64_t n, float lo, float hi);
-ClampedStats scan_batch_clamped_portable(const float* x, int64_t n, float lo, float hi);
+ClampedScan scan_batch_clamped(const float* x, int64_t n, float lo, float hi);
+ClampedScan scan_batch_clamped_portable(const float* x, int64_t n, float lo, float hi);
 
 // Whether scan_batch and count_cells run their AVX2 versions on this CPU.
 bool batch_scan_uses_avx2();

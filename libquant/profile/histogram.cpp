@@ -79,12 +79,16 @@ void add_cells(const std::vector<uint64_t>& src, int src_e, int64_t src_first, i
 
 int64_t cell_of(double v, int e) { return static_cast<int64_t>(std::floor(std::ldexp(v, -e))); }
 
-// count_cells(x, n, e, first, counts) for values all inside the lattice's
-// cells [first, first + counts.size()): with AVX-512, scan_block's binning
-// (the bin of 0 counted, not scattered) block by block while each is in L1.
-void bin_cells(const float* x, int64_t n, int e, int64_t first, std::vector<uint64_t>& counts) {
+// count_cells(x, n, e, first, counts) for finite values all inside the
+// lattice's cells [first, first + counts.size()); returns their sum as
+// scan_batch adds it up. With AVX-512, scan_block's one pass (the bin of 0
+// counted, not scattered), block by block while each is in L1.
+double bin_cells(const float* x, int64_t n, int e, int64_t first, std::vector<uint64_t>& counts) {
   const int bins = static_cast<int>(counts.size());
-  if (!scan_block_available() || !lattice_fits_simd(e, first)) return count_cells(x, n, e, first, counts.data(), bins);
+  if (!scan_block_available() || !lattice_fits_simd(e, first)) {
+    count_cells(x, n, e, first, counts.data(), bins);
+    return scan_batch(x, n).sum;
+  }
   constexpr int64_t kBlock = 4096;
   thread_local std::vector<int32_t> cold(static_cast<size_t>(kBlock) + 16);
   const BinLattice lattice{e, first, bins, static_cast<int32_t>(std::clamp<int64_t>(-first, 0, bins - 1))};
@@ -94,6 +98,7 @@ void bin_cells(const float* x, int64_t n, int e, int64_t first, std::vector<uint
     for (int64_t j = 0; j < block.cold; ++j) counts[static_cast<size_t>(cold[static_cast<size_t>(j)])]++;
     counts[static_cast<size_t>(lattice.hot)] += block.hot;
   }
+  return combine_lanes(lanes);
 }
 
 }  // namespace
@@ -240,32 +245,35 @@ void Histogram::add(const float* x, int64_t n) {
 
 bool Histogram::add_with_clamped(const float* x, int64_t n, float lo, float hi, Histogram& clamped) {
   if (!(lo <= hi) || !canonical() || !clamped.canonical()) return false;
-  const ClampedStats st = scan_batch_clamped(x, n, lo, hi);
-  if (st.x.nan != 0 || st.x.inf != 0) return false;  // Clip turns an infinity into a bound: separate adds
-  if (st.x.finite == 0) return true;                   // nothing to add to either
+  const ClampedScan st = scan_batch_clamped(x, n, lo, hi);
+  if (st.x_nan != 0 || st.x_inf != 0) return false;  // Clip turns an infinity into a bound: separate adds
+  if (st.y.finite == 0) return true;                   // nothing to add to either
   // A bound beyond every value clamps nothing (and may lie off any usable
   // lattice: FLT_MAX, Clip's default); one beyond them all on the far side
   // makes y constant, which separate adds handle.
-  if (lo > st.x.max || hi < st.x.min) return false;
+  if (lo > st.x_max || hi < st.x_min) return false;
   // Binned once on the finer of the two lattices the values will have; its
   // cells must stay within count_cells' reach (|x * 2^-e| < 2^25) and few
   // enough to fold cheaply.
-  const int ef = std::min(widened_lattice(st.x.min, st.x.max).first, clamped.widened_lattice(st.y.min, st.y.max).first);
-  const int64_t cell_min = cell_of(st.x.min, ef), cell_max = cell_of(st.x.max, ef);
-  if (ef < floor_exponent(std::max(std::abs(st.x.min), std::abs(st.x.max))) || cell_max - cell_min >= 4 * int64_t{bins()})
+  const int ef = std::min(widened_lattice(st.x_min, st.x_max).first, clamped.widened_lattice(st.y.min, st.y.max).first);
+  const int64_t cell_min = cell_of(st.x_min, ef), cell_max = cell_of(st.x_max, ef);
+  if (ef < floor_exponent(std::max(std::abs(st.x_min), std::abs(st.x_max))) || cell_max - cell_min >= 4 * int64_t{bins()})
     return false;
 
-  widen(st.x.min, st.x.max);
+  widen(st.x_min, st.x_max);
   clamped.widen(st.y.min, st.y.max);
   thread_local std::vector<uint64_t> fine;
   fine.assign(static_cast<size_t>(cell_max - cell_min + 1), 0);
-  bin_cells(x, n, ef, cell_min, fine);
+  const double x_sum = bin_cells(x, n, ef, cell_min, fine);
   add_cells(fine, ef, cell_min, exp_, first_, counts_);
+  // y's cells are x's clamped to the bounds' cells. (Below, that is also
+  // where add_cells' edge clamp would put them: y's lattice starts at y's
+  // minimum, which is lo whenever a value is clamped up to it.)
   add_cells(fine, ef, cell_min, clamped.exp_, clamped.first_, clamped.counts_,
-            lo > st.x.min ? cell_of(lo, ef) : std::numeric_limits<int64_t>::min(),
-            hi < st.x.max ? cell_of(hi, ef) : std::numeric_limits<int64_t>::max());
-  count_ += st.x.finite;
-  sum_ += st.x.sum;
+            lo > st.x_min ? cell_of(lo, ef) : std::numeric_limits<int64_t>::min(),
+            hi < st.x_max ? cell_of(hi, ef) : std::numeric_limits<int64_t>::max());
+  count_ += st.y.finite;
+  sum_ += x_sum;
   clamped.count_ += st.y.finite;
   clamped.sum_ += st.y.sum;
   return true;
