@@ -79,6 +79,20 @@ void add_cells(const std::vector<uint64_t>& src, int src_e, int64_t src_first, i
 
 int64_t cell_of(double v, int e) { return static_cast<int64_t>(std::floor(std::ldexp(v, -e))); }
 
+// Counts one block binned by scan_block: its `hot` values in bin `hot`, the
+// others' bins listed in `cold`.
+void add_block_bins(const BlockScan& block, const int32_t* cold, int32_t hot, uint64_t* counts) {
+  int64_t j = 0;
+  for (; j + 4 <= block.cold; j += 4) {
+    counts[cold[j]]++;
+    counts[cold[j + 1]]++;
+    counts[cold[j + 2]]++;
+    counts[cold[j + 3]]++;
+  }
+  for (; j < block.cold; ++j) counts[cold[j]]++;
+  counts[hot] += block.hot;
+}
+
 // count_cells(x, n, e, first, counts) for finite values all inside the
 // lattice's cells [first, first + counts.size()); returns their sum as
 // scan_batch adds it up. With AVX-512, scan_block's one pass (the bin of 0
@@ -95,8 +109,7 @@ double bin_cells(const float* x, int64_t n, int e, int64_t first, std::vector<ui
   double lanes[8] = {};
   for (int64_t at = 0; at < n; at += kBlock) {
     const BlockScan block = scan_block(x + at, std::min(kBlock, n - at), lanes, &lattice, cold.data());
-    for (int64_t j = 0; j < block.cold; ++j) counts[static_cast<size_t>(cold[static_cast<size_t>(j)])]++;
-    counts[static_cast<size_t>(lattice.hot)] += block.hot;
+    add_block_bins(block, cold.data(), lattice.hot, counts.data());
   }
   return combine_lanes(lanes);
 }
@@ -224,16 +237,7 @@ void Histogram::add(const float* x, int64_t n) {
     any_finite = true;
     if (binned && block.stats.min >= min_ && block.stats.max <= max_) {
       // The range (so the lattice) is unchanged: the bins are count_cells'.
-      const int32_t* b = cold_bins.data();
-      int64_t j = 0;
-      for (; j + 4 <= block.cold; j += 4) {
-        counts_[static_cast<size_t>(b[j])]++;
-        counts_[static_cast<size_t>(b[j + 1])]++;
-        counts_[static_cast<size_t>(b[j + 2])]++;
-        counts_[static_cast<size_t>(b[j + 3])]++;
-      }
-      for (; j < block.cold; ++j) counts_[static_cast<size_t>(b[j])]++;
-      counts_[static_cast<size_t>(lattice.hot)] += block.hot;
+      add_block_bins(block, cold_bins.data(), lattice.hot, counts_.data());
     } else {
       widen(block.stats.min, block.stats.max);
       count_cells(x + at, len, exp_, first_, counts_.data(), bins());
