@@ -19,9 +19,9 @@ constexpr int64_t kPrefetchB = 16;  // rows of B ahead
 // worked out as an integer: it may lie past the end of the operand (after
 // the last panel), which a prefetch tolerates (it never faults) but pointer
 // arithmetic does not.
-__attribute__((target("avx512f"))) inline void prefetch(const float* p, int64_t offset, int hint_l2) {
+__attribute__((target("avx512f"))) inline void prefetch(const float* p, int64_t offset, bool into_l2) {
   const auto* line = reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(offset));
-  if (hint_l2)
+  if (into_l2)
     _mm_prefetch(line, _MM_HINT_T1);
   else
     _mm_prefetch(line, _MM_HINT_T0);
@@ -48,9 +48,9 @@ __attribute__((target("avx512f"))) void f32_gemm_avx512_rows(int64_t kc, const f
   //  - B kPrefetchB rows ahead into L1.
   const int64_t a_next = kc * kMr * static_cast<int64_t>(sizeof(float));
   for (int64_t k = 0; k < kc; ++k) {
-    if ((k & 1) == 0) prefetch(a, a_next, 1);
+    if ((k & 1) == 0) prefetch(a, a_next, true);
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) prefetch(b, (kPrefetchB * b_stride + 16 * v) * static_cast<int64_t>(sizeof(float)), 0);
+    for (int v = 0; v < V; ++v) prefetch(b, (kPrefetchB * b_stride + 16 * v) * static_cast<int64_t>(sizeof(float)), false);
     __m512 bv[V];
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
