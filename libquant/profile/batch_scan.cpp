@@ -47,6 +47,11 @@ struct ScalarScan {
   }
 };
 
+// y of scan_batch_clamped: std::max(v, lo) returns v unless v < lo (a NaN
+// stays), std::min likewise; clamp_f32's max-then-min, and Relu's
+// v < 0 ? 0 : v for lo = 0.
+inline float clip(float v, float lo, float hi) { return std::min(std::max(v, lo), hi); }
+
 // Bin of one finite value: floor(v * 2^-e) in double is exact (a power-of-two
 // scaling of a float stays far inside double's range). The cell leaves int64's
 // range only for a value far outside the lattice (a block that widens the range
@@ -325,11 +330,11 @@ __attribute__((target("avx512f"))) bool scan_clamped_avx512(const float* x, int6
   xs.max = _mm512_reduce_max_ps(xmax);
   for (; i < n; ++i) {
     xs.step(x[i], 0);
-    ys.step(std::min(std::max(x[i], lo), hi), static_cast<int>(i % kLanes));
+    ys.step(clip(x[i], lo, hi), static_cast<int>(i % kLanes));
   }
   if (xs.nan != 0 || !std::isfinite(xs.min) || !std::isfinite(xs.max)) return false;
-  ys.min = std::min(std::max(xs.min, lo), hi);
-  ys.max = std::min(std::max(xs.max, lo), hi);
+  ys.min = clip(xs.min, lo, hi);
+  ys.max = clip(xs.max, lo, hi);
   const BatchStats xstats = xs.finish(n);
   out.y = ys.finish(n);
   out.x_min = xstats.min;
@@ -346,9 +351,7 @@ ClampedScan scan_batch_clamped_portable(const float* x, int64_t n, float lo, flo
   ScalarScan xs, ys;
   for (int64_t i = 0; i < n; ++i) {
     xs.step(x[i], static_cast<int>(i % kLanes));
-    // std::max(v, lo) returns v unless v < lo (a NaN stays), std::min
-    // likewise: clamp_f32's max-then-min, and Relu's v < 0 ? 0 : v for lo = 0.
-    ys.step(std::min(std::max(x[i], lo), hi), static_cast<int>(i % kLanes));
+    ys.step(clip(x[i], lo, hi), static_cast<int>(i % kLanes));
   }
   const BatchStats xstats = xs.finish(n);
   ClampedScan out;
