@@ -1,0 +1,79 @@
+// Targets: the rules of the runtime and CPU that will run a quantized model
+// (DESIGN "Targets"), read from JSON (targets/NAME.json, schema
+// targets/target.schema.json). One TargetSpec says what a quantized model may
+// contain (read by qconvert, mapped onto passes::QuantizeOptions) and how the
+// target computes it (read by qrun, mapped onto interp::SessionOptions).
+// Neither passes nor interp see the spec or its name: apps copy its fields.
+//
+// The built-in targets are the repository's targets/*.json, compiled into the
+// library at build time, so an installed tool needs no data directory.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "libquant/calib/params.h"
+#include "libquant/core/dtype.h"
+#include "libquant/core/status.h"
+#include "libquant/kernels/qdot_sat16.h"
+#include "libquant/kernels/requant.h"
+
+namespace quant::target {
+
+// An op whose output has fixed quantization parameters (e.g. Sigmoid's
+// [0, 1) at scale 1/256 on integer-only backends).
+struct FixedParams {
+  float scale = 1;
+  int32_t zero_point = 0;
+};
+
+struct TargetSpec {
+  std::string name;
+  std::string description;
+  std::string source;  // "built-in" or the file it was read from
+
+  // What a quantized model may contain ("quantize").
+  std::string format = "qdq";  // "qdq" or "qoperator"
+  DType activations = DType::UInt8;
+  calib::Schema schema = calib::Schema::Asymmetric;
+  DType weights = DType::Int8;
+  DType depthwise_weights = DType::Undefined;  // depthwise Conv weights; Undefined: `weights`
+  int32_t weight_max = 127;  // symmetric weights in [-weight_max, weight_max] (uint8: around 128)
+  bool per_channel = true;
+  std::map<std::string, bool> per_channel_by_op;  // op type -> per channel (true) or per tensor
+  DType bias = DType::Int32;
+  std::vector<std::string> ops;                  // op types quantized; empty: qconvert's default set
+  std::vector<std::string> shares_input_params;  // output keeps its input's parameters
+  std::map<std::string, FixedParams> fixed_output_params;
+  // |w[2j]| + |w[2j+1]| <= bound over the int8 weights in ONNX Runtime's K
+  // order (kernels/qdot_sat16.h): then no uint8 x int8 pair can leave int16
+  // (255 * 128 = 32640). 0: no bound.
+  int32_t weight_pair_bound = 0;
+
+  // How the target computes ("compute").
+  kernels::DotArithmetic dot = kernels::DotArithmetic::Exact;
+  kernels::RequantMode requant = kernels::RequantMode::Float;
+  // ONNX Runtime on x86 rewrites int8 Q/DQ activation pairs to uint8
+  // (QDQS8ToU8Transformer) before fusing them into integer kernels.
+  bool qdq_int8_activations_as_uint8 = false;
+};
+
+// Parses and validates a target's JSON text. `origin` names it in errors
+// ("targets/ort-x86.json: quantize.weights.range: ...").
+Expected<TargetSpec> parse_target(const std::string& json_text, const std::string& origin);
+
+// A built-in target by name, or a file when `name_or_file` names one (a path
+// with a '/' or ending in .json). Errors name the file and the field.
+Expected<TargetSpec> load_target(const std::string& name_or_file);
+
+// The built-in targets, sorted by name.
+std::vector<TargetSpec> builtin_targets();
+
+// The default target of qconvert (DESIGN "Targets").
+inline constexpr const char* kDefaultConvertTarget = "ort-x86";
+
+// The spec as JSON (qconvert --report, qconvert --list-targets --json).
+std::string target_summary(const TargetSpec& t);
+
+}  // namespace quant::target

@@ -1,0 +1,105 @@
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <unistd.h>
+#include <fstream>
+#include <string>
+
+#include "libquant/target/target.h"
+
+using quant::kernels::DotArithmetic;
+using quant::target::load_target;
+using quant::target::parse_target;
+
+namespace {
+
+std::string error_of(const std::string& json) {
+  auto t = parse_target(json, "my.json");
+  REQUIRE(!t);
+  return t.status().message();
+}
+
+}  // namespace
+
+TEST_CASE("every built-in target parses and the ONNX Runtime x86 family is there", "[target]") {
+  const auto all = quant::target::builtin_targets();
+  std::vector<std::string> names;
+  for (const auto& t : all) names.push_back(t.name);
+  CHECK(names == std::vector<std::string>{"ort-arm64", "ort-x86", "ort-x86-avx2", "ort-x86-vnni"});
+  for (const auto& t : all) {
+    CHECK(t.source == "built-in");
+    CHECK(!t.description.empty());
+    // Each file is also readable by path, with the same fields.
+    auto f = load_target(std::string(QTOOL_SOURCE_DIR) + "/targets/" + t.name + ".json");
+    REQUIRE(f);
+    CHECK(quant::target::target_summary(*f).size() > 0);
+    CHECK(f->weight_pair_bound == t.weight_pair_bound);
+    CHECK(f->dot == t.dot);
+  }
+  auto avx2 = load_target("ort-x86-avx2");
+  REQUIRE(avx2);
+  CHECK(avx2->dot == DotArithmetic::U8S8PairsSaturateInt16);
+  CHECK(avx2->qdq_int8_activations_as_uint8);
+  auto vnni = load_target("ort-x86-vnni");
+  REQUIRE(vnni);
+  CHECK(vnni->dot == DotArithmetic::Exact);
+  CHECK(vnni->weight_pair_bound == 0);
+  // The default keeps full accuracy on every x86 CPU: uint8 weights, which
+  // ONNX Runtime multiplies exactly with or without VNNI (docs/targets.md).
+  auto def = load_target(quant::target::kDefaultConvertTarget);
+  REQUIRE(def);
+  CHECK(def->weights == quant::DType::UInt8);
+  CHECK(def->weight_pair_bound == 0);
+}
+
+TEST_CASE("an unknown target name lists the built-in ones", "[target]") {
+  auto t = load_target("ort-x68");
+  REQUIRE(!t);
+  CHECK(t.status().message().find("no built-in target") != std::string::npos);
+  CHECK(t.status().message().find("ort-x86-avx2") != std::string::npos);
+}
+
+TEST_CASE("a bad target file is refused naming the file and the field", "[target]") {
+  CHECK(error_of("{") .find("my.json: not valid JSON") == 0);
+  CHECK(error_of("[]") == "my.json: the file: must be a JSON object");
+  CHECK(error_of(R"({"description": "x"})") == "my.json: name: missing");
+  CHECK(error_of(R"({"name": "t", "quantize": {"weights": {"rnage": [-1, 1]}}})") ==
+        "my.json: quantize.weights.rnage: unknown field");
+  CHECK(error_of(R"({"name": "t", "quantize": {"weights": {"range": [-128, 127]}}})").find("quantize.weights.range: must be symmetric") !=
+        std::string::npos);
+  CHECK(error_of(R"({"name": "t", "quantize": {"activations": {"type": "uint4"}}})") ==
+        "my.json: quantize.activations.type: 'uint4' is not one of uint8, int8, int16");
+  CHECK(error_of(R"({"name": "t", "compute": {"dot_product": "fast"}})").find("compute.dot_product") != std::string::npos);
+  CHECK(error_of(R"({"name": "t", "quantize": {"weights": {"type": "uint8", "pair_bound": 128}}})") ==
+        "my.json: quantize.weights.pair_bound: applies to int8 weights only");
+  CHECK(error_of(R"({"name": "t", "quantize": {"fixed_output_params": {"Sigmoid": {"scale": 0}}}})")
+            .find("quantize.fixed_output_params.Sigmoid") != std::string::npos);
+  CHECK(error_of(R"({"name": "t", "compute": {"pair_order": "onnxruntime-mlas"}})") ==
+        "my.json: compute.pair_order: applies only to a saturating dot_product");
+}
+
+TEST_CASE("a user-written target file is read with its fields", "[target]") {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("qtool_target_test_" + std::to_string(::getpid()) + ".json")).string();
+  {
+    std::ofstream out(path);
+    out << R"({"name": "mine", "quantize": {"activations": {"type": "int8", "schema": "symmetric"},
+             "weights": {"range": [-64, 64], "granularity_by_op": {"MatMul": "per-tensor"}},
+             "fixed_output_params": {"Sigmoid": {"scale": 0.00390625, "zero_point": -128}}},
+             "compute": {"requantization": "fixed-point"}})";
+  }
+  auto t = load_target(path);
+  std::remove(path.c_str());
+  REQUIRE(t);
+  CHECK(t->name == "mine");
+  CHECK(t->source == path);
+  CHECK(t->activations == quant::DType::Int8);
+  CHECK(t->weight_max == 64);
+  CHECK(t->per_channel_by_op.at("MatMul") == false);
+  CHECK(t->fixed_output_params.at("Sigmoid").zero_point == -128);
+  CHECK(t->requant == quant::kernels::RequantMode::FixedPoint);
+  CHECK(t->dot == DotArithmetic::Exact);
+  auto missing = load_target("/nonexistent/target.json");
+  REQUIRE(!missing);
+  CHECK(missing.status().message().find("/nonexistent/target.json") != std::string::npos);
+}
