@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <spdlog/spdlog.h>
@@ -20,6 +21,7 @@
 #include "libquant/onnx/model_io.h"
 #include "libquant/passes/lower_plan.h"
 #include "libquant/passes/lower_qdq.h"
+#include "libquant/target/target.h"
 
 namespace {
 
@@ -40,7 +42,8 @@ struct Flags {
   bool explain = false;
   bool no_lower = false;
   bool per_layer = false;
-  std::string requant = "float";
+  std::string requant;  // empty: the target's, else float
+  std::string target;   // empty: exact arithmetic
   int threads = qtool::default_threads();
   bool quiet = false;
   bool verbose = false;
@@ -95,7 +98,39 @@ struct Summary {
   Accuracy tested, reference;
   bool has_labels = false;
   std::vector<quant::interp::LayerComparison::Layer> layers;  // --per-layer, worst SNR first
+  std::string target;                                           // --target's name
+  std::map<std::string, quant::kernels::SaturationStats> saturation;  // per node, saturating targets only
+  bool saturating = false;
 };
+
+quant::kernels::SaturationStats total_saturation(const Summary& s) {
+  quant::kernels::SaturationStats t;
+  for (const auto& [node, st] : s.saturation) t += st;
+  return t;
+}
+
+// --target with a saturating dot product: how many pairs saturated, per
+// layer (most first), so a user sees which layers that CPU class breaks.
+void print_saturation(const Summary& s) {
+  const auto total = total_saturation(s);
+  std::printf("saturated dot-product pairs (target %s): %lld of %lld\n", s.target.c_str(),
+              static_cast<long long>(total.saturated), static_cast<long long>(total.pairs));
+  std::vector<std::pair<std::string, quant::kernels::SaturationStats>> rows(s.saturation.begin(), s.saturation.end());
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.saturated > b.second.saturated; });
+  std::printf("  %12s %14s %9s  %s\n", "saturated", "pairs", "share", "node");
+  for (const auto& [node, st] : rows)
+    std::printf("  %12lld %14lld %8.4f%%  %s\n", static_cast<long long>(st.saturated), static_cast<long long>(st.pairs),
+                st.pairs ? 100.0 * static_cast<double>(st.saturated) / static_cast<double>(st.pairs) : 0.0, node.c_str());
+}
+
+nlohmann::json saturation_json(const Summary& s) {
+  const auto total = total_saturation(s);
+  nlohmann::json j = {{"target", s.target}, {"saturated_pairs", total.saturated}, {"pairs", total.pairs}};
+  j["layers"] = nlohmann::json::array();
+  for (const auto& [node, st] : s.saturation)
+    j["layers"].push_back({{"node", node}, {"saturated_pairs", st.saturated}, {"pairs", st.pairs}});
+  return j;
+}
 
 nlohmann::json json_number(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(v > 0 ? "inf" : "-inf");
@@ -158,6 +193,8 @@ void print_summary(const Flags& f, const Summary& s) {
   if (f.json) {
     nlohmann::json j;
     j["samples"] = s.samples;
+    if (!s.target.empty()) j["target"] = s.target;
+    if (s.saturating) j["saturation"] = saturation_json(s);
     if (compare) {
       j["snr_db"] = json_number(s.error.snr_db());
       j["cosine"] = s.error.cosine();
@@ -184,6 +221,7 @@ void print_summary(const Flags& f, const Summary& s) {
     return;
   }
   std::printf("samples: %lld\n", static_cast<long long>(s.samples));
+  if (!s.target.empty()) std::printf("target: %s\n", s.target.c_str());
   if (s.has_labels) {
     if (compare) {
       std::printf("float accuracy: %.2f%% (%lld/%lld), top-5 %.2f%%\n", s.reference.top1_pct(),
@@ -206,6 +244,7 @@ void print_summary(const Flags& f, const Summary& s) {
     std::printf("mean abs error: %.6g\n", s.error.mean_abs_error());
   }
   if (f.per_layer) print_layers(f, s);
+  if (s.saturating && (f.explain || total_saturation(s).saturated > 0)) print_saturation(s);
 }
 
 // Accuracy gates: the first failing one names the metric (exit 3).
@@ -236,6 +275,12 @@ Status run(const Flags& f) {
     return Status::bad_input("accuracy gates need --reference FLOAT.onnx");
   if (f.per_layer && f.reference.empty()) return Status::bad_input("--per-layer needs --reference FLOAT.onnx");
   if (f.threads < 1) return Status::bad_input("--threads must be at least 1, got " + std::to_string(f.threads));
+  // --target: compute as that runtime and CPU do (DESIGN "Targets"); read
+  // before the model so that a bad target file fails fast.
+  std::optional<quant::target::TargetSpec> target;
+  if (!f.target.empty()) {
+    QT_ASSIGN_OR_RETURN(target, quant::target::load_target(f.target));
+  }
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
   // Lowering at prepare time (DESIGN "Interpreter"): DQ -> op -> Q patterns
   // become integer ops before the Session is built; --no-lower runs Q/DQ in float.
@@ -258,8 +303,22 @@ Status run(const Flags& f) {
     if (f.data.dirs.empty() && f.data.inputs.empty()) return Status::ok();
   }
   quant::interp::SessionOptions options;
-  options.requant = f.requant == "fixed-point" ? quant::interp::Requant::FixedPoint : quant::interp::Requant::Float;
+  options.requant = quant::interp::Requant::Float;
+  if (target && target->requant == quant::kernels::RequantMode::FixedPoint) options.requant = quant::interp::Requant::FixedPoint;
+  if (!f.requant.empty())  // the flag overrides the target's field
+    options.requant = f.requant == "fixed-point" ? quant::interp::Requant::FixedPoint : quant::interp::Requant::Float;
   options.threads = f.threads;
+  // The reference keeps exact float arithmetic; only the tested model
+  // computes as the target does.
+  quant::interp::SessionOptions ref_options = options;
+  Summary s;
+  if (target) {
+    options.dot = target->dot;
+    options.qdq_int8_activations_as_uint8 = target->qdq_int8_activations_as_uint8;
+    s.target = target->name;
+    s.saturating = target->dot != quant::kernels::DotArithmetic::Exact;
+    if (s.saturating) options.saturation = std::make_shared<quant::interp::SaturationLog>();
+  }
   // Fusion drops intermediate values (Conv -> Relu): only when no observer
   // asks for every value (--per-layer pairs them with the reference's).
   quant::interp::PlanOptions plan;
@@ -271,7 +330,7 @@ Status run(const Flags& f) {
   std::unique_ptr<quant::interp::Session> ref_session;
   if (!f.reference.empty()) {
     QT_ASSIGN_OR_RETURN(ref_graph, quant::onnx_io::load_model(f.reference));
-    auto ref_or = quant::interp::Session::create(*ref_graph, options, plan);
+    auto ref_or = quant::interp::Session::create(*ref_graph, ref_options, plan);
     if (!ref_or) return ref_or.status().with_context(f.reference);
     ref_session = std::move(ref_or).value();
     if (ref_graph->inputs.size() != graph->inputs.size() || ref_graph->outputs.size() != graph->outputs.size())
@@ -281,7 +340,6 @@ Status run(const Flags& f) {
   for (const auto* v : graph->inputs) input_names.push_back(v->name());
   QT_ASSIGN_OR_RETURN(auto samples, qtool::collect_samples(f.data));
   std::vector<int64_t> labels;
-  Summary s;
   if (!f.labels.empty()) {
     QT_ASSIGN_OR_RETURN(labels, read_labels(f.labels));
     s.has_labels = true;
@@ -348,6 +406,7 @@ Status run(const Flags& f) {
     s.layers = layers->by_snr();
     if (layers->skipped()) spdlog::warn("--per-layer: {} tensor pairs skipped (shapes or types differ)", layers->skipped());
   }
+  if (options.saturation) s.saturation = options.saturation->by_node();
   print_summary(f, s);
   print_bench(std::move(bench_times), f.threads, f.json);
   return check_gates(f, s);
@@ -374,8 +433,11 @@ int main(int argc, char** argv) {
                  "samples too when --data is given)");
     app.add_flag("--no-lower", f.no_lower, "run Q/DQ nodes in float instead of lowering DQ -> op -> Q to integer ops (debugging)");
     app.add_flag("--per-layer", f.per_layer, "with --reference: compare every quantized tensor with its float twin, worst SNR first");
-    app.add_option("--requant", f.requant, "integer requantization: float (as ONNX Runtime) or fixed-point (int32 multiplier + shift)")
+    app.add_option("--requant", f.requant, "integer requantization: float (as ONNX Runtime; the default) or fixed-point (int32 multiplier + shift); overrides the target's")
         ->check(CLI::IsMember({"float", "fixed-point"}));
+    app.add_option("--target", f.target,
+                   "compute as this target does (a built-in name, see qconvert --list-targets, or a target .json file): "
+                   "e.g. ort-x86-avx2 = ONNX Runtime on x86 without VNNI, saturating u8 x s8 pairs; default: exact");
     app.add_option("--threads", f.threads, "threads per kernel (default: every core this process may run on; 1: single-threaded)")->check(CLI::Range(1, 1024));
     app.add_option("--bench", f.bench, "run each sample N more times and print the time per run")->check(CLI::Range(1, 1000000));
     app.add_flag("-q,--quiet", f.quiet, "no progress bar");

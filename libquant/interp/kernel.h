@@ -10,7 +10,9 @@
 
 #include "libquant/core/status.h"
 #include "libquant/core/tensor.h"
+#include "libquant/interp/saturation.h"
 #include "libquant/ir/graph.h"
+#include "libquant/kernels/qdot_sat16.h"
 
 namespace quant::interp {
 
@@ -52,6 +54,17 @@ enum class Requant { Float, FixedPoint };
 struct SessionOptions {
   Requant requant = Requant::Float;
   int threads = 1;  // threads a kernel may use (qrun --threads)
+  // How 8-bit dot products accumulate (qrun --target, DESIGN "Targets"):
+  // exactly in int32, or as ONNX Runtime on x86 without VNNI does (uint8 x
+  // int8 pairs saturating to int16, kernels/qdot_sat16.h) in QLinearConv,
+  // QLinearMatMul, MatMulInteger and QGemm.
+  kernels::DotArithmetic dot = kernels::DotArithmetic::Exact;
+  // The target rewrites int8 activations of fused Q/DQ patterns to uint8
+  // before its integer kernels (nodes lowered from QDQ carry qdq_fused = 1).
+  bool qdq_int8_activations_as_uint8 = false;
+  // When set, kernels computing a saturating dot product add their pair
+  // counts here under the node's name.
+  std::shared_ptr<SaturationLog> saturation;
 };
 
 // Everything a kernel factory may read: the node and the model's opset for its domain.

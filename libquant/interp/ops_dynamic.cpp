@@ -2,8 +2,10 @@
 // ConvInteger (10), and ONNX Runtime's com.microsoft MatMulNBits (4-bit
 // weights in blocks along K), which qconvert --dynamic emits.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
+#include "libquant/interp/dot_target.h"
 #include "libquant/interp/ops.h"
 #include "libquant/kernels/dynamic_quantize.h"
 #include "libquant/kernels/int4_matmul.h"
@@ -41,7 +43,15 @@ Status check_b_zero_point(const ir::Node& node, const Tensor* zp, DType want, in
 
 template <class TA, class TB>
 void run_qgemm(int64_t m, int64_t n, int64_t k, const TA* a, int32_t za, const TB* b, kernels::BLayout layout,
-               const Tensor* zb, int32_t* c, int64_t ldc, int threads) {
+               const Tensor* zb, int32_t* c, int64_t ldc, int threads, const DotTarget* dot = nullptr) {
+  if constexpr (std::is_same_v<TB, int8_t>) {
+    if (dot) {  // as the saturating target computes it (interp/dot_target.h)
+      const auto w = kernels::Sat16Weights::from_matrix(b, layout == kernels::BLayout::KxN ? n : k, layout, k, n,
+                                                        zb ? zb->data<int8_t>() : nullptr, zb ? zb->size() : 0);
+      dot->record(kernels::qgemm_sat16<TA>(m, a, k, static_cast<TA>(za), w, 0, n, c, ldc));
+      return;
+    }
+  }
   kernels::QGemmArgs<TA, TB> args;
   args.m = m;
   args.n = n;
@@ -94,7 +104,9 @@ KernelResult make_dynamic_quantize_linear(const KernelContext& ctx) {
 KernelResult make_matmul_integer(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   const int threads = ctx.options.threads;
-  return make_kernel([&node, threads](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  const DotTarget dot = dot_target(ctx);
+  const bool b_activation = !node.input(1) || !ir::constant_data(node.input(1));
+  return make_kernel([&node, threads, dot, b_activation](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
@@ -122,12 +134,13 @@ KernelResult make_matmul_integer(const KernelContext& ctx) {
     const int64_t batches = a.size() / std::max<int64_t>(M * K, 1);
     const int64_t rows = flat_b ? batches * M : M;
     const int64_t runs = flat_b ? 1 : batches;
+    const DotTarget* sat = dot.applies(a.dtype(), b.dtype(), b_activation) ? &dot : nullptr;
     with_8bit_types(a.dtype(), b.dtype(), [&](auto ta, auto tb) {
       using TA = decltype(ta);
       using TB = decltype(tb);
       for (int64_t r = 0; r < runs; ++r)
         run_qgemm<TA, TB>(rows, N, K, a.data<TA>() + r * M * K, za, b.data<TB>() + r * K * N, kernels::BLayout::KxN, zb,
-                          out[0].data<int32_t>() + r * M * N, N, threads);
+                          out[0].data<int32_t>() + r * M * N, N, threads, sat);
     });
     return Status::ok();
   });

@@ -16,8 +16,10 @@
 // the requantization runs in the GEMM's output stage.
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "libquant/interp/dot_target.h"
 #include "libquant/interp/ops_qlinear.h"
 #include "libquant/kernels/qgemm_packed.h"
 
@@ -107,10 +109,12 @@ std::shared_ptr<PackedB> pack_constant_b(const ir::Node& node, bool trans_b) {
 }
 
 // (A' - za)(B' - zb) into `out` (int32 accumulators, or requantized when out
-// says so), with the packed B when given.
+// says so), with the packed B when given. `dot` non-null: int32 accumulators
+// computed as its saturating target does.
 template <class TA, class TB>
 void accumulate(const QGemmParams& p, const Tensor& a, const Tensor& b, const kernels::PackedQB* packed, bool trans_a,
-                bool trans_b, int64_t m, int64_t n, int64_t k, const kernels::QGemmOutput& out, int threads) {
+                bool trans_b, int64_t m, int64_t n, int64_t k, const kernels::QGemmOutput& out, int threads,
+                const DotTarget* dot) {
   std::vector<TA> a_rows;
   const TA* a_data = a.data<TA>();
   if (trans_a) {  // A is [K, M]: the kernel reads rows of K
@@ -120,6 +124,16 @@ void accumulate(const QGemmParams& p, const Tensor& a, const Tensor& b, const ke
     a_data = a_rows.data();
   }
   const TA za = static_cast<TA>(p.a_zero_point);
+  if constexpr (std::is_same_v<TB, int8_t>) {
+    if (dot) {
+      const std::vector<int8_t> zb(p.b_zero_points.begin(), p.b_zero_points.end());
+      const auto w = kernels::Sat16Weights::from_matrix(b.data<int8_t>(), trans_b ? k : n,
+                                                        trans_b ? kernels::BLayout::NxK : kernels::BLayout::KxN, k, n,
+                                                        zb.data(), static_cast<int64_t>(zb.size()));
+      dot->record(kernels::qgemm_sat16<TA>(m, a_data, k, za, w, 0, n, static_cast<int32_t*>(out.y), out.ldy));
+      return;
+    }
+  }
   if (packed) {
     kernels::qgemm_packed<TA>(m, a_data, k, za, *packed, nullptr, out, threads);
     return;
@@ -142,8 +156,10 @@ KernelResult make_qgemm(const KernelContext& ctx) {
   QT_ASSIGN_OR_RETURN(auto params, (prepare_params<QGemmParams>(node, {kAScale, kAZero, kBScale, kBZero, kYScale, kYZero}, build)));
   const std::shared_ptr<PackedB> packed = pack_constant_b(node, trans_b);
   const int threads = ctx.options.threads;
-  return make_kernel([&node, params, trans_a, trans_b, packed, threads](std::span<const Tensor* const> in,
-                                                                        std::vector<Tensor>& out) -> Status {
+  const DotTarget dot = dot_target(ctx);
+  const bool b_activation = !node.input(kB) || !ir::constant_data(node.input(kB));
+  return make_kernel([&node, params, trans_a, trans_b, packed, threads, dot, b_activation](
+                         std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_present(node, in, {kA, kAScale, kB, kBScale, kBZero}));
     std::optional<QGemmParams> scratch;
     QT_ASSIGN_OR_RETURN(const QGemmParams* p, params.get(in, scratch));
@@ -159,7 +175,8 @@ KernelResult make_qgemm(const KernelContext& ctx) {
       return Status::bad_input("QGemm b_scale has " + std::to_string(p->b_zero_points.size()) + " values for " + std::to_string(n) + " columns");
     const kernels::PackedQB* pb = &b == packed->b && in[kBZero] == packed->bz ? &packed->packed : nullptr;
     const Tensor* c = optional_input(in, kC);
-    if (!c && p->float_scale.empty()) {  // requantized in the GEMM's output stage
+    const DotTarget* sat = dot.applies(a.dtype(), b.dtype(), b_activation) ? &dot : nullptr;
+    if (!c && p->float_scale.empty() && !sat) {  // requantized in the GEMM's output stage
       QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->y_type, {m, n}));
       kernels::QGemmOutput o;
       o.requant = &p->requant;
@@ -167,7 +184,7 @@ KernelResult make_qgemm(const KernelContext& ctx) {
       o.y = out[0].raw(), o.ldy = n;
       return dispatch_8bit(a.dtype(), "A", [&](auto ta) {
         return dispatch_8bit(b.dtype(), "B", [&](auto tb) {
-          accumulate<decltype(ta), decltype(tb)>(*p, a, b, pb, trans_a, trans_b, m, n, k, o, threads);
+          accumulate<decltype(ta), decltype(tb)>(*p, a, b, pb, trans_a, trans_b, m, n, k, o, threads, nullptr);
           return Status::ok();
         });
       });
@@ -177,7 +194,7 @@ KernelResult make_qgemm(const KernelContext& ctx) {
     o.y = acc.data(), o.ldy = n;
     QT_RETURN_IF_ERROR(dispatch_8bit(a.dtype(), "A", [&](auto ta) {
       return dispatch_8bit(b.dtype(), "B", [&](auto tb) {
-        accumulate<decltype(ta), decltype(tb)>(*p, a, b, pb, trans_a, trans_b, m, n, k, o, threads);
+        accumulate<decltype(ta), decltype(tb)>(*p, a, b, pb, trans_a, trans_b, m, n, k, o, threads, sat);
         return Status::ok();
       });
     }));

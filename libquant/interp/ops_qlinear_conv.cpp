@@ -4,9 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "libquant/interp/dot_target.h"
 #include "libquant/interp/ops_qlinear.h"
 #include "libquant/interp/output.h"
 #include "libquant/kernels/qconv_fast.h"
+#include "libquant/kernels/qdot_sat16.h"
 
 namespace quant::interp {
 namespace {
@@ -78,6 +80,28 @@ kernels::PackedQConvWeights pack_weights(const Tensor& w, const Tensor& wz, int6
   return packed;
 }
 
+bool is_depthwise(const kernels::ConvGeometry& g) {
+  return g.in_channels == g.group && g.out_channels == g.group;
+}
+
+// The convolution as a saturating target computes it (interp/dot_target.h):
+// int8 weights reordered into the target's K order, accumulators emulated,
+// then the same requantization as the exact path.
+template <class TX, class TY>
+Status run_saturating(const kernels::ConvGeometry& g, const Tensor& x, const ConvParams& p, const Tensor& w,
+                      const Tensor& wz, const int32_t* bias, const DotTarget& dot, Tensor& y) {
+  const int64_t m = g.out_channels, group_in = g.in_channels / g.group;
+  const int64_t taps = w.size() / std::max<int64_t>(m * group_in, 1);
+  const auto weights = kernels::Sat16Weights::from_conv(w.data<int8_t>(), m, group_in, taps, wz.data<int8_t>(), wz.size());
+  const int64_t plane = y.size() / std::max<int64_t>(g.batch * m, 1);
+  std::vector<int32_t> acc(static_cast<size_t>(g.batch * plane * m));
+  dot.record(kernels::qconv_sat16_s32<TX>(g, x.data<TX>(), static_cast<TX>(p.x_zero_point), weights, acc.data()));
+  for (int64_t n = 0; n < g.batch; ++n)
+    kernels::requantize<TY>(acc.data() + n * plane * m, plane, m, m, bias, p.requant, 0, y.data<TY>() + n * m * plane, 1,
+                            plane);
+  return Status::ok();
+}
+
 }  // namespace
 
 KernelResult make_qlinear_conv(const KernelContext& ctx) {
@@ -96,8 +120,9 @@ KernelResult make_qlinear_conv(const KernelContext& ctx) {
   if (weights->w && weights->wz) weights->packed = pack_weights(*weights->w, *weights->wz, attrs.group);
   if (weights->packed.empty()) weights->w = weights->wz = nullptr;
   const int threads = ctx.options.threads;
-  return make_kernel([&node, attrs, params, weights, threads](std::span<const Tensor* const> in,
-                                                              std::vector<Tensor>& out) -> Status {
+  const DotTarget dot = dot_target(ctx);
+  return make_kernel([&node, attrs, params, weights, threads, dot](std::span<const Tensor* const> in,
+                                                                   std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 8));
     std::optional<ConvParams> scratch;
     QT_ASSIGN_OR_RETURN(const ConvParams* p, params.get(in, scratch));
@@ -117,6 +142,13 @@ KernelResult make_qlinear_conv(const KernelContext& ctx) {
     shape.insert(shape.end(), g.out_spatial.begin(), g.out_spatial.end());
     QT_RETURN_IF_ERROR(reuse_or_create(out[0], p->y_type, shape));
     const int32_t* bias = b ? b->data<int32_t>() : nullptr;
+    // ONNX Runtime's depthwise kernels multiply in 16 bits: exact everywhere.
+    if (dot.applies(x.dtype(), w.dtype(), false) && !is_depthwise(g))
+      return dispatch_8bit(x.dtype(), "x", [&](auto tx) {
+        return dispatch_8bit(p->y_type, "y", [&](auto ty) {
+          return run_saturating<decltype(tx), decltype(ty)>(g, x, *p, w, *in[kWZero], bias, dot, out[0]);
+        });
+      });
     kernels::PackedQConvWeights local;
     const kernels::PackedQConvWeights* packed = &weights->packed;
     if (&w != weights->w || in[kWZero] != weights->wz) {

@@ -4,8 +4,10 @@
 // any other b is packed per product and requantized after it.
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "libquant/interp/dot_target.h"
 #include "libquant/interp/ops_qlinear.h"
 #include "libquant/interp/output.h"
 #include "libquant/kernels/matmul.h"
@@ -66,9 +68,10 @@ Expected<int64_t> b_param_stride(const Dims& param_shape, int64_t count, const D
                            dims_to_string(b_shape));
 }
 
+// `dot` non-null: the products compute as its saturating target does.
 template <class TA, class TB, class TY>
 void run_typed(const MatMulParams& p, const Tensor& a, const Dims& a_shape, const Tensor& b, const Dims& b_shape,
-               int64_t param_stride, Tensor& y, int threads) {
+               int64_t param_stride, Tensor& y, int threads, const DotTarget* dot = nullptr) {
   const int64_t m = a_shape[a_shape.size() - 2], k = a_shape.back(), n = b_shape.back();
   const Dims a_batch(a_shape.begin(), a_shape.end() - 2), b_batch(b_shape.begin(), b_shape.end() - 2);
   const Dims batch = *kernels::broadcast_shapes(a_batch, b_batch);
@@ -91,7 +94,17 @@ void run_typed(const MatMulParams& p, const Tensor& a, const Dims& a_shape, cons
     const int64_t first = param_stride * b_index;
     q.b_zero_point = b_zero_points.data() + first;
     q.b_zero_point_count = p.requant.count() == 1 ? 1 : n;
-    kernels::qgemm_fast(q, threads);
+    if constexpr (std::is_same_v<TB, int8_t>) {
+      if (dot) {
+        const auto w = kernels::Sat16Weights::from_matrix(q.b, n, kernels::BLayout::KxN, k, n, q.b_zero_point,
+                                                          q.b_zero_point_count);
+        dot->record(kernels::qgemm_sat16<TA>(m, q.a, k, q.a_zero_point, w, 0, n, acc.data(), n));
+      } else {
+        kernels::qgemm_fast(q, threads);
+      }
+    } else {
+      kernels::qgemm_fast(q, threads);
+    }
     kernels::requantize<TY>(acc.data(), m, n, n, nullptr, p.requant, p.requant.count() == 1 ? 0 : first,
                             y.data<TY>() + i * m * n, n, 1);
   }
@@ -147,7 +160,10 @@ KernelResult make_qlinear_matmul(const KernelContext& ctx) {
   QT_ASSIGN_OR_RETURN(auto params, (prepare_params<MatMulParams>(node, {kAScale, kAZero, kBScale, kBZero, kYScale, kYZero}, build)));
   const std::shared_ptr<PackedB> packed = pack_constant_b(node);
   const int threads = ctx.options.threads;
-  return make_kernel([&node, params, packed, threads](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  const DotTarget dot = dot_target(ctx);
+  const bool b_activation = !node.input(kB) || !ir::constant_data(node.input(kB));
+  return make_kernel([&node, params, packed, threads, dot, b_activation](std::span<const Tensor* const> in,
+                                                                         std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 8));
     std::optional<MatMulParams> scratch;
     QT_ASSIGN_OR_RETURN(const MatMulParams* p, params.get(in, scratch));
@@ -163,7 +179,8 @@ KernelResult make_qlinear_matmul(const KernelContext& ctx) {
     if (b_shape.size() == 1) b_shape.push_back(1);
     QT_ASSIGN_OR_RETURN(int64_t param_stride, b_param_stride(p->b_param_shape, static_cast<int64_t>(p->requant.count()), b_shape));
     QT_RETURN_IF_ERROR(reuse_or_create(out[0], p->y_type, *shape));
-    if (&b == packed->b && in[kBZero] == packed->bz && param_stride == 0)
+    const bool saturating = dot.applies(a.dtype(), b.dtype(), b_activation);
+    if (&b == packed->b && !saturating && in[kBZero] == packed->bz && param_stride == 0)
       return dispatch_8bit(a.dtype(), "a", [&](auto ta) {
         return dispatch_8bit(p->y_type, "y", [&](auto ty) {
           run_packed<decltype(ta), decltype(ty)>(*p, a, packed->packed, out[0], threads);
@@ -173,7 +190,8 @@ KernelResult make_qlinear_matmul(const KernelContext& ctx) {
     return dispatch_8bit(a.dtype(), "a", [&](auto ta) {
       return dispatch_8bit(b.dtype(), "b", [&](auto tb) {
         return dispatch_8bit(p->y_type, "y", [&](auto ty) {
-          run_typed<decltype(ta), decltype(tb), decltype(ty)>(*p, a, a_shape, b, b_shape, param_stride, out[0], threads);
+          run_typed<decltype(ta), decltype(tb), decltype(ty)>(*p, a, a_shape, b, b_shape, param_stride, out[0], threads,
+                                                              saturating ? &dot : nullptr);
           return Status::ok();
         });
       });

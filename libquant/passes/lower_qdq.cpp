@@ -315,6 +315,10 @@ void Lowerer::replace(ir::Node* n, const OutputMatch& m, const std::string& op_t
   else if (m.act) what += " + integer " + m.act->op_type;
   ir::Node* lowered = g_.insert_node(n, op_type, std::move(inputs), {op_out}, n->name, domain);
   lowered->attributes = std::move(attributes);
+  // The interpreter computes as a target does; ONNX Runtime treats an op it
+  // fused from Q/DQ differently from one written as QOperator (its int8
+  // activations are rewritten to uint8 on x86, interp::SessionOptions).
+  if (interp()) lowered->attributes["qdq_fused"] = ir::Attribute::of_int(1);
   if (folded) {
     // Clamping the integer output to [Q(lo), Q(hi)] inside the requantization
     // is the integer Clip after it (kernels/requant.h, Requantizer::clamp_lo).

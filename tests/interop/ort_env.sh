@@ -6,3 +6,6 @@ src=${QTOOL_SOURCE_DIR:?QTOOL_SOURCE_DIR must point at the repository}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 [ -f "$src/.cache/ort/node_modules/onnxruntime-node/package.json" ] || "$src/scripts/setup_ort.sh"
+# The target under which qrun computes as this host's ONNX Runtime does
+# (tests comparing qrun with ONNX Runtime pass it as qrun --target).
+ort_target=$("$src/tests/interop/ort_host_target.sh")

@@ -19,7 +19,7 @@ check() {
     "$bin/qconvert" "$model" --profile "$d/p.json" -o "$d/$format.onnx" --format "$format" >/dev/null
     "$bin/qrun" "$d/$format.onnx" --explain >"$d/$format.plan"
     grep -q '^integer ops:' "$d/$format.plan" || { echo "FAIL $name $format: nothing lowered"; cat "$d/$format.plan"; return 1; }
-    "$bin/qrun" "$d/$format.onnx" --data "$data" -o "$d/qrun_$format" --quiet
+    "$bin/qrun" "$d/$format.onnx" --data "$data" -o "$d/qrun_$format" --target "$ort_target" --quiet
     node "$src/tests/interop/ort_run.js" "$d/$format.onnx" "$data" "$d/ort_$format" >/dev/null
     echo "$name ($format): $(head -n1 "$d/$format.plan")"
     cmp=(/usr/bin/python3 "$src/tests/interop/compare_outputs.py")

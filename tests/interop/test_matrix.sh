@@ -23,7 +23,7 @@ for schema in asymmetric symmetric symmetric-uint8 power2-scale; do
           --activations "$act" --format "$format"
         /usr/bin/python3 "$src/tests/interop/check_model.py" "$q" || { echo "FAIL $tag: checker"; exit 1; }
         node "$src/tests/interop/ort_run.js" "$q" "$tmp/data" "$tmp/ort" >/dev/null || { echo "FAIL $tag: ONNX Runtime"; exit 1; }
-        "$bin/qrun" "$q" --data "$tmp/data" -o "$tmp/qrun" --quiet
+        "$bin/qrun" "$q" --data "$tmp/data" -o "$tmp/qrun" --target "$ort_target" --quiet
         if [ "$format" = qoperator ]; then
           # Integer kernels (issue 6): same top-1 as ONNX Runtime on every sample and
           # >= 99.9% of the outputs within one output quantization step.

@@ -12,7 +12,7 @@ for schema in asymmetric symmetric; do
   q="$tmp/q_$schema.onnx"
   "$bin/qconvert" "$model" --profile "$tmp/p.json" -o "$q" --schema "$schema"
   /usr/bin/python3 "$src/tests/interop/check_model.py" "$q"
-  "$bin/qrun" "$q" --data "$samples/digits/test" -o "$tmp/qrun_$schema" --quiet
+  "$bin/qrun" "$q" --data "$samples/digits/test" -o "$tmp/qrun_$schema" --target "$ort_target" --quiet
   node "$src/tests/interop/ort_run.js" "$q" "$samples/digits/test" "$tmp/ort_$schema"
   /usr/bin/python3 "$src/tests/interop/compare_outputs.py" "$tmp/qrun_$schema" "$tmp/ort_$schema" --top1 \
     --labels "$samples/digits/test_labels.npy"

@@ -9,7 +9,7 @@ set -euo pipefail
 source "${QTOOL_SOURCE_DIR:?}/tests/interop/ort_env.sh"
 /usr/bin/python3 "$src/tests/interop/make_qlinear_models.py" "$tmp"
 for t in uint8 int8; do
-  "$bin/qrun" "$tmp/qlinear_$t.onnx" --data "$tmp/qlinear_${t}_data" -o "$tmp/qrun_$t" --quiet
+  "$bin/qrun" "$tmp/qlinear_$t.onnx" --data "$tmp/qlinear_${t}_data" -o "$tmp/qrun_$t" --target "$ort_target" --quiet
   node "$src/tests/interop/ort_run.js" "$tmp/qlinear_$t.onnx" "$tmp/qlinear_${t}_data" "$tmp/ort_$t" >/dev/null
   if ! /usr/bin/python3 "$src/tests/interop/compare_outputs.py" "$tmp/qrun_$t" "$tmp/ort_$t" --exact >"$tmp/log" 2>&1; then
     echo "FAIL $t: qrun differs from ONNX Runtime"

@@ -19,7 +19,7 @@ for name in resnet18 squeezenet1_1 efficientnet_b0; do
   fi
   "$bin/qprofile" "$d/model.onnx" --data "$d/inputs" --limit 4 -o "$tmp/$name.json" --quiet
   "$bin/qconvert" "$d/model.onnx" --profile "$tmp/$name.json" -o "$tmp/$name.onnx" --format qoperator >/dev/null
-  "$bin/qrun" "$tmp/$name.onnx" --data "$d/inputs" -o "$tmp/$name.qrun" --quiet
+  "$bin/qrun" "$tmp/$name.onnx" --data "$d/inputs" -o "$tmp/$name.qrun" --target "$ort_target" --quiet
   node "$src/tests/interop/ort_run.js" "$tmp/$name.onnx" "$d/inputs" "$tmp/$name.ort" >/dev/null
   # QLinearAdd/QLinearMul follow MLAS's x86 arithmetic to the bit (libquant/kernels/qlinear_eltwise.h), so
   # the recipe-2 resnet18, whose random weights amplify any 1-LSB difference in its residual Adds, holds the
