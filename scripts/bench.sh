@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks of qtool. Each section is independent; run all, or name sections:
-#   scripts/bench.sh [qprofile-memory] [speed]
+#   scripts/bench.sh [qprofile-memory] [speed] [targets]
 # Builds are not triggered here: run scripts/setup.sh first.
 # speed needs the zoo (scripts/make_zoo.sh) and ONNX Runtime (scripts/setup_ort.sh);
 # BENCH_MODELS (default "resnet18 mobilenet_v2"), BENCH_THREADS ("1 2"),
@@ -171,12 +171,63 @@ bench_speed() {
   printf '%s\n' "${summary[@]}"
 }
 
+# ---------------------------------------------------------------------------
+# targets: ONNX Runtime's speed (1 thread, median ms per sample) on each form
+# scripts/target_choice.sh compares for the default target: full int8
+# (ort-x86-vnni), pair-bound, uint8 weights (ort-x86), 7-bit weights, int8
+# activations in QOperator form; ratios to full int8. The host's ISA decides
+# which kernels ONNX Runtime runs (VNNI or not): it is printed.
+# ---------------------------------------------------------------------------
+bench_targets() {
+  local zoo=${ZOO_DIR:-$repo/.cache/zoo}
+  local models=${BENCH_MODELS:-resnet18 mobilenet_v2} runs=${BENCH_RUNS:-3} samples=${BENCH_SAMPLES:-4}
+  [ -f "$repo/.cache/ort/node_modules/onnxruntime-node/package.json" ] ||
+    { echo "error: ONNX Runtime for Node is missing: run scripts/setup_ort.sh" >&2; return 2; }
+  echo "== targets: ONNX Runtime ms per sample (1 thread) of each candidate form; host ISA: $(grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  local variants=(full-int8 pair-bound u8u8 u8u8-dw8 7-bit s8s8-qop) model v pin
+  pin=$(pin_for 1)
+  printf '%-14s' model; printf ' | %-16s' "${variants[@]}"; echo
+  for model in $models; do
+    local dir="$zoo/$model" w="$work/t_$model" n=0 f
+    [ -f "$dir/model.onnx" ] || { echo "error: $dir/model.onnx not found (run scripts/make_zoo.sh)" >&2; return 2; }
+    mkdir -p "$w/data"
+    for f in "$dir"/inputs/*.npy; do
+      [ $n -lt "$samples" ] || break
+      ln -s "$f" "$w/data/$(basename "$f")"
+      n=$((n + 1))
+    done
+    "$bin/qprofile" "$dir/model.onnx" --data "$w/data" -o "$w/profile.json" --quiet
+    for v in "${variants[@]}"; do
+      local t=ort-x86-vnni
+      case $v in full-int8) ;; *) t="$repo/scripts/targets/$v.json" ;; esac
+      "$bin/qconvert" "$dir/model.onnx" --profile "$w/profile.json" --target "$t" -o "$w/$v.onnx" >/dev/null 2>&1
+    done
+    # Three rounds over the forms, interleaved so that load from other jobs
+    # hits every form alike; the median round counts.
+    local round base="" cells=()
+    for round in 1 2 3; do
+      for v in "${variants[@]}"; do
+        set -- $(timed_median $pin node "$repo/scripts/ort_bench.js" "$w/$v.onnx" "$w/data" --threads 1 --runs "$runs")
+        echo "$1" >>"$w/$v.ms"
+      done
+    done
+    for v in "${variants[@]}"; do
+      local ms
+      ms=$(sort -n "$w/$v.ms" | sed -n 2p)
+      [ -n "$base" ] || base=$ms
+      cells+=("$(printf '%.2f (%sx)' "$ms" "$(ratio "$ms" "$base")")")
+    done
+    printf '%-14s' "$model"; printf ' | %-16s' "${cells[@]}"; echo
+  done
+}
+
 sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=(qprofile-memory speed)
 for s in "${sections[@]}"; do
   case $s in
     qprofile-memory) bench_qprofile_memory ;;
     speed) bench_speed ;;
-    *) echo "error: unknown bench section '$s' (known: qprofile-memory, speed)" >&2; exit 2 ;;
+    targets) bench_targets ;;
+    *) echo "error: unknown bench section '$s' (known: qprofile-memory, speed, targets)" >&2; exit 2 ;;
   esac
 done

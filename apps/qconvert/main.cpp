@@ -1,6 +1,10 @@
 // qconvert: float model + profile -> quantized ONNX model (QDQ form).
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "apps/common/cli.h"
 #include "libquant/core/file_util.h"
@@ -12,7 +16,9 @@
 #include "libquant/passes/prepare.h"
 #include "libquant/passes/qdq.h"
 #include "libquant/passes/qoperator.h"
+#include "libquant/passes/saturation_risk.h"
 #include "libquant/profile/profile.h"
+#include "libquant/target/target.h"
 
 namespace {
 
@@ -20,6 +26,9 @@ using quant::Status;
 
 struct Flags {
   std::string model, profile, output, report;
+  std::string target = quant::target::kDefaultConvertTarget;
+  bool list_targets = false;
+  std::vector<std::string> overrides;  // "flag=value (target: value)" for each flag that overrode the target
   std::string schema = "asymmetric";
   std::string activations = "uint8";
   std::string weights = "int8";
@@ -48,6 +57,7 @@ std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r, 
   nlohmann::json j;
   j["model"] = f.model;
   j["profile"] = f.profile;
+  j["target"] = {{"name", f.target}, {"overrides", f.overrides}};
   if (f.dynamic) {
     j["options"] = {{"mode", "dynamic"}, {"weights", f.weights}};
   } else {
@@ -67,6 +77,72 @@ std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r, 
   for (const auto& n : r.nodes)
     j["nodes"].push_back({{"node", n.node}, {"op_type", n.op_type}, {"quantized", n.quantized}, {"reason", n.reason}});
   return j.dump(2) + "\n";
+}
+
+// The target's fields fill the flags the user did not give (DESIGN
+// "Targets": flags override a target's fields, and every override is
+// recorded in the report and metadata_props).
+void apply_target(const quant::target::TargetSpec& t, const CLI::App& app, Flags& f) {
+  auto take = [&](const char* flag, std::string& value, const std::string& from_target) {
+    if (app.count(flag) == 0) value = from_target;
+    else if (value != from_target) f.overrides.push_back(std::string(flag) + "=" + value + " (target: " + from_target + ")");
+  };
+  take("--schema", f.schema, std::string(quant::calib::schema_name(t.schema)));
+  take("--activations", f.activations, std::string(quant::dtype_name(t.activations)));
+  if (f.weights != "int4") take("--weights", f.weights, std::string(quant::dtype_name(t.weights)));
+  take("--format", f.format, t.format);
+  // ONNX Runtime's QOperator QLinearConv / QLinearMatMul have no int8 x uint8
+  // kernel (CPU provider 1.20: u8 x s8, u8 x u8, s8 x s8); its S8S8 ones are
+  // exact on x86, so int8 activations in QOperator form take int8 weights.
+  if (f.format == "qoperator" && f.activations == "int8" && f.weights == "uint8" && app.count("--weights") == 0)
+    f.weights = "int8";
+  const bool flag_granularity = app.count("--per-tensor") || app.count("--per-channel");
+  if (!flag_granularity) f.per_tensor = !t.per_channel;
+  else if (f.per_tensor == t.per_channel)
+    f.overrides.push_back(std::string(f.per_tensor ? "--per-tensor" : "--per-channel") + " (target: " +
+                          (t.per_channel ? "per-channel" : "per-tensor") + ")");
+}
+
+void copy_target_rules(const quant::target::TargetSpec& t, quant::passes::QuantizeOptions& opt) {
+  opt.quantized_ops.insert(t.ops.begin(), t.ops.end());
+  opt.shares_input_params.insert(t.shares_input_params.begin(), t.shares_input_params.end());
+  for (const auto& [op, fp] : t.fixed_output_params) opt.fixed_output_params[op] = {fp.scale, fp.zero_point};
+  opt.per_channel_by_op = t.per_channel_by_op;
+  opt.weight_max = t.weight_max;
+  // --weights (a flag) sets every weight; the target's depthwise type applies
+  // only while its own weight type does.
+  if (opt.weights == t.weights) opt.depthwise_weights = t.depthwise_weights;
+  // A pair bound is about int8 weights; --weights uint8 needs none.
+  if (opt.weights == quant::DType::Int8) opt.weight_pair_bound = t.weight_pair_bound;
+}
+
+// A target that sums u8 x s8 pairs in int16: which layers of the QDQ graph
+// could saturate there, given the calibrated activation ranges. Warns on
+// stderr and adds the counts to the report.
+std::vector<quant::passes::SaturationRisk> check_saturation(const quant::target::TargetSpec& t, const quant::ir::Graph& graph,
+                                                            const quant::passes::QuantizeReport& report) {
+  if (t.dot == quant::kernels::DotArithmetic::Exact) return {};
+  std::map<std::string, std::pair<int32_t, int32_t>> ranges;
+  for (const auto& d : report.tensors) {
+    if (d.kind != "activation" || d.params.scale.empty()) continue;
+    const double s = d.params.scale[0], z = d.params.zero_point.empty() ? 0 : d.params.zero_point[0];
+    const bool u8 = d.params.qtype == quant::DType::UInt8;
+    const double qmin = u8 ? 0 : -128, qmax = u8 ? 255 : 127;
+    auto q = [&](double x) { return static_cast<int32_t>(std::clamp(std::nearbyint(x / s) + z, qmin, qmax)); };
+    ranges[d.tensor] = {q(d.range.min), q(d.range.max)};
+  }
+  auto risks = quant::passes::find_saturation_risks(graph, ranges, t.qdq_int8_activations_as_uint8);
+  for (const auto& r : risks)
+    spdlog::warn("target {}: {} node '{}': {} of {} weight pairs can saturate int16 on this target's arithmetic given "
+                 "the profile's ranges (qrun --target {} --explain counts them on data)",
+                 t.name, r.op_type, r.node, r.can_saturate, r.pairs, t.name);
+  return risks;
+}
+
+Status list_targets() {
+  for (const auto& t : quant::target::builtin_targets())
+    std::printf("%-14s %s\n", t.name.c_str(), t.description.c_str());
+  return Status::ok();
 }
 
 // Flag combinations CLI11 cannot express; checked before any file is read.
@@ -98,8 +174,15 @@ Status prepare_graph(const Flags& f, quant::ir::Graph& graph, std::vector<std::s
   return quant::passes::fold_batchnorm(graph, notes);
 }
 
+void add_target_metadata(const Flags& f, quant::ir::Graph& graph) {
+  graph.metadata.emplace_back("qtool.target", f.target);
+  std::string overrides;
+  for (const auto& o : f.overrides) overrides += (overrides.empty() ? "" : "; ") + o;
+  if (!overrides.empty()) graph.metadata.emplace_back("qtool.target_overrides", overrides);
+}
+
 // qconvert --dynamic: no profile; weights quantized now, activations at run time.
-Status convert_dynamic(const Flags& f) {
+Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) {
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
   WeightBytes bytes{quant::passes::initializer_bytes(*graph), 0};
   std::vector<std::string> notes;
@@ -107,6 +190,9 @@ Status convert_dynamic(const Flags& f) {
   quant::passes::DynamicOptions opt;
   opt.weights = f.weights == "int4" ? quant::DType::Int4 : quant::DType::Int8;
   if (f.weights == "int4") opt.group_size = f.group_size;
+  opt.weight_pair_bound = target.weight_pair_bound;
+  // uint8 weights (the target's or --weights uint8): int8 codes stored + 128.
+  opt.uint8_weights = f.weights == "uint8";
   opt.exclude_nodes.insert(f.exclude_nodes.begin(), f.exclude_nodes.end());
   opt.exclude_ops.insert(f.exclude_ops.begin(), f.exclude_ops.end());
   auto report = quant::passes::quantize_dynamic(*graph, opt);
@@ -115,6 +201,7 @@ Status convert_dynamic(const Flags& f) {
   bytes.after = quant::passes::initializer_bytes(*graph);
   graph->metadata.emplace_back("qtool.version", QTOOL_VERSION);
   graph->metadata.emplace_back("qtool.mode", "dynamic");
+  add_target_metadata(f, *graph);
   graph->metadata.emplace_back("qtool.weights", f.weights);
   if (f.weights == "int4") graph->metadata.emplace_back("qtool.group_size", std::to_string(f.group_size));
   graph->producer_name = "qtool";
@@ -123,11 +210,16 @@ Status convert_dynamic(const Flags& f) {
   return quant::onnx_io::save_model(*graph, f.output);
 }
 
-Status convert(Flags& f) {
+Status convert(Flags& f, const CLI::App& app) {
+  if (f.list_targets) return list_targets();
+  if (f.model.empty() || f.output.empty()) return Status::bad_input("a MODEL and -o OUTPUT are required (or --list-targets)");
   // Flag values are checked before any file is read, so a typo fails fast
   // even for a model whose activations would never reach the calibration.
+  QT_ASSIGN_OR_RETURN(auto target, quant::target::load_target(f.target));
+  f.target = target.name;
+  apply_target(target, app, f);
   QT_RETURN_IF_ERROR(check_mode_flags(f));
-  if (f.dynamic) return convert_dynamic(f);
+  if (f.dynamic) return convert_dynamic(f, target);
   if (auto r = quant::calib::range_by_name(quant::profile::Histogram(16), f.calibration); !r)
     return Status::bad_input("--calibration: " + r.status().message());
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
@@ -148,6 +240,7 @@ Status convert(Flags& f) {
   opt.exclude_nodes.insert(f.exclude_nodes.begin(), f.exclude_nodes.end());
   opt.exclude_ops.insert(f.exclude_ops.begin(), f.exclude_ops.end());
   opt.include_ops.insert(f.include_ops.begin(), f.include_ops.end());
+  copy_target_rules(target, opt);
   for (const auto& name : f.exclude_nodes) {
     bool found = false;
     for (const auto& n : graph->nodes()) found |= n->name == name;
@@ -171,6 +264,9 @@ Status convert(Flags& f) {
     int4_report = std::move(*r4);
   }
   QT_ASSIGN_OR_RETURN(auto report, quant::passes::insert_qdq(*graph, profile, opt));
+  for (const auto& r : check_saturation(target, *graph, report))
+    report.notes.push_back("target " + target.name + ": " + std::to_string(r.can_saturate) + " of " + std::to_string(r.pairs) +
+                           " weight pairs of " + r.op_type + " node '" + r.node + "' can saturate int16");
   report.notes.insert(report.notes.begin(), notes.begin(), notes.end());
   for (const auto& n : int4_report.nodes)
     if (n.quantized) report.nodes.push_back(n);
@@ -182,6 +278,7 @@ Status convert(Flags& f) {
 
   // Provenance (DESIGN "Output models").
   graph->metadata.emplace_back("qtool.version", QTOOL_VERSION);
+  add_target_metadata(f, *graph);
   graph->metadata.emplace_back("qtool.schema", f.schema);
   graph->metadata.emplace_back("qtool.activations", f.activations);
   graph->metadata.emplace_back("qtool.weights", f.weights);
@@ -209,14 +306,18 @@ int main(int argc, char** argv) {
     CLI::App app{"qconvert: quantize a float ONNX model with a qprofile profile"};
     app.set_version_flag("--version", QTOOL_VERSION);
     Flags f;
-    app.add_option("model", f.model, "float model (.onnx)")->required()->check(CLI::ExistingFile);
+    app.add_option("model", f.model, "float model (.onnx)")->check(CLI::ExistingFile);
     app.add_option("--profile", f.profile, "profile from qprofile (.json); not with --dynamic")->check(CLI::ExistingFile);
-    app.add_option("-o,--output", f.output, "quantized model to write (.onnx)")->required();
+    app.add_option("-o,--output", f.output, "quantized model to write (.onnx)");
+    app.add_option("--target", f.target,
+                   "the runtime and CPU that will run the model: a built-in name (--list-targets) or a target .json "
+                   "file; its rules fill every flag not given (default: ort-x86)");
+    app.add_flag("--list-targets", f.list_targets, "print the built-in targets and exit");
     app.add_option("--schema", f.schema, "asymmetric|symmetric|symmetric-uint8|power2-scale")
         ->check(CLI::IsMember({"asymmetric", "symmetric", "symmetric-uint8", "power2-scale"}));
     app.add_option("--activations", f.activations, "activation precision")->check(CLI::IsMember({"uint8", "int8", "int16"}));
     app.add_option("--weights", f.weights, "weight precision (int4: MatMul/Gemm, groups along K)")
-        ->check(CLI::IsMember({"int8", "int4"}));
+        ->check(CLI::IsMember({"int8", "uint8", "int4"}));
     app.add_option("--group-size", f.group_size, "int4 weights: values per group along K (32, 64, 128, 256; default 32)");
     app.add_flag("--dynamic", f.dynamic, "quantize activations at run time (no profile)");
     auto* pt = app.add_flag("--per-tensor", f.per_tensor, "one scale per weight tensor");
@@ -232,6 +333,6 @@ int main(int argc, char** argv) {
     int code = 0;
     if (!qtool::parse_flags(app, argc, argv, code)) return code;
     qtool::init_logging(f.verbose);
-    return qtool::report(convert(f));
+    return qtool::report(convert(f, app));
   });
 }

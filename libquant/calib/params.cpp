@@ -111,7 +111,7 @@ QuantParams choose_quant_params(Range range, Schema schema, DType precision) {
   return p;
 }
 
-QuantParams choose_weight_params(const Tensor& weights, int64_t axis, DType qtype, Schema schema) {
+QuantParams choose_weight_params(const Tensor& weights, int64_t axis, DType qtype, Schema schema, int32_t max_level) {
   assert(axis < weights.rank());
   QuantParams p;
   p.qtype = qtype;
@@ -127,6 +127,7 @@ QuantParams choose_weight_params(const Tensor& weights, int64_t axis, DType qtyp
     absmax[c] = std::max(absmax[c], static_cast<double>(std::abs(v)));
   }
   SymmetricGrid grid = symmetric_grid(qtype);
+  if (max_level > 0 && max_level < grid.steps) grid.steps = max_level;
   for (double m : absmax) {
     float scale = scale_for(m, grid.steps);
     if (schema == Schema::Power2Scale) scale = power_of_two_at_least(scale);

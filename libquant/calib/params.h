@@ -41,6 +41,8 @@ QuantParams choose_quant_params(Range range, Schema schema, DType precision);
 // rounds each scale up to a power of two. Per-tensor when axis < 0, else one scale
 // per index of dimension `axis`. An all-zero channel gets scale 1. Non-finite
 // weights are ignored. `weights` is a float tensor (float32/64/16, bfloat16).
-QuantParams choose_weight_params(const Tensor& weights, int64_t axis, DType qtype, Schema schema);
+// `max_level` > 0 narrows the grid to [-max_level, max_level] (a target's
+// weight range, e.g. 64 for 7-bit weights): scale = absmax / max_level.
+QuantParams choose_weight_params(const Tensor& weights, int64_t axis, DType qtype, Schema schema, int32_t max_level = 0);
 
 }  // namespace quant::calib

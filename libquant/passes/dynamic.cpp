@@ -4,7 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 
+#include "libquant/calib/pair_bound.h"
 #include "libquant/calib/params.h"
 #include "libquant/kernels/int4_matmul.h"
 #include "libquant/kernels/quantize.h"
@@ -151,13 +153,42 @@ void DynamicBuilder::rewrite_int8_linear(ir::Node* n, Linear& l) {
   QuantParams p = calib::choose_weight_params(l.w, 1, DType::Int8, calib::Schema::Symmetric);
   Tensor q(DType::Int8, {K, N});
   kernels::quantize_linear<int8_t>(l.w.data<float>(), q.data<int8_t>(), K, N, 1, p.scale.data(), nullptr, 0, N);
+  std::string method = "absmax per column, int8 symmetric";
+  if (const int32_t bound = o_.weight_pair_bound; bound > 0) {
+    // MatMulInteger's K pairs (2j, 2j + 1) of each column (kernels/qdot_sat16.h).
+    int8_t* qd = q.data<int8_t>();
+    const float* wd = l.w.data<float>();
+    int64_t changed = 0;
+    for (int64_t c = 0; c < N; ++c)
+      for (int64_t k = 0; k + 1 < K; k += 2) {
+        int8_t& q0 = qd[k * N + c];
+        int8_t& q1 = qd[(k + 1) * N + c];
+        if (std::abs(q0) + std::abs(q1) <= bound) continue;
+        const double s = p.scale[static_cast<size_t>(c)];
+        std::tie(q0, q1) = calib::nearest_bounded_pair(wd[k * N + c] / s, wd[(k + 1) * N + c] / s, bound);
+        ++changed;
+      }
+    if (changed) method += ", " + std::to_string(changed) + " pairs bounded to |w0| + |w1| <= " + std::to_string(bound);
+  }
   const std::string base = n->name.empty() ? n->outputs[0]->name() : n->name;
   DynamicInput in = quantized_input(n, l.x);
-  ir::Value* wq = constant(n->inputs[1]->name() + "_quantized", std::move(q));
+  std::vector<ir::Value*> inputs = {in.q, nullptr, in.zero_point};
+  if (o_.uint8_weights) {
+    // The symmetric int8 codes + 128 with zero point 128: the same values.
+    Tensor u(DType::UInt8, {K, N});
+    for (int64_t i = 0; i < K * N; ++i) u.data<uint8_t>()[i] = static_cast<uint8_t>(q.data<int8_t>()[i] + 128);
+    inputs[1] = constant(n->inputs[1]->name() + "_quantized", std::move(u));
+    inputs.push_back(constant(n->inputs[1]->name() + "_zero_point", Tensor::scalar<uint8_t>(128)));
+    method += ", stored as uint8 + 128";
+    p.qtype = DType::UInt8;
+    p.zero_point.assign(static_cast<size_t>(N), 128);
+  } else {
+    inputs[1] = constant(n->inputs[1]->name() + "_quantized", std::move(q));
+  }
   ir::Value* acc = new_value(g_, base + "_int32", DType::Int32);
-  g_.insert_node(n, "MatMulInteger", {in.q, wq, in.zero_point}, {acc}, g_.unique_name(base + "_MatMulInteger"));
+  g_.insert_node(n, "MatMulInteger", inputs, {acc}, g_.unique_name(base + "_MatMulInteger"));
   rescale(n, base, acc, in, Tensor::from_vector<float>({N}, p.scale), n->outputs[0], l.bias);
-  report_.tensors.push_back({n->inputs[1]->name(), "weight", "absmax per column, int8 symmetric", {0, 0}, p});
+  report_.tensors.push_back({n->inputs[1]->name(), "weight", method, {0, 0}, p});
 }
 
 void DynamicBuilder::rewrite_int4_linear(ir::Node* n, Linear& l) {

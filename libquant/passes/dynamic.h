@@ -45,8 +45,16 @@ struct DynamicOptions {
   // float (weight-only, the static --weights int4 mode).
   int64_t accuracy_level = 4;
   bool conv = true;  // Int8: Conv too (ConvInteger)
+  // Int8 MatMul/Gemm weights: |w[2j]| + |w[2j+1]| <= bound along K (a
+  // target's pair_bound, calib/pair_bound.h); 0: none. ConvInteger takes
+  // uint8 weights (exact everywhere) and needs none.
+  int32_t weight_pair_bound = 0;
   std::set<std::string> exclude_nodes;
   std::set<std::string> exclude_ops;
+  // Int8 MatMul/Gemm weights stored as uint8 with zero point 128 (the same
+  // values; a target with uint8 weights): MatMulInteger then runs ONNX
+  // Runtime's exact U8U8 kernels on x86 instead of saturating U8S8 ones.
+  bool uint8_weights = false;
 };
 
 // Checks the group size: a power of two from 16 to 256 (MatMulNBits needs a

@@ -6,8 +6,10 @@
 #include <map>
 #include <set>
 
+#include "libquant/calib/pair_bound.h"
 #include "libquant/kernels/quantize.h"
 #include "libquant/passes/graph_edit.h"
+#include "libquant/passes/k_order.h"
 #include "libquant/passes/shape_fold.h"
 
 namespace quant::passes {
@@ -120,6 +122,28 @@ int64_t weight_axis(const ir::Node& n, const Tensor& w) {
   return -1;
 }
 
+// Applies a target's pair bound to the int8 weights q (quantized from the
+// float w with p) in the pairing order of ONNX Runtime's u8 x s8 kernels;
+// returns how many pairs changed.
+int64_t bound_weight_pairs(const ir::Node& node, const Tensor& w, const QuantParams& p, int32_t bound, Tensor& q) {
+  KOrder o;
+  if (!k_order(node, w, o) || w.dtype() != DType::Float32) return 0;
+  int8_t* qd = q.data<int8_t>();
+  const float* wd = w.data<float>();
+  int64_t changed = 0;
+  for (int64_t col = 0; col < o.columns; ++col) {
+    const double scale = p.scale[p.per_tensor() ? 0 : static_cast<size_t>(o.channel(col))];
+    for (int64_t j = 0; j + 1 < o.k; j += 2) {
+      const int64_t i0 = o.index(col, j), i1 = o.index(col, j + 1);
+      if (std::abs(qd[i0]) + std::abs(qd[i1]) <= bound) continue;
+      auto [t0, t1] = calib::nearest_bounded_pair(wd[i0] / scale, wd[i1] / scale, bound);
+      qd[i0] = t0, qd[i1] = t1;
+      ++changed;
+    }
+  }
+  return changed;
+}
+
 class QdqBuilder {
  public:
   QdqBuilder(ir::Graph& g, const profile::Profile& profile, const QuantizeOptions& o)
@@ -152,7 +176,14 @@ Status QdqBuilder::quantize_activation(ir::Value* v) {
   QuantParams p = calib::choose_quant_params(range, o_.schema, o_.activations);
   std::string method = o_.calibration;
   const ir::Node* producer = v->producer;
-  if (producer && kSharesInputParams.count(producer->op_type) && producer->domain.empty()) {
+  const auto& shares = o_.shares_input_params.empty() ? kSharesInputParams : o_.shares_input_params;
+  auto fixed = producer && producer->domain.empty() ? o_.fixed_output_params.find(producer->op_type) : o_.fixed_output_params.end();
+  if (fixed != o_.fixed_output_params.end()) {
+    // The target fixes this op's output parameters (e.g. Sigmoid on [0, 1)).
+    p.scale = {fixed->second.scale};
+    p.zero_point = {fixed->second.zero_point};
+    method = "fixed by the target for " + producer->op_type;
+  } else if (producer && shares.count(producer->op_type) && producer->domain.empty()) {
     auto in = act_params_.find(producer->input(0));
     if (in != act_params_.end()) {
       p = in->second;
@@ -200,8 +231,14 @@ Status QdqBuilder::quantize_weight(ir::Node* node, size_t input) {
   std::optional<int64_t> no_axis;
   for (ir::Node* op : path.chain) QT_RETURN_IF_ERROR(apply_shape_op(*op, w, no_axis));
   const int64_t axis = weight_axis(*node, w);
-  const bool per_channel = o_.per_channel && g_.opset() >= 13 && axis >= 0 && axis < w.rank();
+  auto by_op = o_.per_channel_by_op.find(node->op_type);
+  const bool want_per_channel = by_op != o_.per_channel_by_op.end() ? by_op->second : o_.per_channel;
+  const bool per_channel = want_per_channel && g_.opset() >= 13 && axis >= 0 && axis < w.rank();
   const std::string base = path.source->name();
+  // A target may give depthwise convolutions their own weight type (ONNX
+  // Runtime multiplies them in 16 bits: int8 never saturates there).
+  const bool depthwise = node->op_type == "Conv" && w.rank() >= 3 && w.dim(1) == 1 && node->attr_int("group", 1) == w.dim(0);
+  const DType wtype = depthwise && o_.depthwise_weights != DType::Undefined ? o_.depthwise_weights : o_.weights;
 
   // Per-channel weights behind shape ops are quantized at the source along
   // the axis that becomes the channel axis, then the shape ops are folded on
@@ -214,7 +251,7 @@ Status QdqBuilder::quantize_weight(ir::Node* node, size_t input) {
   std::optional<int64_t> at_source = per_channel && !path.chain.empty() ? source_axis(path, axis, why) : std::nullopt;
   if (at_source) {
     const Tensor& src = *path.source->constant;
-    p = calib::choose_weight_params(src, *at_source, o_.weights, o_.schema);
+    p = calib::choose_weight_params(src, *at_source, wtype, o_.schema, o_.weight_max);
     QT_ASSIGN_OR_RETURN(q, quantize_weight_tensor(src, p));
     std::optional<int64_t> moving = at_source;
     for (ir::Node* op : path.chain) QT_RETURN_IF_ERROR(apply_shape_op(*op, q, moving));
@@ -222,10 +259,14 @@ Status QdqBuilder::quantize_weight(ir::Node* node, size_t input) {
     p.axis = *moving;
     method += ", shape ops folded on int8 data (axis " + std::to_string(*at_source) + " -> " + std::to_string(axis) + ")";
   } else {
-    p = calib::choose_weight_params(w, per_channel ? axis : -1, o_.weights, o_.schema);
+    p = calib::choose_weight_params(w, per_channel ? axis : -1, wtype, o_.schema, o_.weight_max);
     QT_ASSIGN_OR_RETURN(q, quantize_weight_tensor(w, p));
     if (!path.chain.empty())
       method += why.empty() ? ", shape ops folded on float data" : ", quantized after the shape ops: " + why;
+  }
+  if (o_.weight_pair_bound > 0 && q.dtype() == DType::Int8) {
+    const int64_t changed = bound_weight_pairs(*node, w, p, o_.weight_pair_bound, q);
+    if (changed) method += ", " + std::to_string(changed) + " pairs bounded to |w0| + |w1| <= " + std::to_string(o_.weight_pair_bound);
   }
   ir::Value* qv = add_constant(g_, base + "_quantized", std::move(q));
   auto [scale, zp] = add_qparams(g_, base, p);
@@ -290,7 +331,9 @@ Expected<QuantizeReport> QdqBuilder::run() {
     if (o_.exclude_ops.count(n->op_type)) return "excluded by --exclude-op";
     if (!n->domain.empty()) return "op of domain " + n->domain + " stays float";
     if (o_.include_ops.count(n->op_type)) return "";
-    if (!default_quantized_ops().count(n->op_type)) return "op stays float (no integer form that keeps accuracy)";
+    if (!o_.quantized_ops.empty() && !o_.quantized_ops.count(n->op_type)) return "op stays float (the target does not run it quantized)";
+    if (o_.quantized_ops.empty() && !default_quantized_ops().count(n->op_type))
+      return "op stays float (no integer form that keeps accuracy)";
     return "";
   };
   auto quantizable = [&](const ir::Node* n) { return reason_float(n).empty(); };

@@ -2,6 +2,7 @@
 // quantized graph in the QDQ form (DESIGN "Output models").
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,6 +26,19 @@ struct QuantizeOptions {
   std::set<std::string> exclude_nodes;
   std::set<std::string> exclude_ops;
   std::set<std::string> include_ops;
+  // From the target (DESIGN "Targets"; apps copy a TargetSpec's fields here).
+  // Empty sets keep qconvert's built-in lists.
+  std::set<std::string> quantized_ops;        // op types quantized (default_quantized_ops())
+  std::set<std::string> shares_input_params;  // outputs that keep their input's parameters
+  struct FixedParams {
+    float scale = 1;
+    int32_t zero_point = 0;
+  };
+  std::map<std::string, FixedParams> fixed_output_params;  // op type -> its output's parameters
+  std::map<std::string, bool> per_channel_by_op;          // op type -> per channel, overriding per_channel
+  DType depthwise_weights = DType::Undefined;  // depthwise Conv weights' type; Undefined: `weights`
+  int32_t weight_max = 0;         // symmetric weights scaled to [-weight_max, weight_max]; 0: the type's own
+  int32_t weight_pair_bound = 0;  // int8 weights: |w[2j]| + |w[2j+1]| <= bound in ONNX Runtime's K order; 0: none
 };
 
 // The op types quantized by default: those whose integer form keeps accuracy.

@@ -37,7 +37,13 @@ m = onnx.load(sys.argv[1])
 ops = [n.op_type for n in m.graph.node]
 assert ops.count("DynamicQuantizeLinear") == 2 and ops.count("MatMulInteger") == 2 and "MatMul" not in ops, ops
 meta = {p.key: p.value for p in m.metadata_props}
-assert meta["qtool.mode"] == "dynamic" and meta["qtool.weights"] == "int8", meta
+# The default target ort-x86 stores the int8 codes as uint8 + 128 (zero point
+# 128): ONNX Runtime's U8U8 MatMulInteger is exact on x86 without VNNI too.
+assert meta["qtool.mode"] == "dynamic" and meta["qtool.weights"] == "uint8" and meta["qtool.target"] == "ort-x86", meta
+inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+for n in m.graph.node:
+    if n.op_type == "MatMulInteger":
+        assert inits[n.input[1]].dtype.name == "uint8" and int(inits[n.input[3]]) == 128, n
 m = onnx.load(sys.argv[2])
 [n] = [n for n in m.graph.node]
 assert n.op_type == "MatMulNBits" and n.domain == "com.microsoft", n
@@ -47,6 +53,19 @@ inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
 assert inits[n.input[1]].shape == (9, 3, 16) and inits[n.input[1]].dtype.name == "uint8"
 assert inits[n.input[2]].shape == (27,) and len(n.input) == 6 and inits[n.input[5]].shape == (9,)
 PY
+
+# --target ort-x86-vnni keeps int8 weights; both forms compute the same values.
+"$bin/qconvert" "$tmp/m/linear.onnx" --dynamic --target ort-x86-vnni -o "$tmp/linear_s8.onnx" >/dev/null
+$py - "$tmp/linear_s8.onnx" <<'PY' || fail "ort-x86-vnni dynamic weights are not int8"
+import sys, onnx
+from onnx import numpy_helper
+m = onnx.load(sys.argv[1])
+inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+assert all(inits[n.input[1]].dtype.name == "int8" for n in m.graph.node if n.op_type == "MatMulInteger")
+PY
+"$bin/qrun" "$tmp/linear_int8.onnx" --data "$tmp/m/linear_in" -o "$tmp/u8w" --quiet
+"$bin/qrun" "$tmp/linear_s8.onnx" --data "$tmp/m/linear_in" -o "$tmp/s8w" --quiet
+for f in "$tmp"/u8w/*.npy; do cmp -s "$f" "$tmp/s8w/$(basename "$f")" || fail "uint8 and int8 weight storage differ: $f"; done
 
 # Conv through ConvInteger on the digits CNN: close to float.
 "$bin/qconvert" "$model" --dynamic -o "$tmp/cnn.onnx" --report "$tmp/cnn.json"
