@@ -33,7 +33,7 @@ def main(name, ref_dir, got_dir, min_db):
     else:
         snr = math.inf if noise == 0 else 10 * math.log10(signal / noise)
     ok = snr >= min_db
-    print("%s %s: %.1f dB (min %.0f)" % ("ok  " if ok else "FAIL", name, snr, min_db))
+    print("%s %s: %.1f dB (min %g)" % ("ok  " if ok else "FAIL", name, snr, min_db))
     return 0 if ok else 1
 
 

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Dynamic quantization of the zoo transformer encoder (scripts/make_zoo.sh):
-#   int8 (qconvert --dynamic): SNR vs float >= 30 dB;
+#   int8 (qconvert --dynamic): SNR vs float >= 39 dB (40.6 dB measured);
 #   int4 G = 32 (--dynamic --weights int4, torchao's Int8DynActInt4Weight as
-#   MatMulNBits): SNR vs float >= 15 dB and the file at most 0.35x the float file;
-# ONNX Runtime runs both, and its outputs agree with qrun's. Prints every number.
+#   MatMulNBits): SNR vs float >= 18.5 dB (19.6 dB measured) and the file at most
+#   0.35x the float file (0.345x);
+# ONNX Runtime runs both, and its outputs agree with qrun's (150.8 and 40.7 dB
+# measured). Gates sit about 1 dB under today's numbers (the zoo is built from
+# fixed seeds), so that a loss of accuracy fails here instead of hiding under a
+# 10 dB margin. Prints every number.
 set -euo pipefail
 bin=${QTOOL_BIN:?QTOOL_BIN must point at the build directory}
 src=${QTOOL_SOURCE_DIR:?QTOOL_SOURCE_DIR must point at the repository}
@@ -23,12 +27,12 @@ for q in int8 int4; do
   "$bin/qrun" "$tmp/$q.onnx" --data "$d/inputs" -o "$tmp/qrun_$q" --quiet
   node "$src/tests/interop/ort_run.js" "$tmp/$q.onnx" "$d/inputs" "$tmp/ort_$q" >/dev/null
 done
-snr "int8 qrun vs float" "$d/expected" "$tmp/qrun_int8" 30
-snr "int8 ORT  vs float" "$d/expected" "$tmp/ort_int8" 30
-snr "int8 qrun vs ORT" "$tmp/ort_int8" "$tmp/qrun_int8" 80
-snr "int4 G=32 qrun vs float" "$d/expected" "$tmp/qrun_int4" 15
-snr "int4 G=32 ORT  vs float" "$d/expected" "$tmp/ort_int4" 15
-snr "int4 G=32 qrun vs ORT" "$tmp/ort_int4" "$tmp/qrun_int4" 35
+snr "int8 qrun vs float" "$d/expected" "$tmp/qrun_int8" 39
+snr "int8 ORT  vs float" "$d/expected" "$tmp/ort_int8" 39
+snr "int8 qrun vs ORT" "$tmp/ort_int8" "$tmp/qrun_int8" 100
+snr "int4 G=32 qrun vs float" "$d/expected" "$tmp/qrun_int4" 18.5
+snr "int4 G=32 ORT  vs float" "$d/expected" "$tmp/ort_int4" 18.5
+snr "int4 G=32 qrun vs ORT" "$tmp/ort_int4" "$tmp/qrun_int4" 39
 float_bytes=$(stat -c %s "$d/model.onnx")
 int4_bytes=$(stat -c %s "$tmp/int4.onnx")
 int8_bytes=$(stat -c %s "$tmp/int8.onnx")
