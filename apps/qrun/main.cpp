@@ -101,6 +101,9 @@ struct Summary {
   std::string target;                                           // --target's name
   std::map<std::string, quant::kernels::SaturationStats> saturation;  // per node, saturating targets only
   bool saturating = false;
+  // The first compared output holding NaN or Inf (either model's): the
+  // comparison has no valid result then, so the run fails (exit 3).
+  std::string nonfinite_where;
 };
 
 quant::kernels::SaturationStats total_saturation(const Summary& s) {
@@ -133,6 +136,7 @@ nlohmann::json saturation_json(const Summary& s) {
 }
 
 nlohmann::json json_number(double v) {
+  if (std::isnan(v)) return "nan";
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(v > 0 ? "inf" : "-inf");
 }
 
@@ -151,7 +155,7 @@ void score(const Tensor& out, const std::vector<int64_t>& labels, int64_t first_
   const int64_t classes = out.dim(out.rank() - 1);
   for (size_t r = 0; r < top1.size(); ++r) {
     const int64_t label = labels[static_cast<size_t>(first_row) + r];
-    acc.top1 += top1[r] == label;
+    acc.top1 += top1[r] >= 0 && top1[r] == label;  // -1: a row with NaN predicts nothing
     acc.top5 += quant::interp::in_top_k(out.data<float>() + static_cast<int64_t>(r) * classes, classes, label, 5);
     ++acc.rows;
   }
@@ -183,7 +187,7 @@ void print_layers(const Flags& f, const Summary& s) {
   if (std::isfinite(f.min_snr)) {
     const quant::interp::LayerComparison::Layer* first = nullptr;
     for (const auto& l : s.layers)
-      if (l.stats.snr_db() < f.min_snr && (!first || l.order < first->order)) first = &l;
+      if (!(l.stats.snr_db() >= f.min_snr) && (!first || l.order < first->order)) first = &l;
     if (first) std::printf("first layer below --min-snr %.2f dB: %s (order %d, %.2f dB)\n", f.min_snr, first->tensor.c_str(), first->order, first->stats.snr_db());
   }
 }
@@ -197,9 +201,10 @@ void print_summary(const Flags& f, const Summary& s) {
     if (s.saturating) j["saturation"] = saturation_json(s);
     if (compare) {
       j["snr_db"] = json_number(s.error.snr_db());
-      j["cosine"] = s.error.cosine();
-      j["max_abs_error"] = s.error.max_abs_error();
-      j["mean_abs_error"] = s.error.mean_abs_error();
+      j["cosine"] = json_number(s.error.cosine());
+      j["max_abs_error"] = json_number(s.error.max_abs_error());
+      j["mean_abs_error"] = json_number(s.error.mean_abs_error());
+      j["nonfinite_values"] = s.error.nonfinite();
       j["top1_agreement"] = s.rows ? static_cast<double>(s.agree) / static_cast<double>(s.rows) : 0.0;
     }
     if (s.has_labels) {
@@ -214,8 +219,9 @@ void print_summary(const Flags& f, const Summary& s) {
       for (const auto& l : s.layers)
         j["layers"].push_back({{"tensor", l.tensor}, {"reference", l.reference}, {"dequantized", l.dequantized},
                                {"order", l.order}, {"snr_db", json_number(l.stats.snr_db())},
-                               {"cosine", l.stats.cosine()}, {"max_abs_error", l.stats.max_abs_error()},
-                               {"mean_abs_error", l.stats.mean_abs_error()}});
+                               {"cosine", json_number(l.stats.cosine())},
+                               {"max_abs_error", json_number(l.stats.max_abs_error())},
+                               {"mean_abs_error", json_number(l.stats.mean_abs_error())}});
     }
     std::printf("%s\n", j.dump(2).c_str());
     return;
@@ -242,25 +248,31 @@ void print_summary(const Flags& f, const Summary& s) {
     std::printf("cosine: %.6f\n", s.error.cosine());
     std::printf("max abs error: %.6g\n", s.error.max_abs_error());
     std::printf("mean abs error: %.6g\n", s.error.mean_abs_error());
+    if (s.error.nonfinite())
+      std::printf("non-finite values: %lld (NaN or Inf)\n", static_cast<long long>(s.error.nonfinite()));
   }
   if (f.per_layer) print_layers(f, s);
   if (s.saturating && (f.explain || total_saturation(s).saturated > 0)) print_saturation(s);
 }
 
-// Accuracy gates: the first failing one names the metric (exit 3).
+// Accuracy gates: the first failing one names the metric (exit 3). Each test
+// is written as !(value passes) so that a NaN metric fails it.
 Status check_gates(const Flags& f, const Summary& s) {
   if (f.reference.empty()) return Status::ok();
+  if (s.error.nonfinite())
+    return Status::gate_failed("gate failed: " + s.nonfinite_where + " holds NaN or Inf (" +
+                               std::to_string(s.error.nonfinite()) + " such values in all compared outputs)");
   char buf[160];
-  if (s.error.snr_db() < f.min_snr) {
+  if (!(s.error.snr_db() >= f.min_snr)) {
     std::snprintf(buf, sizeof buf, "gate failed: SNR %.2f dB < --min-snr %.2f dB", s.error.snr_db(), f.min_snr);
     return Status::gate_failed(buf);
   }
-  if (s.error.cosine() < f.min_cosine) {
+  if (!(s.error.cosine() >= f.min_cosine)) {
     std::snprintf(buf, sizeof buf, "gate failed: cosine %.6f < --min-cosine %.6f", s.error.cosine(), f.min_cosine);
     return Status::gate_failed(buf);
   }
   const double drop = s.reference.top1_pct() - s.tested.top1_pct();
-  if (s.has_labels && drop > f.max_accuracy_drop) {
+  if (s.has_labels && !(drop <= f.max_accuracy_drop)) {
     std::snprintf(buf, sizeof buf, "gate failed: accuracy drop %.2f pp > --max-accuracy-drop %.2f pp", drop,
                   f.max_accuracy_drop);
     return Status::gate_failed(buf);
@@ -386,11 +398,19 @@ Status run(const Flags& f) {
       score(scores, labels, row, s.tested);
     }
     if (ref_session) {
-      for (size_t k = 0; k < outs->size(); ++k)
-        if (ref_outs[k].dtype() == quant::DType::Float32) QT_RETURN_IF_ERROR(s.error.add(ref_outs[k], (*outs)[k]));
+      for (size_t k = 0; k < outs->size(); ++k) {
+        if (ref_outs[k].dtype() != quant::DType::Float32) continue;
+        const int64_t before = s.error.nonfinite();
+        QT_RETURN_IF_ERROR(s.error.add(ref_outs[k], (*outs)[k]));
+        if (s.error.nonfinite() > before && s.nonfinite_where.empty()) {
+          const bool tested_bad = quant::interp::count_nonfinite((*outs)[k]) > 0;
+          s.nonfinite_where = "output '" + graph->outputs[k]->name() + "' of sample '" + sample.stem + "' (" +
+                              (tested_bad ? f.model : f.reference) + ")";
+        }
+      }
       auto a = quant::interp::argmax_rows(ref_outs[0]);
       auto b = quant::interp::argmax_rows(scores);
-      for (size_t r = 0; r < a.size() && r < b.size(); ++r) s.agree += a[r] == b[r];
+      for (size_t r = 0; r < a.size() && r < b.size(); ++r) s.agree += a[r] >= 0 && a[r] == b[r];
       s.rows += static_cast<int64_t>(a.size());
       if (s.has_labels) score(ref_outs[0], labels, row, s.reference);
     }

@@ -97,24 +97,34 @@ __attribute__((target("sha,sse4.1,ssse3"))) void compress_sha_ni(std::array<uint
 }
 #endif
 
-void compress_blocks(std::array<uint32_t, 8>& h, const unsigned char* data, size_t blocks) {
+void compress_blocks(std::array<uint32_t, 8>& h, const unsigned char* data, size_t blocks, Sha256Path path) {
 #if defined(__x86_64__)
-  static const bool sha_ni = cpu_has_sha();
-  if (sha_ni) return compress_sha_ni(h, data, blocks);
+  if (path == Sha256Path::kBest && sha256_uses_sha_ni()) return compress_sha_ni(h, data, blocks);
 #endif
   for (size_t i = 0; i < blocks; ++i) compress(h, data + 64 * i);
 }
 
 }  // namespace
 
-std::string sha256_hex(std::string_view bytes) {
+bool sha256_uses_sha_ni() {
+#if defined(__x86_64__)
+  static const bool sha_ni = cpu_has_sha();
+  return sha_ni;
+#else
+  return false;
+#endif
+}
+
+std::string sha256_hex(std::string_view bytes) { return sha256_hex(bytes, Sha256Path::kBest); }
+
+std::string sha256_hex(std::string_view bytes, Sha256Path path) {
   // Section 5.3.3: initial hash value.
   std::array<uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
   size_t n = bytes.size();
   size_t full = n / 64 * 64;
-  compress_blocks(h, data, full / 64);
+  compress_blocks(h, data, full / 64, path);
 
   // Section 5.1.1 padding: a 1 bit, zeros, then the message length in bits as
   // a 64-bit big-endian number, filling one or two final blocks.
@@ -125,7 +135,7 @@ std::string sha256_hex(std::string_view bytes) {
   size_t tail_len = rest + 1 + 8 <= 64 ? 64 : 128;
   uint64_t bits = static_cast<uint64_t>(n) * 8;
   for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
-  compress_blocks(h, tail, tail_len / 64);
+  compress_blocks(h, tail, tail_len / 64, path);
 
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;

@@ -18,6 +18,7 @@ Status ErrorStats::add(const Tensor& reference, const Tensor& tested) {
   const float* t = tested.data<float>();
   for (int64_t i = 0; i < reference.size(); ++i) {
     const double a = r[i], b = t[i], e = b - a;
+    if (!std::isfinite(a) || !std::isfinite(b)) ++nonfinite_;
     signal_ += a * a;
     noise_ += e * e;
     dot_ += a * b;
@@ -30,16 +31,39 @@ Status ErrorStats::add(const Tensor& reference, const Tensor& tested) {
   return Status::ok();
 }
 
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+}  // namespace
+
 double ErrorStats::snr_db() const {
+  if (nonfinite_) return kNaN;
   if (noise_ == 0) return std::numeric_limits<double>::infinity();
   if (signal_ == 0) return -std::numeric_limits<double>::infinity();
   return 10.0 * std::log10(signal_ / noise_);
 }
 
 double ErrorStats::cosine() const {
+  if (nonfinite_) return kNaN;
   if (ref_norm2_ == 0 && test_norm2_ == 0) return 1.0;
   if (ref_norm2_ == 0 || test_norm2_ == 0) return 0.0;
   return dot_ / std::sqrt(ref_norm2_ * test_norm2_);
+}
+
+// std::max drops a NaN second argument, so max_abs_ alone would read 0 for an
+// all-NaN output.
+double ErrorStats::max_abs_error() const { return nonfinite_ ? kNaN : max_abs_; }
+
+double ErrorStats::mean_abs_error() const {
+  if (nonfinite_) return kNaN;
+  return count_ ? sum_abs_ / static_cast<double>(count_) : 0;
+}
+
+int64_t count_nonfinite(const Tensor& t) {
+  if (t.dtype() != DType::Float32) return 0;
+  const float* p = t.data<float>();
+  int64_t n = 0;
+  for (int64_t i = 0; i < t.size(); ++i) n += !std::isfinite(p[i]);
+  return n;
 }
 
 std::vector<int64_t> argmax_rows(const Tensor& scores) {
@@ -50,8 +74,10 @@ std::vector<int64_t> argmax_rows(const Tensor& scores) {
   const float* p = scores.data<float>();
   for (int64_t row = 0; row < scores.size() / classes; ++row) {
     int64_t best = 0;
-    for (int64_t c = 1; c < classes; ++c)
-      if (p[row * classes + c] > p[row * classes + best]) best = c;
+    for (int64_t c = 0; c < classes && best >= 0; ++c) {
+      if (std::isnan(p[row * classes + c])) best = -1;
+      else if (p[row * classes + c] > p[row * classes + best]) best = c;
+    }
     out.push_back(best);
   }
   return out;
@@ -60,8 +86,10 @@ std::vector<int64_t> argmax_rows(const Tensor& scores) {
 bool in_top_k(const float* row, int64_t classes, int64_t label, int k) {
   if (label < 0 || label >= classes) return false;
   int64_t better = 0;
-  for (int64_t c = 0; c < classes; ++c)
+  for (int64_t c = 0; c < classes; ++c) {
+    if (std::isnan(row[c])) return false;
     if (row[c] > row[label] || (row[c] == row[label] && c < label)) ++better;
+  }
   return better < k;
 }
 
@@ -146,9 +174,12 @@ std::vector<LayerComparison::Layer> LayerComparison::by_snr() const {
   std::vector<Layer> out;
   for (const auto& [name, layer] : layers_)
     if (layer.stats.count() > 0) out.push_back(layer);
+  // A NaN SNR (non-finite values) ranks worst; comparing it with < would
+  // break the strict weak ordering std::sort needs.
   std::sort(out.begin(), out.end(), [](const Layer& a, const Layer& b) {
     const double sa = a.stats.snr_db(), sb = b.stats.snr_db();
-    return sa != sb ? sa < sb : a.order < b.order;
+    if (std::isnan(sa) != std::isnan(sb)) return std::isnan(sa);
+    return sa != sb && !std::isnan(sa) ? sa < sb : a.order < b.order;
   });
   return out;
 }

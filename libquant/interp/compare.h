@@ -17,28 +17,40 @@
 namespace quant::interp {
 
 // Accumulates over any number of tensor pairs (samples, outputs).
+//
+// A NaN or Inf in either tensor leaves the error undefined: every metric is
+// then NaN, and gates must be written so that NaN fails them (`!(snr >= min)`,
+// not `snr < min`, which is false for NaN and would pass a model whose every
+// output is NaN).
 class ErrorStats {
  public:
   // Both tensors must be float32 of the same shape.
   Status add(const Tensor& reference, const Tensor& tested);
 
   int64_t count() const { return count_; }
+  // Elements where the reference or the tested value is NaN or +-Inf.
+  int64_t nonfinite() const { return nonfinite_; }
   // 10 log10(sum ref^2 / sum (tested-ref)^2); +inf when identical.
   double snr_db() const;
   // Cosine similarity of the flattened tensors; 1 when both are zero.
   double cosine() const;
-  double max_abs_error() const { return max_abs_; }
-  double mean_abs_error() const { return count_ ? sum_abs_ / static_cast<double>(count_) : 0; }
+  double max_abs_error() const;
+  double mean_abs_error() const;
 
  private:
   double signal_ = 0, noise_ = 0, dot_ = 0, ref_norm2_ = 0, test_norm2_ = 0, max_abs_ = 0, sum_abs_ = 0;
-  int64_t count_ = 0;
+  int64_t count_ = 0, nonfinite_ = 0;
 };
 
+// Number of NaN or +-Inf values of a float32 tensor (0 for other types).
+int64_t count_nonfinite(const Tensor& t);
+
 // Index of the largest value of each row along the last axis (first on ties):
-// the top-1 class per row of a [..., classes] tensor.
+// the top-1 class per row of a [..., classes] tensor. A row holding a NaN has
+// no top-1: -1, which equals no label and, in agreement, no other row's class.
 std::vector<int64_t> argmax_rows(const Tensor& scores);
-// Whether `label` is among the k largest values of `row`.
+// Whether `label` is among the k largest values of `row`; never for a row
+// holding a NaN.
 bool in_top_k(const float* row, int64_t classes, int64_t label, int k);
 
 // An integer tensor of the tested model that stands for a float tensor of the

@@ -267,6 +267,8 @@ Im2colSource::Im2colSource(const detail::Spatial3& s, const float* x, Packer pac
   if (!kAvx512Bmi2 || (s.strides[2] != 1 && s.strides[2] != 2)) packer_ = Packer::kGeneric;
 }
 
+bool Im2colSource::vector_available() { return kAvx512Bmi2; }
+
 void Im2colSource::pack(int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, float* dst) const {
 #if defined(__x86_64__) && defined(__GNUC__)
   // kBest: the vector packer works out each tap's runs once per panel and

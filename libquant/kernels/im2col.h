@@ -30,6 +30,9 @@ class Im2colSource final : public PanelSource {
   enum class Packer { kGeneric, kVector, kBest };
 
   Im2colSource(const detail::Spatial3& s, const float* x, Packer packer = Packer::kBest);
+  // Whether this CPU has the vector packer (AVX-512F + BMI2); without it
+  // kVector packs as kGeneric, and a test comparing the two has nothing to compare.
+  static bool vector_available();
 
   void pack(int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, float* dst) const override;
 

@@ -6,7 +6,17 @@
 //
 //   conformance ROOT... [--known-failures FILE] [--filter TEXT] [--write-failures FILE] [--verbose]
 //
-// Exit 1 when a test fails that the known-failures file does not list.
+// A failure has a class: unsupported (an operator, element type or value kind
+// the interpreter refuses), mismatch (outputs differ in value, type, shape or
+// number), error (any other refusal, e.g. of the test's inputs), crash, timeout.
+// The known-failures file lists "name class reason..." per line; a listed test
+// must fail with its listed class, so a test known to lack an operator that
+// starts crashing is reported, not excused.
+//
+// Exit 1 when a test fails that the known-failures file does not list, or with
+// another class than listed; 2 on bad input: a root that is not a directory, a
+// known-failures file that cannot be read or has a malformed line, or no test
+// found at all (a run that checks nothing must not pass).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +28,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -94,49 +105,79 @@ Tensor relabel_bfloat16(Tensor t, quant::DType declared) {
   return b;
 }
 
-// Runs one test directory; the Status says why it failed.
-Status run_test(const fs::path& dir) {
-  QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model((dir / "model.onnx").string()));
-  QT_ASSIGN_OR_RETURN(auto session, quant::interp::Session::create(*graph));
+const std::set<std::string> kClasses = {"unsupported", "mismatch", "error", "crash", "timeout"};
+
+// Why a test failed: its class (kClasses) and the message.
+struct Failure {
+  std::string kind;
+  std::string message;
+};
+
+// Loading and preparing say "not supported"/"unsupported" when the
+// interpreter lacks an operator, element type or value kind.
+Failure refusal(const Status& st) {
+  const std::string& m = st.message();
+  const bool unsupported = m.find("not supported") != std::string::npos || m.find("unsupported") != std::string::npos;
+  return {unsupported ? "unsupported" : "error", m};
+}
+
+// Runs the test_data_set_* folders of one test; nullopt when all pass.
+std::optional<Failure> run_sets(const fs::path& dir, const quant::ir::Graph& graph, const quant::interp::Session& session) {
   auto sets = sorted_dirs(dir, "test_data_set_");
-  if (sets.empty()) return Status::bad_input("no test_data_set_* folder");
+  if (sets.empty()) return Failure{"error", "no test_data_set_* folder"};
   for (const auto& set : sets) {
     std::vector<Tensor> inputs;
     for (const auto& f : sorted_files(set, "input_")) {
-      QT_ASSIGN_OR_RETURN(Tensor t, quant::io::read_tensor_pb(f.string()));
+      auto t = quant::io::read_tensor_pb(f.string());
+      if (!t) return Failure{"error", t.status().message()};
       const size_t k = inputs.size();
-      inputs.push_back(k < graph->inputs.size() ? relabel_bfloat16(std::move(t), graph->inputs[k]->dtype) : std::move(t));
+      inputs.push_back(k < graph.inputs.size() ? relabel_bfloat16(std::move(t).value(), graph.inputs[k]->dtype)
+                                               : std::move(t).value());
     }
     // Inputs beyond the graph's (optional inputs given as initializers) are dropped.
-    if (inputs.size() > graph->inputs.size()) inputs.resize(graph->inputs.size());
-    auto outs = session->run(inputs);
-    if (!outs) return outs.status();
+    if (inputs.size() > graph.inputs.size()) inputs.resize(graph.inputs.size());
+    auto outs = session.run(inputs);
+    if (!outs) return refusal(outs.status());
     auto expected = sorted_files(set, "output_");
     if (expected.size() != outs->size())
-      return Status::bad_input("produced " + std::to_string(outs->size()) + " outputs, expected " + std::to_string(expected.size()));
+      return Failure{"mismatch", "produced " + std::to_string(outs->size()) + " outputs, expected " +
+                                     std::to_string(expected.size())};
     for (size_t k = 0; k < expected.size(); ++k) {
-      QT_ASSIGN_OR_RETURN(Tensor want, quant::io::read_tensor_pb(expected[k].string()));
-      if (k < graph->outputs.size()) want = relabel_bfloat16(std::move(want), graph->outputs[k]->dtype);
-      QT_RETURN_IF_ERROR(compare((*outs)[k], want, k));
+      auto want = quant::io::read_tensor_pb(expected[k].string());
+      if (!want) return Failure{"error", want.status().message()};
+      Tensor w = k < graph.outputs.size() ? relabel_bfloat16(std::move(want).value(), graph.outputs[k]->dtype)
+                                          : std::move(want).value();
+      Status st = compare((*outs)[k], w, k);
+      if (!st.is_ok()) return Failure{"mismatch", st.message()};
     }
   }
-  return Status::ok();
+  return std::nullopt;
 }
 
-// Forks, runs the test in the child and reads its verdict through a pipe.
-std::string run_isolated(const fs::path& dir) {
+// Runs one test directory; nullopt when it passes.
+std::optional<Failure> run_test(const fs::path& dir) {
+  auto graph = quant::onnx_io::load_model((dir / "model.onnx").string());
+  if (!graph) return refusal(graph.status());
+  auto session = quant::interp::Session::create(**graph);
+  if (!session) return refusal(session.status());
+  return run_sets(dir, **graph, **session);
+}
+
+// Forks, runs the test in the child and reads its verdict ("class\tmessage")
+// through a pipe; nullopt when the test passes.
+std::optional<Failure> run_isolated(const fs::path& dir) {
   int fds[2];
-  if (pipe(fds) != 0) return "pipe failed";
+  if (pipe(fds) != 0) return Failure{"error", "pipe failed"};
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
     alarm(kTimeLimitSeconds);
-    Status st = run_test(dir);
-    std::string msg = st.is_ok() ? "" : st.message();
+    std::optional<Failure> f = run_test(dir);
+    std::string msg = f ? f->kind + "\t" + f->message : "";
     for (char& c : msg)
       if (c == '\n') c = ' ';
     if (write(fds[1], msg.data(), msg.size()) < 0) _exit(3);
-    _exit(st.is_ok() ? 0 : 1);
+    _exit(f ? 1 : 0);
   }
   close(fds[1]);
   std::string msg;
@@ -148,23 +189,43 @@ std::string run_isolated(const fs::path& dir) {
   waitpid(pid, &status, 0);
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    return sig == SIGALRM ? "timeout after " + std::to_string(kTimeLimitSeconds) + " s" : "crash: signal " + std::to_string(sig);
+    if (sig == SIGALRM) return Failure{"timeout", "no verdict after " + std::to_string(kTimeLimitSeconds) + " s"};
+    return Failure{"crash", "signal " + std::to_string(sig)};
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
-  return msg.empty() ? "failed without a message" : msg;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return std::nullopt;
+  const auto tab = msg.find('\t');
+  if (tab == std::string::npos) return Failure{"crash", "exited without a verdict"};
+  return Failure{msg.substr(0, tab), msg.substr(tab + 1)};
 }
 
-// "test_name  reason..." per line; '#' starts a comment.
-std::map<std::string, std::string> read_known_failures(const std::string& path) {
-  std::map<std::string, std::string> known;
+// "test_name class reason..." per line ('#' starts a comment); the reason is
+// for the reader, the class is what a failure must match.
+quant::Expected<std::map<std::string, Failure>> read_known_failures(const std::string& path) {
   std::ifstream in(path);
+  if (!in) return Status::bad_input(path + ": cannot read the known-failures file");
+  std::map<std::string, Failure> known;
   std::string line;
+  int number = 0;
   while (std::getline(in, line)) {
+    ++number;
     if (line.empty() || line[0] == '#') continue;
-    auto sp = line.find_first_of(" \t");
-    known[line.substr(0, sp)] = sp == std::string::npos ? "" : line.substr(line.find_first_not_of(" \t", sp));
+    std::istringstream fields(line);
+    std::string name, kind, reason;
+    fields >> name >> kind;
+    if (name.empty()) continue;  // a line of blanks
+    std::getline(fields >> std::ws, reason);
+    if (!kClasses.count(kind))
+      return Status::bad_input(path + ":" + std::to_string(number) + ": '" + kind +
+                               "' is not a failure class (unsupported, mismatch, error, crash, timeout)");
+    known[name] = {kind, reason};
   }
+  if (in.bad()) return Status::bad_input(path + ": read error");
   return known;
+}
+
+int bad_input(const std::string& message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return 2;
 }
 
 }  // namespace
@@ -193,10 +254,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: usage: conformance ROOT... [--known-failures FILE] [--filter TEXT] [--write-failures FILE]\n");
     return 2;
   }
-  auto known = known_path.empty() ? std::map<std::string, std::string>{} : read_known_failures(known_path);
+  std::map<std::string, Failure> known;
+  if (!known_path.empty()) {
+    auto read = read_known_failures(known_path);
+    if (!read) return bad_input(read.status().message());
+    known = std::move(read).value();
+  }
+  for (const auto& root : roots)
+    if (std::error_code ec; !fs::is_directory(root, ec)) return bad_input(root + ": not a directory of tests");
   int passed = 0, total = 0;
   std::vector<std::string> unexpected, fixed;
-  std::map<std::string, std::string> failures;
+  std::map<std::string, Failure> failures;
   for (const auto& root : roots) {
     int root_passed = 0, root_total = 0;
     for (const auto& dir : sorted_dirs(root, "test_")) {
@@ -204,28 +272,36 @@ int main(int argc, char** argv) {
       if (!filter.empty() && name.find(filter) == std::string::npos) continue;
       if (!fs::exists(dir / "model.onnx")) continue;
       ++total, ++root_total;
-      std::string why = run_isolated(dir);
-      if (why.empty()) {
+      std::optional<Failure> why = run_isolated(dir);
+      auto listed = known.find(name);
+      if (!why) {
         ++passed, ++root_passed;
-        if (known.count(name)) fixed.push_back(name);
+        if (listed != known.end()) fixed.push_back(name);
         if (verbose) std::printf("pass %s\n", name.c_str());
         continue;
       }
-      failures[name] = why;
-      if (verbose) std::printf("FAIL %s: %s\n", name.c_str(), why.c_str());
-      if (!known.empty() && !known.count(name)) unexpected.push_back(name + ": " + why);
+      failures[name] = *why;
+      if (verbose) std::printf("FAIL %s: %s: %s\n", name.c_str(), why->kind.c_str(), why->message.c_str());
+      if (listed == known.end())
+        unexpected.push_back(name + ": " + why->kind + ": " + why->message);
+      else if (listed->second.kind != why->kind)
+        unexpected.push_back(name + ": fails as " + why->kind + ", listed as " + listed->second.kind + ": " + why->message);
     }
     std::printf("%s: %d/%d passed (%.1f%%)\n", root.c_str(), root_passed, root_total,
                 root_total ? 100.0 * root_passed / root_total : 0.0);
   }
   if (!write_path.empty()) {
     std::ofstream out(write_path);
-    out << "# Tests of the ONNX backend suite that qtool's interpreter does not pass yet, with the reason.\n"
+    out << "# Tests of the ONNX backend suite that qtool's interpreter does not pass yet: name, failure class\n"
+        << "# (unsupported, mismatch, error, crash, timeout; a listed test must fail with its class), reason.\n"
         << "# Regenerate: build/conformance <roots> --write-failures <this file> (then review the reasons).\n";
-    for (const auto& [name, why] : failures) out << name << "  " << why << "\n";
+    for (const auto& [name, why] : failures) out << name << "  " << why.kind << "  " << why.message << "\n";
+    if (!out) return bad_input(write_path + ": cannot write");
   }
   for (const auto& n : fixed) std::printf("now passes (remove it from the known failures): %s\n", n.c_str());
   for (const auto& u : unexpected) std::printf("NEW FAILURE %s\n", u.c_str());
   std::printf("%d passed, %d failed\n", passed, total - passed);
+  if (total == 0) return bad_input("no tests found (directories test_*/model.onnx) under the roots given" +
+                                   std::string(filter.empty() ? "" : " matching --filter " + filter));
   return unexpected.empty() ? 0 : 1;
 }

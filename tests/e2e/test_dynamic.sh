@@ -27,6 +27,12 @@ for name in linear gemm; do
     report_has "$tmp/${name}_$g.json" "r['options']['group_size']==$g and r['weight_bytes']['after'] < (0.3 if $g == 32 else 1) * r['weight_bytes']['before']"
   done
 done
+# The check itself fails on NaN outputs (a NaN error must not read as 0).
+cp -r "$tmp/linear_int8_out" "$tmp/nan_out"
+$py -c "import numpy as np, glob
+for f in glob.glob('$tmp/nan_out/*.npy'): a = np.load(f); a.flat[0] = np.nan; np.save(f, a)"
+$py "$models" check "$tmp/m/linear.onnx" "$tmp/m/linear_in" "$tmp/nan_out" int8 0 >/dev/null &&
+  fail "dynamic_models.py check passes NaN outputs"
 # The int8 form is plain ONNX (opset 13): the checker accepts it. The int4 form
 # is com.microsoft MatMulNBits with accuracy_level 4 and packed uint8 weights.
 $py "$src/tests/interop/check_model.py" "$tmp/linear_int8.onnx"

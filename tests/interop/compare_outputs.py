@@ -19,6 +19,9 @@ quantized tensor on the way. (output_steps() is also what other tests import
 for "one output step".)
 --exact requires every element of every output k to be equal (bit-exactness
 tests of integer kernels against ONNX Runtime).
+A NaN or Inf in any output of either directory fails the comparison whatever
+the checks asked for: the errors are undefined, and a NaN would otherwise slip
+through Python's max() and through `snr < min`, which are false for NaN.
 
 Exit codes (as in DESIGN.md): 0 all checks pass, 1 a check failed, 2 bad input.
 """
@@ -180,6 +183,7 @@ def main(argv):
                        f"{only_a[:5]}, {len(only_b)} only in {args.dir_b} {only_b[:5]}")
 
     failed = False
+    nonfinite = []
     top1_a, mismatches, max_diff = [], [], 0.0
     signal = noise = 0.0
     for name in names_a:
@@ -189,18 +193,28 @@ def main(argv):
             raise BadInput(f"{name}: shapes differ: {a.shape} vs {b.shape}")
         if a.size == 0:
             raise BadInput(f"{name}: empty output")
+        for directory, x in ((args.dir_a, a), (args.dir_b, b)):
+            bad = int(np.size(x) - np.count_nonzero(np.isfinite(x))) if x.dtype.kind in "fc" else 0
+            if bad:
+                nonfinite.append(f"{os.path.join(directory, name)}: {bad} NaN or Inf values")
         # One file is one sample, so for logits of shape [1, C] or [C] this is one class index.
         pa, pb = np.argmax(a, axis=-1).reshape(-1), np.argmax(b, axis=-1).reshape(-1)
         top1_a.extend(int(p) for p in pa)
         if args.top1 and not np.array_equal(pa, pb):
             mismatches.append((name, pa.tolist(), pb.tolist()))
         diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-        max_diff = max(max_diff, float(diff.max()))
+        # np.maximum, not max(): Python's max(0.0, nan) is 0.0, a NaN must stay NaN.
+        max_diff = float(np.maximum(max_diff, diff.max()))
         signal += float(np.sum(b.astype(np.float64) ** 2))
         noise += float(np.sum(diff ** 2))
 
     n = len(names_a)
     print(f"compared {n} outputs, max abs diff: {max_diff:.6g}")
+    for line in nonfinite[:5]:
+        print(f"non-finite output {line}")
+    if nonfinite:
+        print(f"{len(nonfinite)} output files hold NaN or Inf: the comparison fails")
+        failed = True
     if args.within_step and not within_step(args.dir_a, args.dir_b, args.within_step, args.min_fraction):
         failed = True
     if args.exact and not exact(args.dir_a, args.dir_b):
@@ -210,13 +224,13 @@ def main(argv):
         for name, pa, pb in mismatches:
             print(f"  mismatch {name}: {pa} vs {pb}")
         failed |= bool(mismatches)
-    if args.atol is not None and max_diff > args.atol:
+    if args.atol is not None and not max_diff <= args.atol:
         print(f"max abs diff {max_diff:.6g} exceeds --atol {args.atol:g}")
         failed = True
     if args.min_snr is not None:
         snr = float("inf") if noise == 0 else 10 * np.log10(signal / noise)
         print(f"SNR of {args.dir_a} vs {args.dir_b}: {snr:.2f} dB")
-        if snr < args.min_snr:
+        if not snr >= args.min_snr:
             print(f"SNR {snr:.2f} dB is below --min-snr {args.min_snr:g}")
             failed = True
     if args.labels:

@@ -3,7 +3,9 @@
 # on samples/ gives a model that passes the ONNX checker and that ONNX Runtime
 # runs, with the same top-1 as qrun on every sample (QOperator models also
 # within one output step of ONNX Runtime for >= 99.9% of the outputs); SNR vs float is printed per
-# combination and must be >= 10 dB (KL clips ReLU tails hard: ~18 dB here).
+# combination and gated about 1.3 dB under what each schema and activation
+# precision measures on these 50 samples (min_snr below), not at one low bar
+# for all: the former 10 dB sat 28 dB or more under every measured value.
 set -euo pipefail
 source "${QTOOL_SOURCE_DIR:?}/tests/interop/ort_env.sh"
 model="$src/samples/digits_cnn.onnx"
@@ -17,6 +19,13 @@ for schema in asymmetric symmetric symmetric-uint8 power2-scale; do
     for act in uint8 int8 int16; do
       for format in qdq qoperator; do
         tag="$schema/$calib/$act/$format"
+        # Lowest SNR measured over the calibrations (and both formats, which agree), minus ~1.3 dB.
+        case "$act/$schema" in
+          int16/*) min_snr=44 ;;                       # 45.29 (power2-scale) .. 47.32
+          */asymmetric | */symmetric-uint8) min_snr=42 ;;  # 43.29 (kl) .. 44.85
+          */symmetric) min_snr=39 ;;                   # 40.14 (percentile, kl) .. 41.60
+          */power2-scale) min_snr=37 ;;                # 38.26 .. 38.63
+        esac
         q="$tmp/q.onnx"
         rm -rf "$tmp/ort" "$tmp/qrun" "$q"
         "$bin/qconvert" "$model" --profile "$tmp/p.json" -o "$q" --schema "$schema" --calibration "$calib" \
@@ -33,8 +42,8 @@ for schema in asymmetric symmetric symmetric-uint8 power2-scale; do
         else
           /usr/bin/python3 "$compare" "$tmp/qrun" "$tmp/ort" --top1 >"$tmp/log" || { echo "FAIL $tag: qrun vs ORT"; cat "$tmp/log"; exit 1; }
         fi
-        /usr/bin/python3 "$compare" "$tmp/ort" "$tmp/float" --min-snr 10 >"$tmp/log" || { echo "FAIL $tag: vs float"; cat "$tmp/log"; exit 1; }
-        echo "ok $tag: $(grep SNR "$tmp/log" | sed 's/.*: //')"
+        /usr/bin/python3 "$compare" "$tmp/ort" "$tmp/float" --min-snr "$min_snr" >"$tmp/log" || { echo "FAIL $tag: vs float"; cat "$tmp/log"; exit 1; }
+        echo "ok $tag: $(grep SNR "$tmp/log" | sed 's/.*: //') (min $min_snr)"
       done
     done
   done

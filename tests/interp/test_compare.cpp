@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 
 #include "libquant/interp/compare.h"
 #include "libquant/interp/session.h"
@@ -32,6 +33,46 @@ TEST_CASE("argmax per row and top-k", "[interp][compare]") {
   CHECK(quant::interp::in_top_k(row, 3, 2, 2));
   CHECK_FALSE(quant::interp::in_top_k(row, 3, 0, 2));
   CHECK_FALSE(quant::interp::in_top_k(row, 3, 7, 5));
+}
+
+TEST_CASE("A NaN or Inf in either tensor makes every metric NaN, so no gate passes", "[interp][compare]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  Tensor ref = Tensor::from_vector<float>({4}, {1, 2, 3, 4});
+  // Sqrt of negative inputs against an Identity reference: every output NaN.
+  for (const Tensor& tst : {Tensor::from_vector<float>({4}, {nan, nan, nan, nan}),
+                            Tensor::from_vector<float>({4}, {1, 2, 3, inf}),
+                            Tensor::from_vector<float>({4}, {1, 2, nan, 4})}) {
+    quant::interp::ErrorStats s;
+    REQUIRE(s.add(ref, tst).is_ok());
+    CHECK(s.nonfinite() > 0);
+    CHECK(std::isnan(s.snr_db()));
+    CHECK(std::isnan(s.cosine()));
+    CHECK(std::isnan(s.max_abs_error()));
+    CHECK(std::isnan(s.mean_abs_error()));
+    CHECK_FALSE(s.snr_db() >= 25);
+    CHECK_FALSE(s.cosine() >= 0.99);
+  }
+  // A non-finite reference leaves the comparison undefined too, and one bad
+  // sample spoils the totals of good ones added before or after it.
+  quant::interp::ErrorStats s;
+  REQUIRE(s.add(ref, ref).is_ok());
+  CHECK(s.nonfinite() == 0);
+  REQUIRE(s.add(Tensor::from_vector<float>({4}, {1, -inf, 3, 4}), ref).is_ok());
+  REQUIRE(s.add(ref, ref).is_ok());
+  CHECK(s.nonfinite() == 1);
+  CHECK(std::isnan(s.snr_db()));
+  CHECK(quant::interp::count_nonfinite(Tensor::from_vector<float>({3}, {nan, inf, 0})) == 2);
+  CHECK(quant::interp::count_nonfinite(Tensor::from_vector<int64_t>({1}, {7})) == 0);
+}
+
+TEST_CASE("A row holding a NaN has no top-1 and no top-k", "[interp][compare]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor scores = Tensor::from_vector<float>({3, 3}, {nan, nan, nan, 0.1f, nan, 0.9f, 0.3f, 0.2f, 0.1f});
+  CHECK(quant::interp::argmax_rows(scores) == std::vector<int64_t>{-1, -1, 0});
+  const float all_nan[] = {nan, nan, nan};
+  for (int64_t label = 0; label < 3; ++label) CHECK_FALSE(quant::interp::in_top_k(all_nan, 3, label, 1));
+  const float one_nan[] = {0.5f, nan, 0.1f};
+  CHECK_FALSE(quant::interp::in_top_k(one_nan, 3, 0, 3));
 }
 
 namespace {

@@ -10,8 +10,9 @@ Prints one line: agreement, float and quantized accuracy, SNR (--fields: only
 "SNR AGREE/N FLOAT_ACC QUANT_ACC" for scripts/accuracy_table.sh, "-" for the
 accuracies without labels). Exit 1 when the agreement is below
 --min-agreement (a fraction, default 0.99) or accuracy drops by more than
---max-drop percentage points (default 1), or when the SNR of the quantized
-outputs vs float is below --min-snr dB (default: no SNR gate); 2 on bad input.
+--max-drop percentage points (default 1), when the SNR of the quantized
+outputs vs float is below --min-snr dB (default: no SNR gate), or when any
+output holds NaN or Inf; 2 on bad input.
 """
 import argparse
 import math
@@ -47,6 +48,10 @@ def main():
               f"{'no' if labels is None else len(labels)} labels (the counts and names must match)",
               file=sys.stderr)
         return 2
+    # numpy's argmax picks a NaN as the largest value, so two NaN outputs would
+    # "agree": a NaN or Inf anywhere fails the check instead.
+    nonfinite = [os.path.join(d, f) for d, names, outs in ((args.quant_dir, q_names, quant), (args.float_dir, f_names, flt))
+                 for f, o in zip(names, outs) if not np.all(np.isfinite(o))]
     q_top1 = np.array([int(np.argmax(o.reshape(-1))) for o in quant])
     f_top1 = np.array([int(np.argmax(o.reshape(-1))) for o in flt])
     n = len(f_names)
@@ -57,9 +62,13 @@ def main():
         q_acc = 100.0 * float((q_top1 == labels).sum()) / n
     signal = sum(float(np.sum(b.astype(np.float64) ** 2)) for b in flt)
     noise = sum(float(np.sum((a.astype(np.float64) - b.astype(np.float64)) ** 2)) for a, b in zip(quant, flt))
-    snr = math.inf if noise == 0 else 10 * math.log10(signal / noise)
+    # An Inf output would make log10 of 0 raise; the run fails on it anyway.
+    snr = math.nan if nonfinite else math.inf if noise == 0 else 10 * math.log10(signal / noise)
     # Without labels the accuracy gate is not applied (nan compares false).
-    ok = agree >= args.min_agreement * n and not f_acc - q_acc > args.max_drop and snr >= args.min_snr
+    ok = (not nonfinite and agree >= args.min_agreement * n and not f_acc - q_acc > args.max_drop
+          and snr >= args.min_snr)
+    if nonfinite:
+        print(f"FAIL {args.name}: {len(nonfinite)} outputs hold NaN or Inf, first {nonfinite[0]}", file=sys.stderr)
     if args.fields:
         print(f"{snr:.1f} {agree}/{n} {f_acc:.1f} {q_acc:.1f}".replace("nan", "-"))
         return 0 if ok else 1

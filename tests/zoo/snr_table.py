@@ -26,9 +26,14 @@ def main(name, ref_dir, got_dir, min_db):
             return 1
         signal += float(np.sum(ref ** 2))
         noise += float(np.sum((ref - got) ** 2))
-    snr = math.inf if noise == 0 else 10 * math.log10(signal / noise)
+    # NaN or Inf in an output leaves the SNR undefined (NaN), which fails the
+    # check below, written so that NaN does not pass it.
+    if not (math.isfinite(signal) and math.isfinite(noise)):
+        snr = math.nan
+    else:
+        snr = math.inf if noise == 0 else 10 * math.log10(signal / noise)
     ok = snr >= min_db
-    print("%s %s: %.1f dB (min %.0f)" % ("ok  " if ok else "FAIL", name, snr, min_db))
+    print("%s %s: %.1f dB (min %g)" % ("ok  " if ok else "FAIL", name, snr, min_db))
     return 0 if ok else 1
 
 

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Dynamic quantization of the zoo transformer encoder (scripts/make_zoo.sh):
-#   int8 (qconvert --dynamic): SNR vs float >= 30 dB;
+#   int8 (qconvert --dynamic): SNR vs float >= 39 dB (40.6 dB measured);
 #   int4 G = 32 (--dynamic --weights int4, torchao's Int8DynActInt4Weight as
-#   MatMulNBits): SNR vs float >= 15 dB and the file at most 0.35x the float file;
+#   MatMulNBits): SNR vs float >= 18.5 dB (19.6 dB measured) and the file at most
+#   0.35x the float file (0.345x);
 # ONNX Runtime runs both, and its outputs agree with qrun's computing as this
-# host's ONNX Runtime does (tests/interop/ort_host_target.sh); the int8 model
-# keeps its gate also as ONNX Runtime computes on x86 CPUs without VNNI
-# (qrun --target ort-x86-avx2, whatever the host). Prints every number.
+# host's ONNX Runtime does (tests/interop/ort_host_target.sh; 150.8 and 40.7 dB
+# measured); the int8 model keeps its gate also as ONNX Runtime computes on x86
+# CPUs without VNNI (qrun --target ort-x86-avx2, whatever the host). Gates sit
+# about 1 dB under today's numbers (the zoo is built from fixed seeds), so that
+# a loss of accuracy fails here instead of hiding under a 10 dB margin. Prints
+# every number.
 set -euo pipefail
 bin=${QTOOL_BIN:?QTOOL_BIN must point at the build directory}
 src=${QTOOL_SOURCE_DIR:?QTOOL_SOURCE_DIR must point at the repository}
@@ -29,13 +33,13 @@ for q in int8 int4; do
   "$bin/qrun" "$tmp/$q.onnx" --data "$d/inputs" -o "$tmp/host_$q" --target "$ort_target" --quiet
   node "$src/tests/interop/ort_run.js" "$tmp/$q.onnx" "$d/inputs" "$tmp/ort_$q" >/dev/null
 done
-snr "int8 qrun vs float" "$d/expected" "$tmp/qrun_int8" 30
-snr "int8 ORT  vs float" "$d/expected" "$tmp/ort_int8" 30
-snr "int8 qrun as ORT without VNNI vs float" "$d/expected" "$tmp/avx2_int8" 30
-snr "int8 qrun ($ort_target) vs ORT" "$tmp/ort_int8" "$tmp/host_int8" 80
-snr "int4 G=32 qrun vs float" "$d/expected" "$tmp/qrun_int4" 15
-snr "int4 G=32 ORT  vs float" "$d/expected" "$tmp/ort_int4" 15
-snr "int4 G=32 qrun ($ort_target) vs ORT" "$tmp/ort_int4" "$tmp/host_int4" 35
+snr "int8 qrun vs float" "$d/expected" "$tmp/qrun_int8" 39
+snr "int8 ORT  vs float" "$d/expected" "$tmp/ort_int8" 39
+snr "int8 qrun as ORT without VNNI vs float" "$d/expected" "$tmp/avx2_int8" 39
+snr "int8 qrun ($ort_target) vs ORT" "$tmp/ort_int8" "$tmp/host_int8" 100
+snr "int4 G=32 qrun vs float" "$d/expected" "$tmp/qrun_int4" 18.5
+snr "int4 G=32 ORT  vs float" "$d/expected" "$tmp/ort_int4" 18.5
+snr "int4 G=32 qrun ($ort_target) vs ORT" "$tmp/ort_int4" "$tmp/host_int4" 39
 float_bytes=$(stat -c %s "$d/model.onnx")
 int4_bytes=$(stat -c %s "$tmp/int4.onnx")
 int8_bytes=$(stat -c %s "$tmp/int8.onnx")
