@@ -7,7 +7,7 @@
 # Accuracy: qprofile on samples/digits/calib, qconvert per calibration method
 # (default uint8/int8 per-channel QDQ otherwise), qrun on the 360 test digits
 # against the float model and the labels. Speed: qrun --bench (median ms per
-# sample of the whole model, single thread pinned to the first CPU when taskset
+# sample of the whole model, single thread pinned to one CPU when taskset
 # exists, then every CPU), float and int8.
 set -euo pipefail
 export LC_ALL=C
@@ -48,10 +48,12 @@ PY
 done
 echo
 
+# One thread pinned to the first CPU this process may run on (CPU 0 may be
+# outside a container's cpuset).
 pin=()
-command -v taskset >/dev/null && pin=(taskset -c 0)
+command -v taskset >/dev/null && pin=(taskset -c "$($py -c 'import os; print(min(os.sched_getaffinity(0)))')")
 median() { sed -n 's/.*median \([0-9.]*\) ms.*/\1/p'; }
-echo "| model | 1 thread | $cores threads |"
+echo "| model | --threads 1 | --threads $cores |"
 echo "|---|---|---|"
 for m in float int8; do
   f=$model
