@@ -45,6 +45,12 @@ int report(const quant::Status& status) {
   return exit_code(status);
 }
 
+void describe_tool(CLI::App& app, const std::string& name, const std::string& examples) {
+  app.name(name);
+  app.set_version_flag("--version", name + " " + QTOOL_VERSION);
+  app.footer("Examples:\n" + examples);
+}
+
 bool parse_flags(CLI::App& app, int argc, char** argv, int& exit_now) {
   try {
     app.parse(argc, argv);

@@ -22,6 +22,12 @@ int exit_code(const quant::Status& status);
 // Prints `error: <message>` on stderr and returns the status' exit code.
 int report(const quant::Status& status);
 
+// Names the tool (usage lines and `see NAME --help` read the same however it
+// was started), makes --version print "NAME VERSION" and ends --help with an
+// "Examples:" paragraph, which help2man turns into the man page's EXAMPLES
+// section (docs/man/NAME.h2m adds the hand-written ones).
+void describe_tool(CLI::App& app, const std::string& name, const std::string& examples);
+
 // Parses argv into `app`; on --help/--version prints and returns 0 through
 // `exit_now`, on a flag error prints one `error:` line and returns 2.
 // Returns true when the caller should go on.

@@ -301,10 +301,20 @@ Status convert(Flags& f, const CLI::App& app) {
 
 }  // namespace
 
+// The examples --help ends with; help2man sets the "$ " lines in constant width in
+// the man page's EXAMPLES section.
+constexpr const char* kExamples =
+    "  Defaults (uint8 activations, int8 per-channel weights, QDQ), every decision in report.json:\n"
+    "    $ qconvert model.onnx --profile model.profile.json -o model.int8.onnx --report report.json\n"
+    "  Clip the rarest largest values of each activation:\n"
+    "    $ qconvert model.onnx --profile model.profile.json -o model.int8.onnx --calibration percentile:99.99\n"
+    "  No profile: 4-bit grouped weights, int8 activations quantized at run time:\n"
+    "    $ qconvert model.onnx --dynamic --weights int4 -o model.int4.onnx\n";
+
 int main(int argc, char** argv) {
   return qtool::guarded_main([&] {
     CLI::App app{"qconvert: quantize a float ONNX model with a qprofile profile"};
-    app.set_version_flag("--version", QTOOL_VERSION);
+    qtool::describe_tool(app, "qconvert", kExamples);
     Flags f;
     app.add_option("model", f.model, "float model (.onnx)")->check(CLI::ExistingFile);
     app.add_option("--profile", f.profile, "profile from qprofile (.json); not with --dynamic")->check(CLI::ExistingFile);

@@ -78,10 +78,21 @@ Status profile_model(const Flags& f) {
 
 }  // namespace
 
+// The examples --help ends with; help2man sets the "$ " lines in constant width in
+// the man page's EXAMPLES section.
+constexpr const char* kExamples =
+    "  Profile a model on a directory of .npy samples:\n"
+    "    $ qprofile model.onnx --data calib/ -o model.profile.json\n"
+    "  Rank its tensors by how hard they are to quantize, draw one histogram:\n"
+    "    $ qprofile show model.profile.json --tensor conv1_out\n"
+    "  Combine the profiles of --shard 0/2 and --shard 1/2 into one:\n"
+    "    $ qprofile merge shard_0.json shard_1.json -o model.profile.json\n";
+
 int main(int argc, char** argv) {
   return qtool::guarded_main([&] {
     CLI::App app{"qprofile: record per-activation ranges and histograms of a float ONNX model"};
-    app.set_version_flag("--version", QTOOL_VERSION);
+    qtool::describe_tool(app, "qprofile", kExamples);
+    app.set_help_all_flag("--help-all", "Print this help message with the merge and show subcommands' options and exit");
     Flags f;
     f.collect.threads = qtool::default_threads();
     app.add_option("model", f.model, "float model (.onnx)")->check(CLI::ExistingFile);

@@ -434,10 +434,20 @@ Status run(const Flags& f) {
 
 }  // namespace
 
+// The examples --help ends with; help2man sets the "$ " lines in constant width in
+// the man page's EXAMPLES section.
+constexpr const char* kExamples =
+    "  Run a model, one .npy per sample and graph output:\n"
+    "    $ qrun model.onnx --data inputs/ -o outputs/\n"
+    "  Compare with the float model; exit code 3 when the SNR is below 25 dB:\n"
+    "    $ qrun model.int8.onnx --data test/ --reference model.onnx --min-snr 25\n"
+    "  Every quantized tensor against its float twin, worst SNR first:\n"
+    "    $ qrun model.int8.onnx --data test/ --reference model.onnx --per-layer\n";
+
 int main(int argc, char** argv) {
   return qtool::guarded_main([&] {
     CLI::App app{"qrun: run a float or quantized ONNX model on the reference interpreter, compare and gate"};
-    app.set_version_flag("--version", QTOOL_VERSION);
+    qtool::describe_tool(app, "qrun", kExamples);
     Flags f;
     app.add_option("model", f.model, "model to run (.onnx)")->required()->check(CLI::ExistingFile);
     qtool::add_data_flags(app, f.data);
