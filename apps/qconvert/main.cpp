@@ -304,10 +304,10 @@ Status convert(Flags& f, const CLI::App& app) {
 // The examples --help ends with; help2man sets the "$ " lines in constant width in
 // the man page's EXAMPLES section.
 constexpr const char* kExamples =
-    "  Defaults (uint8 activations, int8 per-channel weights, QDQ), every decision in report.json:\n"
+    "  Defaults (target ort-x86: uint8 activations, 8-bit per-channel weights, QDQ), every decision in report.json:\n"
     "    $ qconvert model.onnx --profile model.profile.json -o model.int8.onnx --report report.json\n"
-    "  Clip the rarest largest values of each activation:\n"
-    "    $ qconvert model.onnx --profile model.profile.json -o model.int8.onnx --calibration percentile:99.99\n"
+    "  Full int8 for CPUs with VNNI (qconvert --list-targets shows every target):\n"
+    "    $ qconvert model.onnx --profile model.profile.json -o model.int8.onnx --target ort-x86-vnni\n"
     "  No profile: 4-bit grouped weights, int8 activations quantized at run time:\n"
     "    $ qconvert model.onnx --dynamic --weights int4 -o model.int4.onnx\n";
 

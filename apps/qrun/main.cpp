@@ -442,7 +442,9 @@ constexpr const char* kExamples =
     "  Compare with the float model; exit code 3 when the SNR is below 25 dB:\n"
     "    $ qrun model.int8.onnx --data test/ --reference model.onnx --min-snr 25\n"
     "  Every quantized tensor against its float twin, worst SNR first:\n"
-    "    $ qrun model.int8.onnx --data test/ --reference model.onnx --per-layer\n";
+    "    $ qrun model.int8.onnx --data test/ --reference model.onnx --per-layer\n"
+    "  Accuracy as ONNX Runtime computes on x86 without VNNI, saturated pairs per layer:\n"
+    "    $ qrun model.int8.onnx --data test/ --reference model.onnx --target ort-x86-avx2 --explain\n";
 
 int main(int argc, char** argv) {
   return qtool::guarded_main([&] {
