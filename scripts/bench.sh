@@ -174,7 +174,8 @@ bench_speed() {
 # ---------------------------------------------------------------------------
 # targets: ONNX Runtime's speed (1 thread, median ms per sample) on each form
 # scripts/target_choice.sh compares for the default target: full int8
-# (ort-x86-vnni), pair-bound, uint8 weights (ort-x86), 7-bit weights, int8
+# (ort-x86-vnni), pair-bound, uint8 weights, uint8 but int8 depthwise
+# weights (ort-x86), 7-bit weights, int8
 # activations in QOperator form; ratios to full int8. The host's ISA decides
 # which kernels ONNX Runtime runs (VNNI or not): it is printed.
 # ---------------------------------------------------------------------------

@@ -7,7 +7,8 @@
 # Runtime there, tests/e2e/test_target_ort_avx2.sh):
 #   full-int8   uint8 x int8, no bound (target ort-x86-vnni)
 #   pair-bound  int8 weights with |w0| + |w1| <= 128 per pair
-#   u8u8        uint8 weights, zero point 128 (ONNX Runtime's U8U8 kernels; ort-x86)
+#   u8u8        uint8 weights, zero point 128 (ONNX Runtime's U8U8 kernels)
+#   u8u8-dw8    u8u8 but int8 depthwise weights (exact there too; ort-x86's rules)
 #   7-bit       int8 weights in [-64, 64] (reduce-range)
 #   s8s8-qop    int8 activations, QOperator form (ONNX Runtime's S8S8 kernels)
 # Trained digits models: top-1 agreement with float over the test images;
@@ -23,7 +24,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/qtool_targets.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 # The other candidates are user-written target files in scripts/targets/
-# (u8u8.json has ort-x86's quantize rules).
+# (u8u8-dw8.json has ort-x86's quantize rules).
 variant_target() {
   case $1 in
     full-int8) echo ort-x86-vnni ;;

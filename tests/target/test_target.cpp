@@ -49,6 +49,7 @@ TEST_CASE("every built-in target parses and the ONNX Runtime x86 family is there
   auto def = load_target(quant::target::kDefaultConvertTarget);
   REQUIRE(def);
   CHECK(def->weights == quant::DType::UInt8);
+  CHECK(def->depthwise_weights == quant::DType::Int8);
   CHECK(def->weight_pair_bound == 0);
 }
 
