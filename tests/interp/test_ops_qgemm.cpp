@@ -30,6 +30,10 @@ struct Case {
   bool trans_a, trans_b, per_column, float_out, signed_a;
   quant::Dims c_shape;  // empty: no C
   float alpha;
+  // Compute as ONNX Runtime on x86 without VNNI (SessionOptions::dot): the
+  // raw uint8 x int8 products summed in pairs (k, k + 1) saturating to int16
+  // before the zero points apply; int8 A (QOperator, not from Q/DQ) is exact.
+  bool saturating = false;
 };
 
 template <class TA>
@@ -68,7 +72,9 @@ void check(const Case& c, std::mt19937& rng) {
   node->attributes["transB"] = quant::ir::Attribute::of_int(c.trans_b);
   node->attributes["alpha"] = quant::ir::Attribute::of_float(alpha);
   g.outputs = {y};
-  auto s = quant::interp::Session::create(g);
+  quant::interp::SessionOptions options;
+  if (c.saturating) options.dot = quant::kernels::DotArithmetic::U8S8PairsSaturateInt16;
+  auto s = quant::interp::Session::create(g, options);
   REQUIRE(s.has_value());
   auto out = (*s)->run({a});
   REQUIRE(out.has_value());
@@ -78,10 +84,19 @@ void check(const Case& c, std::mt19937& rng) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       int64_t acc = 0;
-      for (int64_t kk = 0; kk < k; ++kk) {
-        const int64_t av_ = a.as_int64(c.trans_a ? kk * m + i : i * k + kk) - za;
-        const int64_t bv_ = b.as_int64(c.trans_b ? j * k + kk : kk * n + j) - zb[c.per_column ? static_cast<size_t>(j) : 0];
-        acc += av_ * bv_;
+      const int64_t zbj = zb[c.per_column ? static_cast<size_t>(j) : 0];
+      auto a_at = [&](int64_t kk) { return a.as_int64(c.trans_a ? kk * m + i : i * k + kk); };
+      auto b_at = [&](int64_t kk) { return b.as_int64(c.trans_b ? j * k + kk : kk * n + j); };
+      if (c.saturating && !std::is_signed_v<TA>) {
+        int64_t row = 0, col = 0;
+        for (int64_t kk = 0; kk < k; kk += 2) {
+          int64_t pair = a_at(kk) * b_at(kk) + (kk + 1 < k ? a_at(kk + 1) * b_at(kk + 1) : 0);
+          acc += std::clamp<int64_t>(pair, -32768, 32767);
+        }
+        for (int64_t kk = 0; kk < k; ++kk) row += a_at(kk), col += b_at(kk);
+        acc += -zbj * row - za * col + k * za * zbj;
+      } else {
+        for (int64_t kk = 0; kk < k; ++kk) acc += (a_at(kk) - za) * (b_at(kk) - zbj);
       }
       if (!c.c_shape.empty()) {
         const quant::Dims& cs = c.c_shape;
@@ -112,4 +127,15 @@ TEST_CASE("QGemm matches ONNX Runtime's formula", "[interp][qgemm]") {
             check<uint8_t>(c, rng);
             check<int8_t>(c, rng);
           }
+}
+
+TEST_CASE("QGemm computes as ONNX Runtime without VNNI under a saturating target", "[interp][qgemm][sat16]") {
+  std::mt19937 rng(9);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (bool float_out : {false, true}) {
+        Case c{ta, tb, true, float_out, false, quant::Dims{5}, float_out ? 1.0f : 0.5f, true};
+        check<uint8_t>(c, rng);
+        check<int8_t>(c, rng);
+      }
 }
