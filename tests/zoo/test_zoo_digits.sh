@@ -59,6 +59,36 @@ for name in "${models[@]}"; do
     squeezenet1_1_digits) min_agreement=0.985 min_snr=34 ;;  # 357/360 today: one flip of margin would fail 0.99
     transformer_encoder_digits) min_snr=28.5 ;;
   esac
+  # A draw of training whose float logits are heavy-tailed (some images' logits 50x the median norm: the
+  # efficientnet_b0 recipe trains such models on some hosts, e.g. 2026-11-26 on a Sapphire Rapids Xeon, with
+  # activations spanning -400..420 around a mean of 0) has 8-bit ranges set by a few images, which leave the
+  # others a few codes wide (19-31% agreement in three trainings there, under exact arithmetic as well, with
+  # any 8-bit form; KL calibration 97%). That is the model's and minmax calibration's, not qtool's arithmetic,
+  # and the ratio is a property of the float model alone, so it cannot hide a qtool regression: such a model
+  # is gated with int16 activations instead, which must keep its top-1 (this checks the diagnosis), and its
+  # 8-bit figures are printed. Benign draws measure 1.1-2.0.
+  tail=$(/usr/bin/python3 - "$t/float" <<'PY'
+import glob, os, sys
+import numpy as np
+f = np.concatenate([np.load(p).reshape(1, -1) for p in sorted(glob.glob(os.path.join(sys.argv[1], "*.npy")))])
+n = np.linalg.norm(f, axis=1)
+print("%.1f" % (n.max() / np.median(n)))
+PY
+)
+  if awk -v r="$tail" 'BEGIN { exit !(r > 10) }'; then
+    echo "NOTE $name: float logits heavy-tailed (max row norm ${tail}x the median): 8-bit figures not gated, int16 gated"
+    /usr/bin/python3 "$src/tests/zoo/agreement.py" "$name 8-bit (not gated)" "$t/quant" "$t/float" --labels "$d/labels.npy" \
+      --min-agreement 0 --max-drop 100 || true
+    if ! "$bin/qconvert" "$d/model.onnx" --profile "$t/profile.json" --activations int16 -o "$t/q16.onnx" >/dev/null 2>"$t/err" ||
+       ! node "$src/tests/interop/ort_run.js" "$t/q16.onnx" "$d/inputs" "$t/quant16" >/dev/null 2>>"$t/err"; then
+      echo "FAIL $name int16: $(head -n1 "$t/err")"
+      failed+=("$name int16")
+      continue
+    fi
+    /usr/bin/python3 "$src/tests/zoo/agreement.py" "$name int16 activations" "$t/quant16" "$t/float" --labels "$d/labels.npy" \
+      --min-agreement 0.99 --max-drop 1 --min-snr 20 || failed+=("$name int16")
+    continue
+  fi
   /usr/bin/python3 "$src/tests/zoo/agreement.py" "$name" "$t/quant" "$t/float" --labels "$d/labels.npy" \
     --min-agreement "$min_agreement" --max-drop "$max_drop" --min-snr "$min_snr" || failed+=("$name")
   /usr/bin/python3 "$src/tests/zoo/agreement.py" "$name (as ORT without VNNI)" "$t/avx2" "$t/float" --labels "$d/labels.npy" \
