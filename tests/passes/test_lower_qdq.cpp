@@ -12,6 +12,7 @@
 #include "libquant/passes/lower_plan.h"
 #include "libquant/passes/lower_qdq.h"
 #include "libquant/passes/qoperator.h"
+#include "tests/passes/qdq_graph.h"
 
 using quant::DType;
 using quant::Tensor;
@@ -19,69 +20,9 @@ using quant::ir::Graph;
 using quant::ir::Node;
 using quant::ir::Value;
 namespace passes = quant::passes;
+using quant::testing::QdqGraph;
 
 namespace {
-
-Tensor zero_point(DType t, int32_t z) {
-  Tensor out(t, {});
-  switch (t) {
-    case DType::UInt8: out.data<uint8_t>()[0] = static_cast<uint8_t>(z); break;
-    case DType::Int8: out.data<int8_t>()[0] = static_cast<int8_t>(z); break;
-    case DType::UInt16: out.data<uint16_t>()[0] = static_cast<uint16_t>(z); break;
-    case DType::Int16: out.data<int16_t>()[0] = static_cast<int16_t>(z); break;
-    default: FAIL("not a quantized type");
-  }
-  return out;
-}
-
-// Builds QDQ graphs the way qconvert writes them: every quantized float
-// activation X goes X -> QuantizeLinear -> X_quantized -> DequantizeLinear ->
-// X_dequantized, and its readers read X_dequantized.
-struct QdqGraph {
-  Graph g;
-  explicit QdqGraph(int64_t opset = 13) { g.opset_imports[""] = opset; }
-
-  Value* input(const std::string& name) {
-    Value* v = g.add_value(name);
-    v->dtype = DType::Float32;
-    g.inputs.push_back(v);
-    return v;
-  }
-  Value* value(const std::string& name) {
-    Value* v = g.add_value(name);
-    v->dtype = DType::Float32;
-    return v;
-  }
-  // Q/DQ pair on `x`; returns the dequantized value.
-  Value* qdq(Value* x, float scale, int32_t zp, DType t = DType::UInt8) {
-    const std::string n = x->name();
-    Value* s = quant::passes::add_constant(g, n + "_scale", Tensor::scalar<float>(scale));
-    Value* z = quant::passes::add_constant(g, n + "_zero_point", zero_point(t, zp));
-    Value* q = g.add_value(n + "_quantized");
-    q->dtype = t;
-    Value* d = value(n + "_dequantized");
-    g.add_node("QuantizeLinear", {x, s, z}, {q}, n + "_QuantizeLinear");
-    g.add_node("DequantizeLinear", {q, s, z}, {d}, n + "_DequantizeLinear");
-    return d;
-  }
-  // A constant integer weight behind its DequantizeLinear.
-  Value* weight(const std::string& name, Tensor q, std::vector<float> scales, int64_t axis) {
-    Value* qv = quant::passes::add_constant(g, name + "_quantized", std::move(q));
-    Tensor st = scales.size() == 1 ? Tensor::scalar<float>(scales[0]) : Tensor::from_vector<float>({static_cast<int64_t>(scales.size())}, scales);
-    Value* s = quant::passes::add_constant(g, name + "_scale", std::move(st));
-    Tensor zt = scales.size() == 1 ? Tensor(qv->dtype, {}) : Tensor(qv->dtype, {static_cast<int64_t>(scales.size())});
-    Value* z = quant::passes::add_constant(g, name + "_zero_point", std::move(zt));
-    Value* d = value(name + "_dequantized");
-    Node* n = g.add_node("DequantizeLinear", {qv, s, z}, {d}, name + "_DequantizeLinear");
-    if (scales.size() > 1) n->attributes["axis"] = quant::ir::Attribute::of_int(axis);
-    return d;
-  }
-  Value* op(const std::string& type, std::vector<Value*> ins, const std::string& out) {
-    Value* y = value(out);
-    g.add_node(type, std::move(ins), {y}, out + "_node");
-    return y;
-  }
-};
 
 std::multiset<std::string> op_types(const Graph& g) {
   std::multiset<std::string> out;
