@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "libquant/core/tensor.h"
+#include "libquant/interp/session.h"
 #include "libquant/ir/graph.h"
 #include "libquant/passes/graph_edit.h"
 
@@ -76,5 +77,14 @@ struct QdqGraph {
     return y;
   }
 };
+
+// Runs g once on `inputs` in a Session (Q/DQ in float unless g was lowered).
+inline std::vector<Tensor> run_graph(const ir::Graph& g, const std::vector<Tensor>& inputs) {
+  auto s = interp::Session::create(g);
+  if (!s) FAIL(s.status().message());
+  auto out = (*s)->run(inputs);
+  if (!out) FAIL(out.status().message());
+  return *out;
+}
 
 }  // namespace quant::testing

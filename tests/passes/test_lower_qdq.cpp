@@ -15,6 +15,7 @@
 #include "tests/passes/qdq_graph.h"
 
 using quant::DType;
+using quant::testing::run_graph;
 using quant::Tensor;
 using quant::ir::Graph;
 using quant::ir::Node;
@@ -39,14 +40,6 @@ passes::Lowering lower(Graph& g, passes::LowerTarget t = passes::LowerTarget::In
   auto r = passes::lower_qdq(g, {t, nullptr, fold});
   REQUIRE(r.has_value());
   return std::move(r).value();
-}
-
-std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& inputs) {
-  auto s = quant::interp::Session::create(g);
-  if (!s) FAIL(s.status().message());
-  auto out = (*s)->run(inputs);
-  if (!out) FAIL(out.status().message());
-  return *out;
 }
 
 // Inputs sweeping [lo, hi] densely, so every table entry is exercised.
@@ -137,7 +130,7 @@ TEST_CASE("A Relu saturation does not imply folds into QLinearConv's output clam
   std::vector<float> v(2 * 64);
   for (size_t i = 0; i < v.size(); ++i) v[i] = -6.4f + 0.1f * static_cast<float>(i);
   const Tensor x = Tensor::from_vector<float>({2, 1, 8, 8}, v);
-  const auto a = run(folded.g, {x}), b = run(separate.g, {x});
+  const auto a = run_graph(folded.g, {x}), b = run_graph(separate.g, {x});
   require_same(a[0], b[0]);
   int clamped = 0;
   for (int64_t i = 0; i < a[0].size(); ++i) clamped += a[0].as_double(i) == 0.0;
@@ -210,7 +203,7 @@ TEST_CASE("Unary ops become lookup tables that match DQ -> op -> Q exactly", "[p
       CHECK(lookup->attr_string("op_type", "") == c.op);
       const double span = c.in_scale * static_cast<double>(quant::int_range(c.in)->max - quant::int_range(c.in)->min);
       Tensor x = sweep(static_cast<float>(-span), static_cast<float>(span), 70000);
-      require_same(run(lowered.g, {x})[0], run(reference.g, {x})[0]);
+      require_same(run_graph(lowered.g, {x})[0], run_graph(reference.g, {x})[0]);
     }
   }
 }
@@ -233,7 +226,7 @@ TEST_CASE("Relu and Clip with their own parameters: integer Clip when unchanged,
     CHECK(relu->op_type == (same ? "Clip" : "QLinearLookup"));
     CHECK(clip->op_type == (same ? "Clip" : "QLinearLookup"));
     Tensor x = sweep(-3, 3);
-    require_same(run(lowered.g, {x})[0], run(reference.g, {x})[0]);
+    require_same(run_graph(lowered.g, {x})[0], run_graph(reference.g, {x})[0]);
   }
 }
 
@@ -257,7 +250,7 @@ TEST_CASE("Data movement runs on integer data; different parameters add an ident
     CHECK(producer_of(lowered.g, "t_quantized")->op_type == (same ? "Transpose" : "QLinearLookup"));
     CHECK(op_types(lowered.g).count("DequantizeLinear") == 1);
     Tensor x = sweep(-2.5f, 2.5f);
-    require_same(run(lowered.g, {x})[0], run(reference.g, {x})[0]);
+    require_same(run_graph(lowered.g, {x})[0], run_graph(reference.g, {x})[0]);
   }
 }
 

@@ -33,6 +33,7 @@
 #include "tests/passes/qdq_graph.h"
 
 using quant::DType;
+using quant::testing::run_graph;
 using quant::Tensor;
 using quant::ir::Graph;
 using quant::ir::Node;
@@ -83,14 +84,6 @@ Value* quantize(QdqGraph& b, Value* v, float scale, int32_t zp, DType t) {
   q->dtype = t;
   b.g.add_node("QuantizeLinear", {v, s, z}, {q}, v->name() + "_QuantizeLinear");
   return q;
-}
-
-std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& inputs) {
-  auto s = quant::interp::Session::create(g);
-  if (!s) FAIL(s.status().message());
-  auto out = (*s)->run(inputs);
-  if (!out) FAIL(out.status().message());
-  return *out;
 }
 
 // The activation's integer values and a float input that QuantizeLinear maps
@@ -234,7 +227,7 @@ void check_conv(const ConvCase& c, bool fold_activations) {
   CHECK_THAT(l->lowered.at("c_node"), Catch::StartsWith("QLinearConv"));
   CHECK(l->float_reasons.empty());
 
-  const auto lo = run(lowered.g, {x.x}), ref = run(reference.g, {x.x});
+  const auto lo = run_graph(lowered.g, {x.x}), ref = run_graph(reference.g, {x.x});
 
   // The exact accumulators, for the comparison's bounds.
   const int64_t oh = (c.h + 2 * c.pad - c.k) / c.stride + 1, ow = (c.w + 2 * c.pad - c.k) / c.stride + 1;
@@ -323,7 +316,7 @@ void check_gemm(const GemmCase& c) {
   CHECK_THAT(l->lowered.at("y_node"), Catch::StartsWith("com.microsoft.QGemm"));
   CHECK(l->float_reasons.empty());
 
-  const auto lo = run(lowered.g, {a.x}), ref = run(reference.g, {a.x});
+  const auto lo = run_graph(lowered.g, {a.x}), ref = run_graph(reference.g, {a.x});
 
   std::vector<int64_t> acc;
   std::vector<double> abs_acc;
