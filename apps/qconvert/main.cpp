@@ -234,7 +234,8 @@ Status convert(Flags& f, const CLI::App& app) {
   QT_ASSIGN_OR_RETURN(opt.schema, quant::calib::schema_from_name(f.schema));
   opt.activations = *quant::dtype_from_name(f.activations);
   // int4 is for MatMul/Gemm (below); Conv and the rest keep int8 weights.
-  opt.weights = f.weights == "int4" ? quant::DType::Int8 : *quant::dtype_from_name(f.weights);
+  // With int4 (MatMul/Gemm only) the other weights take the target's type.
+  opt.weights = f.weights == "int4" ? target.weights : *quant::dtype_from_name(f.weights);
   opt.per_channel = !f.per_tensor;
   opt.calibration = f.calibration;
   opt.exclude_nodes.insert(f.exclude_nodes.begin(), f.exclude_nodes.end());

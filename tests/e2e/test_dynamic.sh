@@ -94,6 +94,21 @@ assert len(nb) == 2 and all(onnx.helper.get_attribute_value(a) == 0 for n in nb 
 PY
 "$bin/qrun" "$tmp/static4.onnx" --data "$tmp/m/linear_in" --reference "$tmp/m/linear.onnx" --min-snr 12 --quiet >/dev/null \
   || fail "static int4 below 12 dB (random gaussian weights at 4 bits give ~17 dB)"
+# Static int4 on the digits CNN: the convolutions keep the target's 8-bit
+# weights (ort-x86: uint8, so that nothing saturates on x86 without VNNI).
+"$bin/qprofile" "$model" --data "$samples/digits/calib" -o "$tmp/cnn_p.json" --quiet
+"$bin/qconvert" "$model" --profile "$tmp/cnn_p.json" --weights int4 -o "$tmp/cnn4.onnx" >/dev/null
+$py - "$tmp/cnn4.onnx" <<'PY' || fail "static int4: Conv weights do not follow the target"
+import sys, onnx
+m = onnx.load(sys.argv[1])
+inits = {t.name: t for t in m.graph.initializer}
+producers = {o: n for n in m.graph.node for o in n.output}
+convs = [n for n in m.graph.node if n.op_type == "Conv"]
+assert convs
+for c in convs:
+    dq = producers[c.input[1]]
+    assert dq.op_type == "DequantizeLinear" and inits[dq.input[0]].data_type == onnx.TensorProto.UINT8, dq
+PY
 
 # Bad input: exit 2, one error line, no output file.
 o="$tmp/bad.onnx"
