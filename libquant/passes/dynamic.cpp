@@ -4,13 +4,12 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <tuple>
 
-#include "libquant/calib/pair_bound.h"
 #include "libquant/calib/params.h"
 #include "libquant/kernels/int4_matmul.h"
 #include "libquant/kernels/quantize.h"
 #include "libquant/passes/graph_edit.h"
+#include "libquant/passes/k_order.h"
 
 namespace quant::passes {
 namespace {
@@ -156,18 +155,7 @@ void DynamicBuilder::rewrite_int8_linear(ir::Node* n, Linear& l) {
   std::string method = "absmax per column, int8 symmetric";
   if (const int32_t bound = o_.weight_pair_bound; bound > 0) {
     // MatMulInteger's K pairs (2j, 2j + 1) of each column (kernels/qdot_sat16.h).
-    int8_t* qd = q.data<int8_t>();
-    const float* wd = l.w.data<float>();
-    int64_t changed = 0;
-    for (int64_t c = 0; c < N; ++c)
-      for (int64_t k = 0; k + 1 < K; k += 2) {
-        int8_t& q0 = qd[k * N + c];
-        int8_t& q1 = qd[(k + 1) * N + c];
-        if (std::abs(q0) + std::abs(q1) <= bound) continue;
-        const double s = p.scale[static_cast<size_t>(c)];
-        std::tie(q0, q1) = calib::nearest_bounded_pair(wd[k * N + c] / s, wd[(k + 1) * N + c] / s, bound);
-        ++changed;
-      }
+    const int64_t changed = bound_weight_pairs(KOrder::matrix(K, N), l.w, p, bound, q);
     if (changed) method += ", " + std::to_string(changed) + " pairs bounded to |w0| + |w1| <= " + std::to_string(bound);
   }
   const std::string base = n->name.empty() ? n->outputs[0]->name() : n->name;

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 
+#include "libquant/calib/pair_bound.h"
 #include "libquant/core/tensor.h"
 #include "libquant/ir/graph.h"
 
@@ -30,6 +32,12 @@ struct KOrder {
     return 0;
   }
   int64_t channel(int64_t col) const { return layout == KxN ? col % n : col; }
+  // A [K, N] matrix (MatMul, MatMulInteger): one column per n.
+  static KOrder matrix(int64_t k, int64_t n) {
+    KOrder o;
+    o.layout = KxN, o.k = k, o.n = n, o.columns = n;
+    return o;
+  }
 };
 
 inline bool k_order(const ir::Node& node, const Tensor& w, KOrder& o) {
@@ -48,6 +56,27 @@ inline bool k_order(const ir::Node& node, const Tensor& w, KOrder& o) {
     return node.op_type == "MatMul" || w.rank() == 2;
   }
   return false;
+}
+
+// Applies a target's pair bound to the int8 weights q (quantized from the
+// float32 w with p; per-channel scales along the output columns) in order o,
+// each pair over the bound moved to the nearest pair inside it
+// (calib/pair_bound.h); returns how many pairs changed.
+inline int64_t bound_weight_pairs(const KOrder& o, const Tensor& w, const QuantParams& p, int32_t bound, Tensor& q) {
+  int8_t* qd = q.data<int8_t>();
+  const float* wd = w.data<float>();
+  int64_t changed = 0;
+  for (int64_t col = 0; col < o.columns; ++col) {
+    const double scale = p.scale[p.per_tensor() ? 0 : static_cast<size_t>(o.channel(col))];
+    for (int64_t j = 0; j + 1 < o.k; j += 2) {
+      const int64_t i0 = o.index(col, j), i1 = o.index(col, j + 1);
+      if (std::abs(qd[i0]) + std::abs(qd[i1]) <= bound) continue;
+      auto [t0, t1] = calib::nearest_bounded_pair(wd[i0] / scale, wd[i1] / scale, bound);
+      qd[i0] = t0, qd[i1] = t1;
+      ++changed;
+    }
+  }
+  return changed;
 }
 
 }  // namespace quant::passes

@@ -6,7 +6,6 @@
 #include <map>
 #include <set>
 
-#include "libquant/calib/pair_bound.h"
 #include "libquant/kernels/quantize.h"
 #include "libquant/passes/graph_edit.h"
 #include "libquant/passes/k_order.h"
@@ -120,28 +119,6 @@ int64_t weight_axis(const ir::Node& n, const Tensor& w) {
   if (n.op_type == "Gemm") return n.attr_int("transB", 0) ? 0 : 1;
   if (n.op_type == "MatMul") return w.rank() - 1;
   return -1;
-}
-
-// Applies a target's pair bound to the int8 weights q (quantized from the
-// float w with p) in the pairing order of ONNX Runtime's u8 x s8 kernels;
-// returns how many pairs changed.
-int64_t bound_weight_pairs(const ir::Node& node, const Tensor& w, const QuantParams& p, int32_t bound, Tensor& q) {
-  KOrder o;
-  if (!k_order(node, w, o) || w.dtype() != DType::Float32) return 0;
-  int8_t* qd = q.data<int8_t>();
-  const float* wd = w.data<float>();
-  int64_t changed = 0;
-  for (int64_t col = 0; col < o.columns; ++col) {
-    const double scale = p.scale[p.per_tensor() ? 0 : static_cast<size_t>(o.channel(col))];
-    for (int64_t j = 0; j + 1 < o.k; j += 2) {
-      const int64_t i0 = o.index(col, j), i1 = o.index(col, j + 1);
-      if (std::abs(qd[i0]) + std::abs(qd[i1]) <= bound) continue;
-      auto [t0, t1] = calib::nearest_bounded_pair(wd[i0] / scale, wd[i1] / scale, bound);
-      qd[i0] = t0, qd[i1] = t1;
-      ++changed;
-    }
-  }
-  return changed;
 }
 
 class QdqBuilder {
@@ -264,8 +241,9 @@ Status QdqBuilder::quantize_weight(ir::Node* node, size_t input) {
     if (!path.chain.empty())
       method += why.empty() ? ", shape ops folded on float data" : ", quantized after the shape ops: " + why;
   }
-  if (o_.weight_pair_bound > 0 && q.dtype() == DType::Int8) {
-    const int64_t changed = bound_weight_pairs(*node, w, p, o_.weight_pair_bound, q);
+  KOrder order;
+  if (o_.weight_pair_bound > 0 && q.dtype() == DType::Int8 && w.dtype() == DType::Float32 && k_order(*node, w, order)) {
+    const int64_t changed = bound_weight_pairs(order, w, p, o_.weight_pair_bound, q);
     if (changed) method += ", " + std::to_string(changed) + " pairs bounded to |w0| + |w1| <= " + std::to_string(o_.weight_pair_bound);
   }
   ir::Value* qv = add_constant(g_, base + "_quantized", std::move(q));

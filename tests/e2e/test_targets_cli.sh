@@ -65,6 +65,44 @@ assert meta["qtool.target"] == "mine", meta
 w = [numpy_helper.to_array(t) for t in m.graph.initializer if t.name.endswith("weight_quantized")]
 assert w and max(abs(int(a.min())) for a in w) <= 64 and max(int(a.max()) for a in w) == 64, [(a.min(), a.max()) for a in w]
 PY
+# A pair bound holds in ONNX Runtime's K order (taps major, channels minor for
+# Conv; down each column for Gemm and the dynamic MatMulInteger), and
+# qconvert's warning stays silent on the saturating target.
+cat >"$tmp/pairs.json" <<'JSON'
+{"name": "pairs", "quantize": {"weights": {"type": "int8", "pair_bound": 128}},
+ "compute": {"dot_product": "u8s8-pairs-saturate-int16", "pair_order": "onnxruntime-mlas"}}
+JSON
+"$bin/qconvert" "$model" --profile "$tmp/p.json" -o "$tmp/pb.onnx" --target "$tmp/pairs.json" 2>"$tmp/pb.err" >/dev/null
+[ ! -s "$tmp/pb.err" ] || fail "pair-bounded model drew a warning: $(cat "$tmp/pb.err")"
+"$bin/qconvert" "$model" --dynamic -o "$tmp/pbd.onnx" --target "$tmp/pairs.json" --report "$tmp/pbd.json" >/dev/null
+$py - "$tmp/pb.onnx" "$tmp/pbd.onnx" "$tmp/pbd.json" <<'PY' || fail "pair bound not kept"
+import json, sys, onnx
+import numpy as np
+from onnx import numpy_helper
+def weights(p, ops):
+    m = onnx.load(p)
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    prod = {o: n for n in m.graph.node for o in n.output}
+    out = []
+    for n in m.graph.node:
+        if n.op_type in ops:
+            src = n.input[1] if n.input[1] in inits else prod[n.input[1]].input[0]
+            out.append((n, inits[src]))
+    return out
+def worst(cols):  # cols: [columns, K] in K order
+    k = cols.shape[1] // 2 * 2
+    return int((np.abs(cols[:, 0:k:2].astype(int)) + np.abs(cols[:, 1:k:2].astype(int))).max())
+for n, w in weights(sys.argv[1], ("Conv", "Gemm")):
+    if n.op_type == "Conv":
+        cols = w.transpose(0, 2, 3, 1).reshape(w.shape[0], -1)  # taps major, channels minor
+    else:
+        cols = w if any(a.name == "transB" and a.i == 1 for a in n.attribute) else w.T
+    assert w.dtype == np.int8 and worst(cols) <= 128, (n.name, worst(cols))
+dyn = weights(sys.argv[2], ("MatMulInteger",))
+assert dyn and all(w.dtype == np.int8 and worst(w.T) <= 128 for _, w in dyn)
+assert any("pairs bounded" in t["method"] for t in json.load(open(sys.argv[3]))["tensors"])
+PY
+
 # qrun takes the same file and target names.
 "$bin/qrun" "$tmp/m.onnx" --data "$samples/digits/test" --limit 3 --target "$tmp/mine.json" --quiet | grep -q "^target: mine$" ||
   fail "qrun --target FILE"
