@@ -93,7 +93,7 @@ Expected<DType> type_field(const Fields& f, const char* key, std::initializer_li
 }
 
 Status parse_weights(const Fields& w, TargetSpec& t) {
-  QT_RETURN_IF_ERROR(w.only({"type", "depthwise_type", "range", "granularity", "granularity_by_op", "pair_bound"}));
+  QT_RETURN_IF_ERROR(w.only({"type", "depthwise_type", "range", "first_layer_range", "granularity", "granularity_by_op", "pair_bound", "inputs_by_op"}));
   QT_ASSIGN_OR_RETURN(t.weights, type_field(w, "type", {"int8", "uint8"}, DType::Int8));
   QT_ASSIGN_OR_RETURN(t.depthwise_weights, type_field(w, "depthwise_type", {"int8", "uint8"}, DType::Undefined));
   QT_ASSIGN_OR_RETURN(std::string gran, w.one_of("granularity", {"per-channel", "per-tensor"}, "per-channel"));
@@ -105,17 +105,27 @@ Status parse_weights(const Fields& w, TargetSpec& t) {
     t.per_channel_by_op[it.key()] = *it == "per-channel";
   }
   t.weight_max = 127;
-  if (w.has("range")) {
-    const json& r = w.at("range");
+  // Weights are symmetric (DESIGN Numerics): a range is [-m, m] of the signed
+  // values (uint8 weights: offsets from their zero point 128).
+  auto range = [&](const char* key, int32_t& out) -> Status {
+    if (!w.has(key)) return Status::ok();
+    const json& r = w.at(key);
     if (!r.is_array() || r.size() != 2 || !r[0].is_number_integer() || !r[1].is_number_integer())
-      return w.error(w.name("range"), "must be [min, max], two integers");
+      return w.error(w.name(key), "must be [min, max], two integers");
     const int64_t lo = r[0].get<int64_t>(), hi = r[1].get<int64_t>();
-    // Weights are symmetric (DESIGN Numerics): the range is [-m, m] of the
-    // signed values (uint8 weights: offsets from their zero point 128).
     if (lo != -hi || hi < 1 || hi > 127)
-      return w.error(w.name("range"), "must be symmetric, [-m, m] with 1 <= m <= 127, got [" + std::to_string(lo) + ", " +
-                                          std::to_string(hi) + "]");
-    t.weight_max = static_cast<int32_t>(hi);
+      return w.error(w.name(key), "must be symmetric, [-m, m] with 1 <= m <= 127, got [" + std::to_string(lo) + ", " +
+                                      std::to_string(hi) + "]");
+    out = static_cast<int32_t>(hi);
+    return Status::ok();
+  };
+  QT_RETURN_IF_ERROR(range("range", t.weight_max));
+  QT_RETURN_IF_ERROR(range("first_layer_range", t.first_layer_weight_max));
+  QT_ASSIGN_OR_RETURN(Fields inputs, w.object("inputs_by_op"));
+  for (auto it = inputs.raw().begin(); it != inputs.raw().end(); ++it) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 8)
+      return w.error(inputs.name(it.key()), "must be an input index in [1, 8]");
+    t.weight_inputs[it.key()] = static_cast<int>(it->get<int64_t>());
   }
   if (w.has("pair_bound")) {
     const json& b = w.at("pair_bound");
@@ -128,19 +138,30 @@ Status parse_weights(const Fields& w, TargetSpec& t) {
 }
 
 Status parse_quantize(const Fields& q, TargetSpec& t) {
-  QT_RETURN_IF_ERROR(q.only({"format", "activations", "weights", "bias", "ops", "shares_input_params", "fixed_output_params"}));
+  QT_RETURN_IF_ERROR(q.only({"format", "activations", "weights", "bias", "ops", "shares_input_params", "same_params",
+                             "fixed_output_params", "placement", "matmul_activation_b"}));
   QT_ASSIGN_OR_RETURN(t.format, q.one_of("format", {"qdq", "qoperator"}, "qdq"));
   QT_ASSIGN_OR_RETURN(Fields a, q.object("activations"));
   QT_RETURN_IF_ERROR(a.only({"type", "schema"}));
-  QT_ASSIGN_OR_RETURN(t.activations, type_field(a, "type", {"uint8", "int8", "int16"}, DType::UInt8));
+  QT_ASSIGN_OR_RETURN(t.activations, type_field(a, "type", {"uint8", "int8", "uint16", "int16"}, DType::UInt8));
   QT_ASSIGN_OR_RETURN(std::string schema,
                       a.one_of("schema", {"asymmetric", "symmetric", "symmetric-uint8", "power2-scale"}, "asymmetric"));
   t.schema = *calib::schema_from_name(schema);
   QT_ASSIGN_OR_RETURN(Fields w, q.object("weights"));
   QT_RETURN_IF_ERROR(parse_weights(w, t));
-  QT_ASSIGN_OR_RETURN(t.bias, type_field(q, "bias", {"int32"}, DType::Int32));
+  QT_ASSIGN_OR_RETURN(t.bias, type_field(q, "bias", {"int32", "int64"}, DType::Int32));
   QT_ASSIGN_OR_RETURN(t.ops, q.strings("ops"));
   QT_ASSIGN_OR_RETURN(t.shares_input_params, q.strings("shares_input_params"));
+  QT_ASSIGN_OR_RETURN(t.same_params, q.strings("same_params"));
+  QT_ASSIGN_OR_RETURN(t.placement, q.one_of("placement", {"all", "inputs"}, "all"));
+  if (q.has("matmul_activation_b")) {
+    QT_ASSIGN_OR_RETURN(Fields b, q.object("matmul_activation_b"));
+    QT_RETURN_IF_ERROR(b.only({"type", "schema"}));
+    if (!b.has("type")) return b.error(b.name("type"), "missing");
+    QT_ASSIGN_OR_RETURN(t.matmul_b_type, type_field(b, "type", {"uint8", "int8", "uint16", "int16"}, DType::Undefined));
+    QT_ASSIGN_OR_RETURN(std::string bs, b.one_of("schema", {"asymmetric", "symmetric"}, "symmetric"));
+    t.matmul_b_schema = *calib::schema_from_name(bs);
+  }
   QT_ASSIGN_OR_RETURN(Fields fixed, q.object("fixed_output_params"));
   for (auto it = fixed.raw().begin(); it != fixed.raw().end(); ++it) {
     const json& v = *it;
@@ -168,6 +189,21 @@ Status parse_compute(const Fields& c, TargetSpec& t) {
   return Status::ok();
 }
 
+// Whether a dotted rule path ("quantize.weights.range") names a field of j.
+bool rule_exists(const json& j, const std::string& path) {
+  const json* at = &j;
+  size_t start = 0;
+  while (start <= path.size()) {
+    const size_t dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!at->is_object() || !at->contains(key)) return false;
+    at = &(*at)[key];
+    if (dot == std::string::npos) return true;
+    start = dot + 1;
+  }
+  return false;
+}
+
 bool looks_like_file(const std::string& s) {
   return s.find('/') != std::string::npos || (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
 }
@@ -183,7 +219,7 @@ Expected<TargetSpec> parse_target(const std::string& json_text, const std::strin
   }
   Fields top(j, "", origin);
   QT_RETURN_IF_ERROR(top.check_object());
-  QT_RETURN_IF_ERROR(top.only({"$schema", "name", "description", "quantize", "compute"}));
+  QT_RETURN_IF_ERROR(top.only({"$schema", "name", "description", "sources", "quantize", "compute"}));
   TargetSpec t;
   QT_ASSIGN_OR_RETURN(t.name, top.string("name", true));
   if (t.name.empty()) return top.error("name", "must not be empty");
@@ -192,6 +228,12 @@ Expected<TargetSpec> parse_target(const std::string& json_text, const std::strin
   QT_RETURN_IF_ERROR(parse_quantize(q, t));
   QT_ASSIGN_OR_RETURN(Fields c, top.object("compute"));
   QT_RETURN_IF_ERROR(parse_compute(c, t));
+  QT_ASSIGN_OR_RETURN(Fields src, top.object("sources"));
+  for (auto it = src.raw().begin(); it != src.raw().end(); ++it) {
+    if (!it->is_string() || it->get<std::string>().empty()) return top.error(src.name(it.key()), "must be a citation (a non-empty string)");
+    if (!rule_exists(j, it.key())) return top.error(src.name(it.key()), "cites a rule the file does not set");
+    t.sources[it.key()] = it->get<std::string>();
+  }
   t.source = origin;
   return t;
 }
@@ -237,6 +279,13 @@ std::string target_summary(const TargetSpec& t) {
                   {"range", {-t.weight_max, t.weight_max}},
                   {"granularity", t.per_channel ? "per-channel" : "per-tensor"},
                   {"pair_bound", t.weight_pair_bound}};
+  if (t.first_layer_weight_max) j["weights"]["first_layer_range"] = {-t.first_layer_weight_max, t.first_layer_weight_max};
+  j["bias"] = std::string(dtype_name(t.bias));
+  j["placement"] = t.placement;
+  if (!t.same_params.empty()) j["same_params"] = t.same_params;
+  if (t.matmul_b_type != DType::Undefined)
+    j["matmul_activation_b"] = {{"type", std::string(dtype_name(t.matmul_b_type))}, {"schema", std::string(calib::schema_name(t.matmul_b_schema))}};
+  if (!t.weight_inputs.empty()) j["weights"]["inputs_by_op"] = t.weight_inputs;
   j["dot_product"] = t.dot == kernels::DotArithmetic::Exact ? "exact-int32" : "u8s8-pairs-saturate-int16";
   j["requantization"] = t.requant == kernels::RequantMode::Float ? "float" : "fixed-point";
   j["qdq_int8_activations"] = t.qdq_int8_activations_as_uint8 ? "as-uint8" : "as-is";

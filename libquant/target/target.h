@@ -35,17 +35,43 @@ struct TargetSpec {
 
   // What a quantized model may contain ("quantize").
   std::string format = "qdq";  // "qdq" or "qoperator"
-  DType activations = DType::UInt8;
+  DType activations = DType::UInt8;  // uint8, int8, uint16 or int16
   calib::Schema schema = calib::Schema::Asymmetric;
   DType weights = DType::Int8;
   DType depthwise_weights = DType::Undefined;  // depthwise Conv weights; Undefined: `weights`
   int32_t weight_max = 127;  // symmetric weights in [-weight_max, weight_max] (uint8: around 128)
   bool per_channel = true;
   std::map<std::string, bool> per_channel_by_op;  // op type -> per channel (true) or per tensor
+  // Int32, or Int64 (TFLite 16x8): ONNX's DequantizeLinear has no int64
+  // input (opset 21, T1), so an int64 target's bias is stored as int32 when
+  // every value fits and stays float otherwise; the target widens it.
   DType bias = DType::Int32;
   std::vector<std::string> ops;                  // op types quantized; empty: qconvert's default set
   std::vector<std::string> shares_input_params;  // output keeps its input's parameters
+  // Ops whose inputs and output all take one set of parameters, chosen from
+  // the union of their ranges (TFLite's CONCATENATION, XNNPACK's cat).
+  std::vector<std::string> same_params;
   std::map<std::string, FixedParams> fixed_output_params;
+  // Where Q/DQ pairs go: "all" (the float inputs and outputs of every
+  // quantized op) or "inputs" (only what quantized ops read: TensorRT's
+  // explicit quantization, whose fusions quantize an op's output themselves).
+  std::string placement = "all";
+  // A MatMul whose two inputs are both activations quantizes B with this
+  // type and schema (QNN HTP with 16-bit activations: int16 symmetric).
+  // Undefined: B is an activation like any other.
+  DType matmul_b_type = DType::Undefined;
+  calib::Schema matmul_b_schema = calib::Schema::Symmetric;
+  // Other ops' constant inputs quantized as weights, per tensor, with the
+  // weights' type and range: op type -> input index (QNN HTP quantizes
+  // LayerNormalization's scale, input 1).
+  std::map<std::string, int> weight_inputs;
+  // The weights of the first layers (Conv/Gemm/MatMul reading a graph input)
+  // take [-m, m] instead (NNCF's overflow fix, mode first_layer); 0: none.
+  int32_t first_layer_weight_max = 0;
+  // The public source of each rule: the rule's path in the file
+  // ("quantize.activations", "quantize.fixed_output_params.Tanh", ...) -> a
+  // citation (spec page or source file of the backend).
+  std::map<std::string, std::string> sources;
   // |w[2j]| + |w[2j+1]| <= bound over the int8 weights in ONNX Runtime's K
   // order (kernels/qdot_sat16.h): then no uint8 x int8 pair can leave int16
   // (255 * 128 = 32640). 0: no bound.

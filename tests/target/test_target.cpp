@@ -69,7 +69,7 @@ TEST_CASE("a bad target file is refused naming the file and the field", "[target
   CHECK(error_of(R"({"name": "t", "quantize": {"weights": {"range": [-128, 127]}}})").find("quantize.weights.range: must be symmetric") !=
         std::string::npos);
   CHECK(error_of(R"({"name": "t", "quantize": {"activations": {"type": "uint4"}}})") ==
-        "my.json: quantize.activations.type: 'uint4' is not one of uint8, int8, int16");
+        "my.json: quantize.activations.type: 'uint4' is not one of uint8, int8, uint16, int16");
   CHECK(error_of(R"({"name": "t", "compute": {"dot_product": "fast"}})").find("compute.dot_product") != std::string::npos);
   CHECK(error_of(R"({"name": "t", "quantize": {"weights": {"type": "uint8", "pair_bound": 128}}})") ==
         "my.json: quantize.weights.pair_bound: applies to int8 weights only");
@@ -103,4 +103,33 @@ TEST_CASE("a user-written target file is read with its fields", "[target]") {
   auto missing = load_target("/nonexistent/target.json");
   REQUIRE(!missing);
   CHECK(missing.status().message().find("/nonexistent/target.json") != std::string::npos);
+}
+
+TEST_CASE("backend rule fields parse and bad ones name their field", "[target]") {
+  auto t = parse_target(R"({"name": "t",
+    "sources": {"quantize.activations": "spec page", "quantize.fixed_output_params.Tanh": "kernel file"},
+    "quantize": {"activations": {"type": "uint16"}, "bias": "int64", "same_params": ["Concat"], "placement": "inputs",
+                 "matmul_activation_b": {"type": "int16"},
+                 "weights": {"first_layer_range": [-63, 63], "inputs_by_op": {"LayerNormalization": 1}},
+                 "fixed_output_params": {"Tanh": {"scale": 0.0078125, "zero_point": 0}}}})",
+                        "my.json");
+  REQUIRE(t);
+  CHECK(t->activations == quant::DType::UInt16);
+  CHECK(t->bias == quant::DType::Int64);
+  CHECK(t->same_params == std::vector<std::string>{"Concat"});
+  CHECK(t->placement == "inputs");
+  CHECK(t->matmul_b_type == quant::DType::Int16);
+  CHECK(t->matmul_b_schema == quant::calib::Schema::Symmetric);
+  CHECK(t->first_layer_weight_max == 63);
+  CHECK(t->weight_inputs.at("LayerNormalization") == 1);
+  CHECK(t->sources.at("quantize.fixed_output_params.Tanh") == "kernel file");
+  CHECK(error_of(R"({"name": "t", "sources": {"quantize.weights.range": "x"}})") ==
+        "my.json: sources.quantize.weights.range: cites a rule the file does not set");
+  CHECK(error_of(R"({"name": "t", "sources": {"name": ""}})") == "my.json: sources.name: must be a citation (a non-empty string)");
+  CHECK(error_of(R"({"name": "t", "quantize": {"matmul_activation_b": {"schema": "symmetric"}}})") ==
+        "my.json: quantize.matmul_activation_b.type: missing");
+  CHECK(error_of(R"({"name": "t", "quantize": {"weights": {"inputs_by_op": {"LayerNormalization": 0}}}})") ==
+        "my.json: quantize.weights.inputs_by_op.LayerNormalization: must be an input index in [1, 8]");
+  CHECK(error_of(R"({"name": "t", "quantize": {"placement": "outputs"}})").find("quantize.placement") != std::string::npos);
+  CHECK(error_of(R"({"name": "t", "quantize": {"bias": "int16"}})").find("quantize.bias") != std::string::npos);
 }
