@@ -114,6 +114,14 @@ void copy_target_rules(const quant::target::TargetSpec& t, quant::passes::Quanti
   if (opt.weights == t.weights) opt.depthwise_weights = t.depthwise_weights;
   // A pair bound is about int8 weights; --weights uint8 needs none.
   if (opt.weights == quant::DType::Int8) opt.weight_pair_bound = t.weight_pair_bound;
+  opt.target = t.name;
+  opt.same_params.insert(t.same_params.begin(), t.same_params.end());
+  opt.placement = t.placement;
+  opt.matmul_b_type = t.matmul_b_type;
+  opt.matmul_b_schema = t.matmul_b_schema;
+  opt.weight_inputs = t.weight_inputs;
+  opt.first_layer_weight_max = t.first_layer_weight_max;
+  opt.bias = t.bias;
 }
 
 // A target that sums u8 x s8 pairs in int16: which layers of the QDQ graph
@@ -326,7 +334,7 @@ int main(int argc, char** argv) {
     app.add_flag("--list-targets", f.list_targets, "print the built-in targets and exit");
     app.add_option("--schema", f.schema, "asymmetric|symmetric|symmetric-uint8|power2-scale")
         ->check(CLI::IsMember({"asymmetric", "symmetric", "symmetric-uint8", "power2-scale"}));
-    app.add_option("--activations", f.activations, "activation precision")->check(CLI::IsMember({"uint8", "int8", "int16"}));
+    app.add_option("--activations", f.activations, "activation precision")->check(CLI::IsMember({"uint8", "int8", "uint16", "int16"}));
     app.add_option("--weights", f.weights, "weight precision (int4: MatMul/Gemm, groups along K)")
         ->check(CLI::IsMember({"int8", "uint8", "int4"}));
     app.add_option("--group-size", f.group_size, "int4 weights: values per group along K (32, 64, 128, 256; default 32)");

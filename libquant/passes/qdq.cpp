@@ -4,11 +4,13 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "libquant/kernels/quantize.h"
 #include "libquant/passes/graph_edit.h"
 #include "libquant/passes/k_order.h"
+#include "libquant/passes/param_groups.h"
 #include "libquant/passes/shape_fold.h"
 
 namespace quant::passes {
@@ -129,48 +131,117 @@ class QdqBuilder {
   Expected<QuantizeReport> run();
 
  private:
+  // An activation's parameters as chosen on its own (from its range, or
+  // fixed by the target for its producer); nullopt when it is not float.
+  struct Choice {
+    QuantParams params;
+    calib::Range range{0, 0};
+    std::string method;
+    bool fixed = false;
+  };
+  Expected<std::optional<Choice>> own_choice(const ir::Value* v) const;
+  Status choose_group_params(const ParamGroups& groups);
   Status quantize_activation(ir::Value* v);
-  Status quantize_weight(ir::Node* node, size_t input);
+  Status quantize_weight(ir::Node* node, size_t input, bool first_layer = false);
   Status quantize_bias(ir::Node* node, size_t bias_input, const ir::Value* act, const QuantParams& w);
 
   ir::Graph& g_;
   const profile::Profile& profile_;
   const QuantizeOptions& o_;
   QuantizeReport report_;
+  std::map<const ir::Value*, Choice> group_choice_;  // grouped activation -> its group's parameters
+  std::map<const ir::Value*, std::pair<DType, calib::Schema>> type_of_;  // activations with their own type (MatMul B)
   std::map<const ir::Value*, QuantParams> act_params_;  // float activation -> its parameters
   std::map<const ir::Value*, const ir::Value*> float_of_dequantized_;  // DQ output -> float activation
 };
 
-Status QdqBuilder::quantize_activation(ir::Value* v) {
-  if (act_params_.count(v)) return Status::ok();
+Expected<std::optional<QdqBuilder::Choice>> QdqBuilder::own_choice(const ir::Value* v) const {
   auto it = profile_.tensors.find(v->name());
   // qprofile records every float tensor a run produces; a tensor of unknown
   // type that it did not record is not float (e.g. int64 shape arithmetic).
-  if (it == profile_.tensors.end() && v->dtype == DType::Undefined) return Status::ok();
+  if (it == profile_.tensors.end() && v->dtype == DType::Undefined) return std::optional<Choice>();
   if (it == profile_.tensors.end())
     return Status::bad_input("profile has no entry for activation '" + v->name() + "' (made from another model?)");
-  QT_ASSIGN_OR_RETURN(calib::Range range, calib::range_by_name(it->second.hist, o_.calibration));
-  QuantParams p = calib::choose_quant_params(range, o_.schema, o_.activations);
-  std::string method = o_.calibration;
+  Choice c;
+  QT_ASSIGN_OR_RETURN(c.range, calib::range_by_name(it->second.hist, o_.calibration));
+  auto own = type_of_.find(v);
+  c.params = own != type_of_.end() ? calib::choose_quant_params(c.range, own->second.second, own->second.first)
+                                   : calib::choose_quant_params(c.range, o_.schema, o_.activations);
+  c.method = o_.calibration;
+  if (own != type_of_.end()) c.method += ", " + std::string(dtype_name(own->second.first)) + " " +
+                                         std::string(calib::schema_name(own->second.second)) + " as the target takes MatMul's B";
   const ir::Node* producer = v->producer;
-  const auto& shares = o_.shares_input_params.empty() ? kSharesInputParams : o_.shares_input_params;
   auto fixed = producer && producer->domain.empty() ? o_.fixed_output_params.find(producer->op_type) : o_.fixed_output_params.end();
   if (fixed != o_.fixed_output_params.end()) {
     // The target fixes this op's output parameters (e.g. Sigmoid on [0, 1)).
-    p.scale = {fixed->second.scale};
-    p.zero_point = {fixed->second.zero_point};
-    method = "fixed by the target for " + producer->op_type;
-  } else if (producer && shares.count(producer->op_type) && producer->domain.empty()) {
-    auto in = act_params_.find(producer->input(0));
-    if (in != act_params_.end()) {
-      p = in->second;
-      for (const auto& d : report_.tensors)
-        if (d.tensor == producer->input(0)->name()) range = d.range;
-      method = "shared with input '" + producer->input(0)->name() + "' (" + producer->op_type + " moves data only)";
-    }
+    c.params.scale = {fixed->second.scale};
+    c.params.zero_point = {fixed->second.zero_point};
+    c.method = "fixed by the target for " + producer->op_type;
+    c.fixed = true;
   }
+  return std::optional<Choice>(c);
+}
+
+// One set of parameters per group, from the union of its members' ranges.
+// A member whose producer has fixed parameters (Sigmoid...) lends them to the
+// whole group when the others' ranges fit in them (one step of slack, e.g. a
+// Reshape of that Sigmoid); otherwise it keeps its own, and the backend
+// requantizes between the two (TFLite's converter adds a QUANTIZE op there).
+Status QdqBuilder::choose_group_params(const ParamGroups& groups) {
+  for (size_t gi = 0; gi < groups.members.size(); ++gi) {
+    std::optional<Choice> fixed, open;
+    std::vector<const ir::Value*> fixed_members;
+    for (const ir::Value* v : groups.members[gi]) {
+      QT_ASSIGN_OR_RETURN(std::optional<Choice> c, own_choice(v));
+      if (!c) continue;
+      if (c->fixed) {
+        fixed_members.push_back(v);
+        if (!fixed) fixed = c;
+      } else if (!open) {
+        open = c;
+      } else {
+        open->range = {std::min(open->range.min, c->range.min), std::max(open->range.max, c->range.max)};
+      }
+    }
+    std::string ops;
+    for (const ir::Node* node : groups.joined_by[gi]) ops += (ops.empty() ? "" : ", ") + node->op_type + " '" + node->name + "'";
+    const std::string why = "; shared by the tensors the target requires to agree (" + ops + ")";
+    bool fits = true;
+    if (fixed && open) {
+      auto r = int_range(fixed->params.qtype);
+      const double s = fixed->params.scale[0], z = fixed->params.zero_point[0];
+      fits = r && open->range.min >= (static_cast<double>(r->min) - z - 1) * s && open->range.max <= (static_cast<double>(r->max) - z + 1) * s;
+    }
+    if (open) {
+      open->params = calib::choose_quant_params(open->range, o_.schema, o_.activations);
+      open->method = o_.calibration + " over the union of the group's ranges" + why;
+    }
+    if (fixed) fixed->method += why;
+    for (const ir::Value* v : groups.members[gi]) {
+      const bool is_fixed = std::find(fixed_members.begin(), fixed_members.end(), v) != fixed_members.end();
+      if (fixed && (fits || is_fixed)) group_choice_[v] = *fixed;
+      else if (open) group_choice_[v] = *open;
+    }
+    if (fixed && open && !fits)
+      report_.notes.push_back("'" + fixed_members[0]->name() + "' keeps the parameters the target fixes for " +
+                              fixed_members[0]->producer->op_type + "; the rest of its group (" + ops +
+                              ") shares wider ones, so the backend requantizes between them");
+  }
+  return Status::ok();
+}
+
+Status QdqBuilder::quantize_activation(ir::Value* v) {
+  if (act_params_.count(v)) return Status::ok();
+  std::optional<Choice> choice;
+  if (auto g = group_choice_.find(v); g != group_choice_.end()) {
+    choice = g->second;
+  } else {
+    QT_ASSIGN_OR_RETURN(choice, own_choice(v));
+  }
+  if (!choice) return Status::ok();
+  const QuantParams p = choice->params;
   act_params_[v] = p;
-  report_.tensors.push_back({v->name(), "activation", method, range, p});
+  report_.tensors.push_back({v->name(), "activation", choice->method, choice->range, p});
   // ai.onnx QuantizeLinear takes 16-bit types only from opset 21; ONNX
   // Runtime 1.20 runs them in its com.microsoft domain at any opset.
   const bool wide = p.qtype == DType::Int16 || p.qtype == DType::UInt16;
@@ -200,7 +271,7 @@ Status QdqBuilder::quantize_activation(ir::Value* v) {
   return Status::ok();
 }
 
-Status QdqBuilder::quantize_weight(ir::Node* node, size_t input) {
+Status QdqBuilder::quantize_weight(ir::Node* node, size_t input, bool first_layer) {
   WeightPath path = trace_weight_path(g_, node->inputs[input]);
   if (!path.source) return Status::ok();  // not a constant float weight
   // The weight as the consumer sees it, after the shape ops.
@@ -221,14 +292,18 @@ Status QdqBuilder::quantize_weight(ir::Node* node, size_t input) {
   // the axis that becomes the channel axis, then the shape ops are folded on
   // the integer data, the axis following the channel dimension. When an op
   // merges or splits the channel dimension, quantize after the shape ops.
+  // NNCF's overflow fix narrows the first layers' weights (their inputs, raw
+  // model inputs, use the full 8 bits and are the likeliest to saturate).
+  const int32_t weight_max = first_layer && o_.first_layer_weight_max > 0 ? o_.first_layer_weight_max : o_.weight_max;
   std::string method = per_channel ? "absmax per channel" : "absmax";
+  if (weight_max != o_.weight_max) method += " on [-" + std::to_string(weight_max) + ", " + std::to_string(weight_max) + "] (first layer)";
   QuantParams p;
   Tensor q;
   std::string why;
   std::optional<int64_t> at_source = per_channel && !path.chain.empty() ? source_axis(path, axis, why) : std::nullopt;
   if (at_source) {
     const Tensor& src = *path.source->constant;
-    p = calib::choose_weight_params(src, *at_source, wtype, o_.schema, o_.weight_max);
+    p = calib::choose_weight_params(src, *at_source, wtype, o_.schema, weight_max);
     QT_ASSIGN_OR_RETURN(q, quantize_weight_tensor(src, p));
     std::optional<int64_t> moving = at_source;
     for (ir::Node* op : path.chain) QT_RETURN_IF_ERROR(apply_shape_op(*op, q, moving));
@@ -236,7 +311,7 @@ Status QdqBuilder::quantize_weight(ir::Node* node, size_t input) {
     p.axis = *moving;
     method += ", shape ops folded on int8 data (axis " + std::to_string(*at_source) + " -> " + std::to_string(axis) + ")";
   } else {
-    p = calib::choose_weight_params(w, per_channel ? axis : -1, wtype, o_.schema, o_.weight_max);
+    p = calib::choose_weight_params(w, per_channel ? axis : -1, wtype, o_.schema, weight_max);
     QT_ASSIGN_OR_RETURN(q, quantize_weight_tensor(w, p));
     if (!path.chain.empty())
       method += why.empty() ? ", shape ops folded on float data" : ", quantized after the shape ops: " + why;
@@ -281,12 +356,21 @@ Status QdqBuilder::quantize_bias(ir::Node* node, size_t bias_input, const ir::Va
   for (int64_t c = 0; c < (w.per_tensor() ? 1 : n); ++c) p.scale.push_back(a.scale[0] * w.scale[static_cast<size_t>(c)]);
   p.zero_point.assign(p.scale.size(), 0);
   Tensor q(DType::Int32, b->shape());
+  constexpr double kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
   for (int64_t c = 0; c < n; ++c) {
     const double s = p.scale[p.per_tensor() ? 0 : static_cast<size_t>(c)];
     double r = std::nearbyint(static_cast<double>(b->data<float>()[c]) / s);
     if (std::isnan(r)) r = 0;  // as QuantizeLinear maps NaN: to the zero point (casting NaN is UB)
-    r = std::clamp(r, static_cast<double>(std::numeric_limits<int32_t>::min()), static_cast<double>(std::numeric_limits<int32_t>::max()));
-    q.data<int32_t>()[c] = static_cast<int32_t>(r);
+    if (o_.bias == DType::Int64 && (r < kMin || r > kMax)) {
+      // An int64-bias target (TFLite 16x8) widens the bias itself; ONNX can
+      // only hand it an int32 one (DequantizeLinear, opset 21: no int64
+      // input), so a bias that does not fit stays float.
+      report_.notes.push_back("bias '" + bv->name() + "' of " + node->describe() + " stays float: " +
+                              std::to_string(static_cast<double>(b->data<float>()[c])) + " / (s_in * s_w) leaves int32 " +
+                              "and the target's int64 bias has no ONNX DequantizeLinear form");
+      return Status::ok();
+    }
+    q.data<int32_t>()[c] = static_cast<int32_t>(std::clamp(r, kMin, kMax));
   }
   std::string base = bv->name();
   ir::Value* qv = add_constant(g_, base + "_quantized", std::move(q));
@@ -309,7 +393,9 @@ Expected<QuantizeReport> QdqBuilder::run() {
     if (o_.exclude_ops.count(n->op_type)) return "excluded by --exclude-op";
     if (!n->domain.empty()) return "op of domain " + n->domain + " stays float";
     if (o_.include_ops.count(n->op_type)) return "";
-    if (!o_.quantized_ops.empty() && !o_.quantized_ops.count(n->op_type)) return "op stays float (the target does not run it quantized)";
+    if (!o_.quantized_ops.empty() && !o_.quantized_ops.count(n->op_type))
+      return "op stays float: not in the op set of target " + (o_.target.empty() ? std::string("(unnamed)") : o_.target) +
+             " (it would fall back to float there)";
     if (o_.quantized_ops.empty() && !default_quantized_ops().count(n->op_type))
       return "op stays float (no integer form that keeps accuracy)";
     return "";
@@ -328,11 +414,25 @@ Expected<QuantizeReport> QdqBuilder::run() {
   }
   // Shape ops between a constant weight and its consumer are folded into the
   // weight, not quantized as activations.
+  // Which input of an op is a weight: input 1 of Conv/Gemm/MatMul, and the
+  // inputs a target names (QNN: LayerNormalization's scale); -1: none.
+  auto weight_input = [&](const ir::Node* n) -> int {
+    if (!n->domain.empty()) return -1;
+    if (kWeightOps.count(n->op_type)) return 1;
+    auto it = o_.weight_inputs.find(n->op_type);
+    return it != o_.weight_inputs.end() && it->second < static_cast<int>(n->inputs.size()) ? it->second : -1;
+  };
   std::set<const ir::Node*> on_weight_path;
   for (ir::Node* n : order) {
-    if (!quantizable(n) || !kWeightOps.count(n->op_type)) continue;
-    for (ir::Node* op : trace_weight_path(g_, n->input(1)).chain) on_weight_path.insert(op);
+    if (!quantizable(n) || weight_input(n) < 0) continue;
+    for (ir::Node* op : trace_weight_path(g_, n->input(static_cast<size_t>(weight_input(n)))).chain) on_weight_path.insert(op);
   }
+  // The first layers: weighted ops that read a graph input.
+  std::set<const ir::Node*> first_layer;
+  for (ir::Node* n : order)
+    if (kWeightOps.count(n->op_type) && n->input(0) &&
+        std::find(g_.inputs.begin(), g_.inputs.end(), n->input(0)) != g_.inputs.end())
+      first_layer.insert(n);
   std::vector<ir::Value*> activations;
   std::set<const ir::Value*> chosen;
   auto choose = [&](ir::Value* v) {
@@ -355,11 +455,21 @@ Expected<QuantizeReport> QdqBuilder::run() {
     report_.nodes.push_back({n->name, n->op_type, true,
                              !n->outputs.empty() && fused.count(n->outputs[0]) ? "quantizable op, fused with the following activation" : "quantizable op"});
     for (ir::Value* v : n->inputs) choose(v);
-    for (ir::Value* v : n->outputs) choose(v);
+    // TensorRT-style placement quantizes what quantized ops read, not what
+    // they write (its fusions requantize outputs themselves).
+    if (o_.placement != "inputs")
+      for (ir::Value* v : n->outputs) choose(v);
+    // A MatMul of two activations may take B in its own type (QNN HTP).
+    if (o_.matmul_b_type != DType::Undefined && n->op_type == "MatMul" && n->domain.empty() && n->inputs.size() == 2 &&
+        chosen.count(n->inputs[0]) && chosen.count(n->inputs[1]))
+      type_of_[n->inputs[1]] = {o_.matmul_b_type, o_.matmul_b_schema};
   }
+  const auto& shares = o_.shares_input_params.empty() ? kSharesInputParams : o_.shares_input_params;
+  QT_RETURN_IF_ERROR(choose_group_params(group_activations(quantized_nodes, chosen, shares, o_.same_params)));
   for (ir::Value* v : activations) QT_RETURN_IF_ERROR(quantize_activation(v));
   for (ir::Node* n : quantized_nodes) {
-    if (kWeightOps.count(n->op_type) && n->inputs.size() > 1) QT_RETURN_IF_ERROR(quantize_weight(n, 1));
+    const int w = weight_input(n);
+    if (w > 0 && static_cast<int>(n->inputs.size()) > w) QT_RETURN_IF_ERROR(quantize_weight(n, static_cast<size_t>(w), first_layer.count(n) > 0));
   }
   g_.remove_unused_values();
   QT_RETURN_IF_ERROR(g_.sort_topologically());

@@ -39,6 +39,15 @@ struct QuantizeOptions {
   DType depthwise_weights = DType::Undefined;  // depthwise Conv weights' type; Undefined: `weights`
   int32_t weight_max = 0;         // symmetric weights scaled to [-weight_max, weight_max]; 0: the type's own
   int32_t weight_pair_bound = 0;  // int8 weights: |w[2j]| + |w[2j+1]| <= bound in ONNX Runtime's K order; 0: none
+  // The backend rules of target/target.h's TargetSpec, same meanings.
+  std::string target;                  // its name, for the report's reasons
+  std::set<std::string> same_params;   // ops whose inputs and output share one set of parameters
+  std::string placement = "all";       // "all" or "inputs"
+  DType matmul_b_type = DType::Undefined;
+  calib::Schema matmul_b_schema = calib::Schema::Symmetric;
+  std::map<std::string, int> weight_inputs;  // op type -> input quantized as a per-tensor weight
+  int32_t first_layer_weight_max = 0;        // weights of ops reading a graph input: [-m, m]; 0: weight_max
+  DType bias = DType::Int32;                 // Int64: int32 where it fits, else float (no int64 DequantizeLinear)
 };
 
 // The op types quantized by default: those whose integer form keeps accuracy.

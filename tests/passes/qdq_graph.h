@@ -1,9 +1,11 @@
 // Builds QDQ graphs the way qconvert writes them, for the lowering tests
-// (test_lower_qdq.cpp, test_lower_qdq_exact.cpp).
+// (test_lower_qdq.cpp, test_lower_qdq_exact.cpp), and profiles float graphs
+// for the QDQ insertion tests (test_qdq.cpp, test_qdq_target_rules.cpp).
 #pragma once
 
 #include <catch2/catch.hpp>
 
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "libquant/interp/session.h"
 #include "libquant/ir/graph.h"
 #include "libquant/passes/graph_edit.h"
+#include "libquant/profile/profile.h"
 
 namespace quant::testing {
 
@@ -85,6 +88,29 @@ inline std::vector<Tensor> run_graph(const ir::Graph& g, const std::vector<Tenso
   auto out = (*s)->run(inputs);
   if (!out) FAIL(out.status().message());
   return *out;
+}
+
+// A float32 tensor of `shape` drawn uniformly from [lo, hi).
+inline Tensor random_tensor(Dims shape, std::mt19937& rng, float lo, float hi) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  Tensor t(DType::Float32, std::move(shape));
+  for (float& v : t.values<float>()) v = d(rng);
+  return t;
+}
+
+// Profiles the float graph g on `samples` (one input each) as qprofile does.
+inline profile::Profile profile_of(const ir::Graph& g, const std::vector<Tensor>& samples) {
+  profile::Profile p;
+  auto session = interp::Session::create(g);
+  REQUIRE(session.has_value());
+  for (const Tensor& s : samples) {
+    auto out = (*session)->run({s}, [&](const ir::Value& v, const Tensor& t) {
+      auto it = p.tensors.try_emplace(v.name(), profile::TensorProfile{"float32", t.shape(), profile::Histogram(256)}).first;
+      it->second.hist.add(t.data<float>(), t.size());
+    });
+    REQUIRE(out.has_value());
+  }
+  return p;
 }
 
 }  // namespace quant::testing

@@ -8,19 +8,15 @@
 #include "libquant/passes/graph_edit.h"
 #include "libquant/interp/session.h"
 #include "libquant/passes/qdq.h"
+#include "tests/passes/qdq_graph.h"
 
 using quant::Tensor;
 using quant::ir::Graph;
 using quant::ir::Value;
+using quant::testing::profile_of;
+using quant::testing::random_tensor;
 
 namespace {
-
-Tensor random_tensor(quant::Dims shape, std::mt19937& rng, float lo, float hi) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  Tensor t(quant::DType::Float32, std::move(shape));
-  for (float& v : t.values<float>()) v = d(rng);
-  return t;
-}
 
 // x[1,2,4,4] -> Conv(4 out, 3x3, pad 1) -> y -> Relu -> r -> Flatten -> f -> Gemm(10) -> logits
 void build(Graph& g, std::mt19937& rng) {
@@ -49,21 +45,6 @@ void build(Graph& g, std::mt19937& rng) {
   auto* gemm = g.add_node("Gemm", {f, w2, b2}, {logits}, "gemm");
   gemm->attributes["transB"] = quant::ir::Attribute::of_int(1);
   g.outputs = {logits};
-}
-
-// Profiles the float graph on `samples` like qprofile does.
-quant::profile::Profile profile_of(const Graph& g, const std::vector<Tensor>& samples) {
-  quant::profile::Profile p;
-  auto session = quant::interp::Session::create(g);
-  REQUIRE(session.has_value());
-  for (const Tensor& s : samples) {
-    auto out = (*session)->run({s}, [&](const Value& v, const Tensor& t) {
-      auto it = p.tensors.try_emplace(v.name(), quant::profile::TensorProfile{"float32", t.shape(), quant::profile::Histogram(256)}).first;
-      it->second.hist.add(t.data<float>(), t.size());
-    });
-    REQUIRE(out.has_value());
-  }
-  return p;
 }
 
 size_t count_op(const Graph& g, const std::string& op) {

@@ -1,0 +1,260 @@
+// The backend rules a target adds to QDQ insertion (DESIGN "Targets"):
+// shared and fixed parameters, Q/DQ placement, MatMul's B type, weight
+// inputs of other ops, the first layers' weight range, int64 bias.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+
+#include "libquant/passes/graph_edit.h"
+#include "libquant/passes/qdq.h"
+#include "tests/passes/qdq_graph.h"
+
+using quant::DType;
+using quant::Tensor;
+using quant::ir::Graph;
+using quant::ir::Node;
+using quant::ir::Value;
+using quant::testing::profile_of;
+using quant::testing::random_tensor;
+
+namespace {
+
+Value* act(Graph& g, const std::string& name, quant::Dims shape = {}) {
+  Value* v = g.add_value(name);
+  v->dtype = DType::Float32;
+  if (!shape.empty()) v->has_shape = true, v->shape = std::move(shape);
+  return v;
+}
+
+Value* input(Graph& g, const std::string& name, quant::Dims shape) {
+  Value* v = act(g, name, std::move(shape));
+  g.inputs.push_back(v);
+  return v;
+}
+
+struct Q {
+  DType type = DType::Undefined;
+  float scale = 0;
+  int32_t zero_point = 0;
+  bool found = false;
+};
+
+// The QuantizeLinear of the float tensor `name`, or found = false.
+Q q_of(const Graph& g, const std::string& name) {
+  for (const auto& n : g.nodes()) {
+    if (n->op_type != "QuantizeLinear" || n->input(0)->name() != name) continue;
+    Q q;
+    q.found = true;
+    q.type = n->outputs[0]->dtype;
+    q.scale = n->input(1)->constant->data<float>()[0];
+    q.zero_point = static_cast<int32_t>(n->input(2)->constant->as_double(0));
+    return q;
+  }
+  return {};
+}
+
+// The integer data behind the DequantizeLinear that feeds `node`'s input i.
+const Tensor* dq_data(const Graph& g, const std::string& node, size_t i) {
+  for (const auto& n : g.nodes())
+    if (n->name == node) {
+      const Node* dq = n->input(i)->producer;
+      return dq && dq->op_type == "DequantizeLinear" ? dq->input(0)->constant.get() : nullptr;
+    }
+  return nullptr;
+}
+
+int32_t absmax(const Tensor& t) {
+  int32_t m = 0;
+  for (int64_t i = 0; i < t.size(); ++i) m = std::max(m, static_cast<int32_t>(std::abs(t.as_double(i))));
+  return m;
+}
+
+std::vector<Tensor> samples(std::mt19937& rng, quant::Dims shape, int n = 8) {
+  std::vector<Tensor> out;
+  for (int i = 0; i < n; ++i) out.push_back(random_tensor(shape, rng, -1, 1));
+  return out;
+}
+
+// x -> Sigmoid -> s;  x -> Mul(10) -> y;  Concat(s, y) -> cat -> Reshape -> r -> Relu -> out
+void build_concat(Graph& g) {
+  g.opset_imports[""] = 13;
+  Value* x = input(g, "x", {1, 4});
+  Value *s = act(g, "s"), *y = act(g, "y"), *cat = act(g, "cat"), *r = act(g, "r"), *out = act(g, "out");
+  g.add_node("Sigmoid", {x}, {s}, "sigmoid");
+  g.add_node("Mul", {x, quant::passes::add_constant(g, "ten", Tensor::from_vector<float>({}, {10.0f}))}, {y}, "mul");
+  g.add_node("Concat", {s, y}, {cat}, "concat")->attributes["axis"] = quant::ir::Attribute::of_int(1);
+  g.add_node("Reshape", {cat, quant::passes::add_constant(g, "shape", Tensor::from_vector<int64_t>({2}, {2, 4}))}, {r}, "reshape");
+  g.add_node("Relu", {r}, {out}, "relu");
+  g.outputs = {out};
+}
+
+quant::passes::QuantizeOptions int8_options(std::set<std::string> ops) {
+  quant::passes::QuantizeOptions o;
+  o.activations = DType::Int8;
+  o.quantized_ops = std::move(ops);
+  o.target = "test-target";
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("same_params: Concat's inputs and output share the union of their ranges", "[passes][qdq][target]") {
+  std::mt19937 rng(1);
+  Graph g;
+  build_concat(g);
+  auto profile = profile_of(g, samples(rng, {1, 4}));
+  auto o = int8_options({"Sigmoid", "Mul", "Concat", "Reshape", "Relu"});
+  o.shares_input_params = {"Reshape"};
+  SECTION("without the rule each tensor has its own") {
+    REQUIRE(quant::passes::insert_qdq(g, profile, o));
+    CHECK(q_of(g, "s").scale != q_of(g, "y").scale);
+  }
+  SECTION("with it, one set for s, y, cat and the Reshape that shares cat's") {
+    o.same_params = {"Concat"};
+    auto report = quant::passes::insert_qdq(g, profile, o);
+    REQUIRE(report);
+    const Q y = q_of(g, "y");
+    REQUIRE(y.found);
+    // y spans about [-10, 10]: the shared scale covers it, not s's [0, 1].
+    CHECK(y.scale > 15.0f / 255);
+    for (const char* name : {"s", "cat", "r"}) {
+      CAPTURE(name);
+      CHECK(q_of(g, name).scale == y.scale);
+      CHECK(q_of(g, name).zero_point == y.zero_point);
+    }
+    bool explained = false;
+    for (const auto& t : report->tensors) explained |= t.tensor == "s" && t.method.find("Concat 'concat'") != std::string::npos;
+    CHECK(explained);
+  }
+  SECTION("a fixed member keeps its parameters when the others do not fit in them") {
+    o.same_params = {"Concat"};
+    o.fixed_output_params["Sigmoid"] = {1.0f / 256, -128};
+    auto report = quant::passes::insert_qdq(g, profile, o);
+    REQUIRE(report);
+    CHECK(q_of(g, "s").scale == 1.0f / 256);
+    CHECK(q_of(g, "s").zero_point == -128);
+    CHECK(q_of(g, "cat").scale == q_of(g, "y").scale);
+    CHECK(q_of(g, "cat").scale > 15.0f / 255);
+    bool noted = false;
+    for (const auto& n : report->notes) noted |= n.find("'s' keeps the parameters the target fixes for Sigmoid") != std::string::npos;
+    CHECK(noted);
+  }
+}
+
+TEST_CASE("a fixed output lends its parameters to the ops that share them", "[passes][qdq][target]") {
+  // x -> Sigmoid -> s -> Reshape -> r -> Relu -> out: TFLite wants r == s.
+  std::mt19937 rng(2);
+  Graph g;
+  g.opset_imports[""] = 13;
+  Value* x = input(g, "x", {1, 4});
+  Value *s = act(g, "s"), *r = act(g, "r"), *out = act(g, "out");
+  g.add_node("Sigmoid", {x}, {s}, "sigmoid");
+  g.add_node("Reshape", {s, quant::passes::add_constant(g, "shape", Tensor::from_vector<int64_t>({2}, {2, 2}))}, {r}, "reshape");
+  g.add_node("Relu", {r}, {out}, "relu");
+  g.outputs = {out};
+  auto profile = profile_of(g, samples(rng, {1, 4}));
+  auto o = int8_options({"Sigmoid", "Reshape", "Relu"});
+  o.shares_input_params = {"Reshape"};
+  o.fixed_output_params["Sigmoid"] = {1.0f / 256, -128};
+  REQUIRE(quant::passes::insert_qdq(g, profile, o));
+  CHECK(q_of(g, "r").scale == 1.0f / 256);
+  CHECK(q_of(g, "r").zero_point == -128);
+}
+
+TEST_CASE("placement inputs: Q/DQ only on what quantized ops read", "[passes][qdq][target]") {
+  // x -> Gemm -> h -> Sigmoid (float) -> s -> Gemm -> out
+  std::mt19937 rng(3);
+  Graph g;
+  g.opset_imports[""] = 13;
+  Value* x = input(g, "x", {1, 4});
+  Value *h = act(g, "h"), *s = act(g, "s"), *out = act(g, "out");
+  g.add_node("Gemm", {x, quant::passes::add_constant(g, "w1", random_tensor({4, 4}, rng, -1, 1))}, {h}, "gemm1");
+  g.add_node("Sigmoid", {h}, {s}, "sigmoid");
+  g.add_node("Gemm", {s, quant::passes::add_constant(g, "w2", random_tensor({4, 3}, rng, -1, 1))}, {out}, "gemm2");
+  g.outputs = {out};
+  auto profile = profile_of(g, samples(rng, {1, 4}));
+  auto o = int8_options({"Gemm"});
+  SECTION("all: the first Gemm's output is quantized too") {
+    auto report = quant::passes::insert_qdq(g, profile, o);
+    REQUIRE(report);
+    CHECK(q_of(g, "h").found);
+    // The report says why Sigmoid stays float.
+    for (const auto& d : report->nodes)
+      if (d.op_type == "Sigmoid") CHECK(d.reason.find("not in the op set of target test-target") != std::string::npos);
+  }
+  SECTION("inputs: it is not; both Gemms' inputs are") {
+    o.placement = "inputs";
+    REQUIRE(quant::passes::insert_qdq(g, profile, o));
+    CHECK(!q_of(g, "h").found);
+    CHECK(q_of(g, "x").found);
+    CHECK(q_of(g, "s").found);
+  }
+}
+
+TEST_CASE("matmul_activation_b: B of a MatMul of two activations takes the target's type", "[passes][qdq][target]") {
+  std::mt19937 rng(4);
+  Graph g;
+  g.opset_imports[""] = 13;
+  Value* a = input(g, "a", {2, 3});
+  Value* b = input(g, "b", {3, 2});
+  Value *m = act(g, "m"), *out = act(g, "out");
+  g.add_node("MatMul", {a, b}, {m}, "matmul");
+  g.add_node("Relu", {m}, {out}, "relu");
+  g.outputs = {out};
+  std::vector<Tensor> sa = samples(rng, {2, 3}), sb = samples(rng, {3, 2});
+  quant::profile::Profile profile;
+  for (const auto& [name, data] : {std::pair{"a", &sa}, std::pair{"b", &sb}}) {
+    auto& tp = profile.tensors.try_emplace(name, quant::profile::TensorProfile{"float32", (*data)[0].shape(), quant::profile::Histogram(256)}).first->second;
+    for (const Tensor& t : *data) tp.hist.add(t.data<float>(), t.size());
+  }
+  auto o = int8_options({"MatMul", "Relu"});
+  o.activations = DType::UInt16;
+  o.matmul_b_type = DType::Int16;
+  o.matmul_b_schema = quant::calib::Schema::Symmetric;
+  REQUIRE(quant::passes::insert_qdq(g, profile, o));
+  CHECK(q_of(g, "a").type == DType::UInt16);
+  CHECK(q_of(g, "b").type == DType::Int16);
+  CHECK(q_of(g, "b").zero_point == 0);
+}
+
+TEST_CASE("weight inputs, the first layer's range and int64 bias", "[passes][qdq][target]") {
+  // x -> Gemm(w1, b1) -> h -> LayerNormalization(gamma, beta) -> l -> Gemm(w2, b2) -> out
+  std::mt19937 rng(5);
+  Graph g;
+  g.opset_imports[""] = 17;
+  Value* x = input(g, "x", {1, 4});
+  Value *h = act(g, "h"), *l = act(g, "l"), *out = act(g, "out");
+  auto* g1 = g.add_node("Gemm", {x, quant::passes::add_constant(g, "w1", random_tensor({4, 4}, rng, -1, 1)),
+                                 quant::passes::add_constant(g, "b1", random_tensor({4}, rng, -1, 1))}, {h}, "gemm1");
+  g1->attributes["transB"] = quant::ir::Attribute::of_int(1);
+  g.add_node("LayerNormalization", {h, quant::passes::add_constant(g, "gamma", random_tensor({4}, rng, 0.5f, 2)),
+                                    quant::passes::add_constant(g, "beta", random_tensor({4}, rng, -1, 1))}, {l}, "norm");
+  // b2 is far beyond int32 at s_in * s_w.
+  auto* g2 = g.add_node("Gemm", {l, quant::passes::add_constant(g, "w2", random_tensor({3, 4}, rng, -1, 1)),
+                                 quant::passes::add_constant(g, "b2", Tensor::from_vector<float>({3}, {1e7f, 0, 0}))}, {out}, "gemm2");
+  g2->attributes["transB"] = quant::ir::Attribute::of_int(1);
+  g.outputs = {out};
+  auto profile = profile_of(g, samples(rng, {1, 4}));
+  auto o = int8_options({"Gemm", "LayerNormalization"});
+  o.weight_inputs["LayerNormalization"] = 1;
+  o.first_layer_weight_max = 63;
+  o.bias = DType::Int64;
+  auto report = quant::passes::insert_qdq(g, profile, o);
+  REQUIRE(report);
+  const Tensor* w1 = dq_data(g, "gemm1", 1);
+  const Tensor* w2 = dq_data(g, "gemm2", 1);
+  const Tensor* gamma = dq_data(g, "norm", 1);
+  REQUIRE(w1);
+  REQUIRE(w2);
+  REQUIRE(gamma);
+  CHECK(absmax(*w1) == 63);   // first layer: [-63, 63]
+  CHECK(absmax(*w2) == 127);  // the others: the full range
+  CHECK(gamma->dtype() == DType::Int8);
+  CHECK(absmax(*gamma) == 127);
+  CHECK(dq_data(g, "gemm1", 2) != nullptr);  // b1 fits int32
+  CHECK(dq_data(g, "gemm2", 2) == nullptr);  // b2 stays float
+  bool noted = false;
+  for (const auto& n : report->notes) noted |= n.find("bias 'b2'") != std::string::npos && n.find("stays float") != std::string::npos;
+  CHECK(noted);
+}
