@@ -108,4 +108,12 @@ std::string DataReader::describe(size_t run) const {
   return "samples " + samples_[first].stem + ".." + samples_[first + n - 1].stem;
 }
 
+std::string DataReader::file_of(size_t run, size_t k, size_t input) const {
+  const quant::io::SampleSource& s = samples_[run * batch_ + k];
+  const std::string by_index = "#" + std::to_string(input);
+  for (const auto& [name, path] : s.files)
+    if (name == input_names_[input] || name == by_index) return path;
+  return s.files.size() == 1 ? s.files[0].second : "sample " + s.stem;
+}
+
 }  // namespace qtool

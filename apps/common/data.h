@@ -50,6 +50,9 @@ class DataReader {
   quant::Expected<std::vector<quant::Tensor>> load(size_t run) const;
   // "sample 0003" or "samples 0004..0007", for error context.
   std::string describe(size_t run) const;
+  // The file that holds input `input` (index in graph.inputs) of the k-th
+  // sample of run `run`, or the sample's name when no single file does.
+  std::string file_of(size_t run, size_t k, size_t input) const;
 
  private:
   std::vector<quant::io::SampleSource> samples_;

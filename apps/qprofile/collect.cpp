@@ -1,11 +1,14 @@
 #include "apps/qprofile/collect.h"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
+
+#include <spdlog/spdlog.h>
 
 #include "apps/common/progress.h"
 #include "libquant/profile/collector.h"
@@ -14,6 +17,31 @@ namespace qtool {
 namespace {
 
 using Tensors = std::map<std::string, quant::profile::TensorProfile>;
+
+constexpr size_t kNamedBadSamples = 5;  // samples with NaN/Inf inputs warned about by name
+
+struct NonFinite {
+  size_t input = 0;   // index in graph.inputs
+  size_t sample = 0;  // index in the run's batch of the first one
+  int64_t count = 0;  // NaN/Inf values in that input, over the batch
+};
+
+// The first float input of a run of `samples` holding NaN or Inf; nullopt
+// when every float input is finite.
+std::optional<NonFinite> non_finite_input(const std::vector<quant::Tensor>& inputs, size_t samples) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].dtype() != quant::DType::Float32 || inputs[i].size() == 0) continue;
+    const float* x = inputs[i].data<float>();
+    NonFinite bad{i, 0, 0};
+    int64_t first = -1;
+    for (int64_t k = 0; k < inputs[i].size(); ++k)
+      if (!std::isfinite(x[k])) bad.count++, first = first < 0 ? k : first;
+    if (bad.count == 0) continue;
+    bad.sample = static_cast<size_t>(first / (inputs[i].size() / static_cast<int64_t>(std::max<size_t>(samples, 1))));
+    return bad;
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -40,6 +68,7 @@ quant::Status collect_profile(const quant::interp::Session& session, const DataR
   size_t next_chunk = 0, next_fold = 0;
   std::map<size_t, quant::Expected<Tensors>> done;  // finished, not yet folded
   std::optional<quant::Status> failure;
+  size_t skipped = 0;  // samples left out for non-finite inputs
 
   auto profile_chunk = [&](size_t chunk) -> quant::Expected<Tensors> {
     // Histograms are updated per run and activations dropped right after:
@@ -49,6 +78,19 @@ quant::Status collect_profile(const quant::interp::Session& session, const DataR
     for (size_t run = chunk * kRunsPerChunk; run < std::min(runs, (chunk + 1) * kRunsPerChunk); ++run) {
       auto inputs = data.load(run);
       if (!inputs) return inputs.status();
+      if (auto bad = non_finite_input(*inputs, data.samples_in_run(run))) {
+        const std::string what = data.file_of(run, bad->sample, bad->input) + ": input '" +
+                                 session.graph().inputs[bad->input]->name() + "' has " + std::to_string(bad->count) +
+                                 " NaN/Inf value" + (bad->count > 1 ? "s" : "") +
+                                 (data.samples_in_run(run) > 1 ? " (in " + data.describe(run) + ")" : "");
+        if (options.strict) return quant::Status::bad_input(what + " (--strict)");
+        std::lock_guard lock(mu);
+        // The first few by name; the rest in the count at the end.
+        if (skipped < kNamedBadSamples) spdlog::warn("{}: left out of the profile (--strict makes this an error)", what);
+        skipped += data.samples_in_run(run);
+        for (size_t s = 0; s < data.samples_in_run(run); ++s) progress.tick();
+        continue;
+      }
       auto outs = session.run(*inputs, observe);
       if (!outs) return outs.status().with_context(model_path + ", " + data.describe(run));
       std::lock_guard lock(mu);
@@ -86,7 +128,9 @@ quant::Status collect_profile(const quant::interp::Session& session, const DataR
   worker();
   for (auto& t : pool) t.join();
   if (failure) return *failure;
-  profile.samples = static_cast<int64_t>(data.samples());
+  if (skipped == data.samples()) return quant::Status::bad_input("every sample has NaN/Inf inputs: nothing to profile");
+  if (skipped) spdlog::warn("{} of {} samples left out for NaN/Inf inputs", skipped, data.samples());
+  profile.samples = static_cast<int64_t>(data.samples() - skipped);
   return quant::Status::ok();
 }
 

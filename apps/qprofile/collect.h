@@ -11,6 +11,10 @@ struct CollectOptions {
   int bins = 2048;
   int threads = 1;
   bool quiet = false;
+  // A run whose inputs hold NaN or Inf is left out with a warning naming the
+  // sample and the input (one corrupt sample would otherwise set every range
+  // downstream of it); with `strict` it is an error (exit 2).
+  bool strict = false;
 };
 
 // Fills `profile.tensors` and `profile.samples`.

@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
     app.add_option("--threads", f.collect.threads, "profile samples on N threads (same result as 1; default: every core this process may run on)")
         ->check(CLI::Range(1, 256));
     app.add_flag("-q,--quiet", f.collect.quiet, "no progress bar");
+    app.add_flag("--strict", f.collect.strict, "a sample with NaN/Inf inputs is an error (exit 2); by default it is left out with a warning");
     app.add_flag("-v,--verbose", f.verbose, "debug logging");
 
     auto* merge = app.add_subcommand("merge", "combine shard profiles of one model into one");

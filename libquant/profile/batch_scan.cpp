@@ -332,7 +332,9 @@ __attribute__((target("avx512f"))) bool scan_clamped_avx512(const float* x, int6
     xs.step(x[i], 0);
     ys.step(clip(x[i], lo, hi), static_cast<int>(i % kLanes));
   }
-  if (xs.nan != 0 || !std::isfinite(xs.min) || !std::isfinite(xs.max)) return false;
+  // The tail's scalar steps count an infinity instead of taking it as an
+  // extreme: check the counts too, not only the extremes.
+  if (xs.nan != 0 || xs.inf != 0 || !std::isfinite(xs.min) || !std::isfinite(xs.max)) return false;
   ys.min = clip(xs.min, lo, hi);
   ys.max = clip(xs.max, lo, hi);
   const BatchStats xstats = xs.finish(n);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # qprofile reads every input form of DESIGN "Inputs": .npy directories, sample
 # folders (<name>.npy and the ONNX test-data layout), images with preprocessing,
-# --input NAME=FILE, --batch, --limit, --shard; NaN and Inf never reach ranges.
+# --input NAME=FILE, --batch, --limit, --shard; samples with NaN/Inf inputs are
+# left out (--strict: exit 2); NaN and Inf made in the graph never reach ranges.
 source "$(dirname "$0")/lib.sh"
 /usr/bin/python3 "$src/tests/e2e/make_fixtures.py" "$tmp"
 py=/usr/bin/python3
@@ -75,11 +76,56 @@ print(repr(float(max(np.load('$tmp/dyn_npy/%04d.npy' % i).max() for i in (1, 4, 
 expect_exit 2 "--shard '3/3'" "$bin/qprofile" "$tmp/dyn.onnx" --data "$tmp/dyn_npy" --shard 3/3 -o "$tmp/bad.json"
 expect_exit 2 "--shard 'x'" "$bin/qprofile" "$tmp/dyn.onnx" --data "$tmp/dyn_npy" --shard x -o "$tmp/bad.json"
 
-# NaN and Inf are counted, never part of min/max/mean: ranges stay finite.
-"$bin/qprofile" "$tmp/dyn.onnx" --data "$tmp/nan_npy" -o "$tmp/nan.json" --quiet
+# A sample with NaN or Inf inputs is left out with a warning naming its file
+# (--strict: exit 2), so the profile is that of the clean samples alone.
+mkdir -p "$tmp/digits_bad"
+cp "$src"/samples/digits/calib/00[0-3]*.npy "$tmp/digits_bad/"
+"$bin/qprofile" "$src/samples/digits_cnn.onnx" --data "$tmp/digits_bad" -o "$tmp/clean.json" --quiet
+$py -c "
+import numpy as np, sys
+a = np.load(sys.argv[1]).astype(np.float32); a.flat[[5, 17, 40]] = np.nan; np.save(sys.argv[2], a)" \
+  "$tmp/digits_bad/0003.npy" "$tmp/digits_bad/0003x.npy"
+"$bin/qprofile" "$src/samples/digits_cnn.onnx" --data "$tmp/digits_bad" -o "$tmp/dirty.json" --quiet 2>"$tmp/dirty.err"
+grep -q "0003x.npy: input 'input' has 3 NaN/Inf values: left out of the profile" "$tmp/dirty.err" ||
+  fail "no warning naming the NaN sample: $(cat "$tmp/dirty.err")"
+$py - "$tmp/clean.json" "$tmp/dirty.json" <<'PY' || fail "the NaN sample changed the profile"
+import json, sys
+clean, dirty = (json.load(open(f)) for f in sys.argv[1:3])
+assert dirty["samples"] == clean["samples"], (dirty["samples"], clean["samples"])
+for name, t in clean["tensors"].items():
+    d = dirty["tensors"][name]
+    for k in ("min", "max", "count", "nan", "inf"):
+        assert d[k] == t[k], (name, k, d[k], t[k])
+    assert d["histogram"] == t["histogram"], name
+PY
+expect_exit 2 "0003x.npy: input 'input' has 3 NaN/Inf values (--strict)" \
+  "$bin/qprofile" "$src/samples/digits_cnn.onnx" --data "$tmp/digits_bad" -o "$tmp/strict.json" --strict
+[ ! -e "$tmp/strict.json" ] || fail "--strict left a profile behind"
+# Every sample bad: nothing to profile.
+code=0
+"$bin/qprofile" "$tmp/dyn.onnx" --data "$tmp/nan_npy" -o "$tmp/nan.json" --quiet 2>"$tmp/nan.err" || code=$?
+[ "$code" = 2 ] && tail -n 1 "$tmp/nan.err" | grep -q "^error: every sample has NaN/Inf inputs: nothing to profile" ||
+  fail "all samples bad: exit $code, $(cat "$tmp/nan.err")"
+[ ! -e "$tmp/nan.json" ] || fail "all samples bad: a profile was written"
+
+# NaN and Inf made inside the graph from finite inputs (Log of 0 and of
+# negatives) are counted, never part of min/max/mean: ranges stay finite.
+$py - "$tmp" <<'PY'
+import sys, os, numpy as np, onnx
+from onnx import helper, TensorProto
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])
+g = helper.make_graph([helper.make_node("Log", ["x"], ["l"]), helper.make_node("Relu", ["l"], ["y"])], "log", [x], [y])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(sys.argv[1], "log.onnx"))
+os.makedirs(os.path.join(sys.argv[1], "log_npy"), exist_ok=True)
+for i in range(3):
+    np.save(os.path.join(sys.argv[1], "log_npy", f"{i}.npy"), np.array([[0, -1, 1, 2, 3, 4, 5, 6]], np.float32) + i)
+PY
+"$bin/qprofile" "$tmp/log.onnx" --data "$tmp/log_npy" -o "$tmp/nan.json" --quiet
 validate_profile "$tmp/nan.json"
-[ "$(field "$tmp/nan.json" x nan)" = 6 ] && [ "$(field "$tmp/nan.json" x inf)" = 6 ] ||
-  fail "NaN/Inf counts of x: $(field "$tmp/nan.json" x nan) / $(field "$tmp/nan.json" x inf)"
+# Log: 0 -> -inf (sample 0), -1 -> NaN (sample 0), 0 -> -inf (sample 1).
+[ "$(field "$tmp/nan.json" l nan)" = 1 ] && [ "$(field "$tmp/nan.json" l inf)" = 2 ] ||
+  fail "NaN/Inf counts of l: $(field "$tmp/nan.json" l nan) / $(field "$tmp/nan.json" l inf)"
 $py - "$tmp/nan.json" <<'PY' || fail "a NaN or Inf reached a range"
 import json, math, sys
 p = json.load(open(sys.argv[1]))
@@ -87,6 +133,6 @@ for name, t in p["tensors"].items():
     for k in ("min", "max", "mean"):
         assert t[k] is None or math.isfinite(t[k]), (name, k, t[k])
     assert math.isfinite(t["histogram"]["lo"]) and math.isfinite(t["histogram"]["hi"]), name
-assert p["tensors"]["x"]["count"] == 6 * 192 - 12
+assert p["tensors"]["l"]["count"] == 3 * 8 - 3
 PY
 echo "inputs ok"

@@ -228,3 +228,21 @@ TEST_CASE("batch scan: the clamped scan equals scan_batch of x and of the clampe
     }
   }
 }
+
+TEST_CASE("batch scan: an infinity in the clamped scan's tail is counted, not taken as finite", "[profile][batch_scan]") {
+  // Log(0) = -inf among 8 values (a tensor shorter than one 16-wide step) and
+  // past the last full step: no NaN with it, so only the count can tell.
+  for (size_t n : {8u, 17u, 31u}) {
+    for (float bad : {-kInf, kInf}) {
+      std::vector<float> x(n);
+      for (size_t i = 0; i < n; ++i) x[i] = 0.25f * static_cast<float>(i) - 1.0f;
+      x[n - 2] = bad;
+      const BatchStats want_x = quant::profile::scan_batch_portable(x.data(), static_cast<int64_t>(n));
+      const auto got = quant::profile::scan_batch_clamped(x.data(), static_cast<int64_t>(n), 0.0f, kInf);
+      INFO("n " << n << " bad " << bad);
+      CHECK(got.x_inf == 1);
+      CHECK(want_x.inf == 1);
+      CHECK(got.y.finite == (bad > 0 ? n - 1 : n));  // Relu(-inf) = 0 is finite, Relu(inf) is not
+    }
+  }
+}
