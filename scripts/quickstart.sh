@@ -5,7 +5,9 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${QTOOL_BUILD_DIR:-$repo/build}
-[ -x "$build/qrun" ] || "$repo/scripts/setup.sh"
+# Builds the three tools only (the tests are scripts/test.sh's business).
+[ -x "$build/qrun" ] && [ -x "$build/qconvert" ] && [ -x "$build/qprofile" ] ||
+  QTOOL_BUILD_TARGETS="qprofile qconvert qrun" "$repo/scripts/setup.sh"
 out="$build/quickstart"
 mkdir -p "$out"
 model="$repo/samples/digits_cnn.onnx"

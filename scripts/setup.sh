@@ -26,10 +26,18 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# CI (QTOOL_CI=1) and developers who ask (QTOOL_WERROR=1) treat warnings as
+# errors; a user's build does not. QTOOL_BUILD_TARGETS="qprofile qconvert qrun"
+# builds only those (scripts/quickstart.sh); the default is everything.
+werror=OFF
+[ "${QTOOL_CI:-0}" = 1 ] || [ "${QTOOL_WERROR:-0}" = 1 ] && werror=ON
+targets=()
+for t in ${QTOOL_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+
 mkdir -p "$build"
 log="$build/build.log"
-if ! { cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" &&
-       cmake --build "$build" -j"$(nproc)"; } >"$log" 2>&1; then
+if ! { cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQTOOL_WERROR=$werror "$@" &&
+       cmake --build "$build" -j"$(nproc)" "${targets[@]}"; } >"$log" 2>&1; then
   tail -n 40 "$log" >&2
   echo "error: build failed; full log in $log" >&2
   exit 1
