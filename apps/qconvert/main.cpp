@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "apps/common/cli.h"
+#include "apps/qconvert/check_target.h"
 #include "libquant/core/file_util.h"
 #include "libquant/core/sha256.h"
 #include "libquant/interp/fold.h"
@@ -28,6 +29,8 @@ struct Flags {
   std::string model, profile, output, report;
   std::string target = quant::target::kDefaultConvertTarget;
   bool list_targets = false;
+  std::string check_target;  // --check-target T: check MODEL against T, convert nothing
+  bool json = false;
   std::vector<std::string> overrides;  // "flag=value (target: value)" for each flag that overrode the target
   std::string schema = "asymmetric";
   std::string activations = "uint8";
@@ -220,6 +223,12 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
 
 Status convert(Flags& f, const CLI::App& app) {
   if (f.list_targets) return list_targets();
+  if (!f.check_target.empty()) {
+    if (f.model.empty() || !f.output.empty() || !f.profile.empty())
+      return Status::bad_input("--check-target T takes one MODEL, and no -o or --profile");
+    return qtool::check_target(f.check_target, f.model, f.json);
+  }
+  if (f.json) return Status::bad_input("--json applies to --check-target only");
   if (f.model.empty() || f.output.empty()) return Status::bad_input("a MODEL and -o OUTPUT are required (or --list-targets)");
   // Flag values are checked before any file is read, so a typo fails fast
   // even for a model whose activations would never reach the calibration.
@@ -318,7 +327,9 @@ constexpr const char* kExamples =
     "  Full int8 for CPUs with VNNI (qconvert --list-targets shows every target):\n"
     "    $ qconvert model.onnx --profile model.profile.json -o model.int8.onnx --target ort-x86-vnni\n"
     "  No profile: 4-bit grouped weights, int8 activations quantized at run time:\n"
-    "    $ qconvert model.onnx --dynamic --weights int4 -o model.int4.onnx\n";
+    "    $ qconvert model.onnx --dynamic --weights int4 -o model.int4.onnx\n"
+    "  Check a quantized model (from any tool) against a target's rules; exit 3 lists each violation:\n"
+    "    $ qconvert --check-target ort-x86-vnni model.int8.onnx\n";
 
 int main(int argc, char** argv) {
   return qtool::guarded_main([&] {
@@ -332,6 +343,10 @@ int main(int argc, char** argv) {
                    "the runtime and CPU that will run the model: a built-in name (--list-targets) or a target .json "
                    "file; its rules fill every flag not given (default: ort-x86)");
     app.add_flag("--list-targets", f.list_targets, "print the built-in targets and exit");
+    app.add_option("--check-target", f.check_target,
+                   "check the quantized MODEL against this target's rules (a name or a .json file) and list every "
+                   "violation; exit 0: none, 3: some");
+    app.add_flag("--json", f.json, "with --check-target: print the result as JSON");
     app.add_option("--schema", f.schema, "asymmetric|symmetric|symmetric-uint8|power2-scale")
         ->check(CLI::IsMember({"asymmetric", "symmetric", "symmetric-uint8", "power2-scale"}));
     app.add_option("--activations", f.activations, "activation precision")->check(CLI::IsMember({"uint8", "int8", "uint16", "int16"}));
