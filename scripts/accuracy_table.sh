@@ -11,12 +11,26 @@
 # model run on its input rounded to uint8 with the profile's range
 # (scripts/round_inputs.py): what rounding the input alone already costs.
 #   scripts/accuracy_table.sh [MODEL.onnx DATA_DIR]...
+#
+# With --target (repeatable), the accuracy of each target's model as that
+# target computes it, one row per target and model: qprofile, qconvert
+# --target T, then qrun QUANT --reference FLOAT --data DIR --target T --json
+# (qrun's integer kernels with the target's arithmetic; no ONNX Runtime). SNR
+# of the first output vs float in dB and top-1 agreement with float. A target
+# qconvert or qrun cannot handle yet prints "-" and the start of the error.
+#   scripts/accuracy_table.sh --target T [--target T2 ...] [MODEL.onnx DATA_DIR]...
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${QTOOL_BUILD_DIR:-$repo/build}
 zoo=${QTOOL_ZOO:-$repo/.cache/zoo}
+targets=()
+while (($#)) && [ "$1" = --target ]; do
+  [ $# -ge 2 ] || { echo "error: --target needs a target name or file" >&2; exit 2; }
+  targets+=("$2")
+  shift 2
+done
 [ -x "$build/qconvert" ] || "$repo/scripts/setup.sh"
-"$repo/scripts/setup_ort.sh"
+((${#targets[@]})) || "$repo/scripts/setup_ort.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -36,6 +50,40 @@ else
       models+=("$m|$d/inputs|$d/inputs|")
     fi
   done
+fi
+
+if ((${#targets[@]})); then
+  # Profiles once per model, then every target on every model.
+  format='%-16s %-28s %8s %9s\n'
+  printf "$format" target model "SNR dB" "top-1"
+  for entry in "${models[@]}"; do
+    IFS='|' read -r model profile_data data labels <<<"$entry"
+    name=$(basename "$model" .onnx)
+    [ "$name" = model ] && name=$(basename "$(dirname "$model")")
+    "$build/qprofile" "$model" --data "$profile_data" -o "$tmp/$name.json" --quiet
+  done
+  for target in "${targets[@]}"; do
+    for entry in "${models[@]}"; do
+      IFS='|' read -r model profile_data data labels <<<"$entry"
+      name=$(basename "$model" .onnx)
+      [ "$name" = model ] && name=$(basename "$(dirname "$model")")
+      q="$tmp/$name.target.onnx"
+      if ! "$build/qconvert" "$model" --profile "$tmp/$name.json" -o "$q" --target "$target" >/dev/null 2>"$tmp/err" ||
+         ! "$build/qrun" "$q" --reference "$model" --data "$data" --target "$target" --json --quiet \
+           >"$tmp/run.json" 2>>"$tmp/err"; then
+        printf '%-16s %-28s %8s %9s  %s\n' "$target" "$name" "-" "-" "$( (grep -m1 -i error "$tmp/err" || head -n1 "$tmp/err") | head -c 120)"
+        continue
+      fi
+      read -r snr agree < <(/usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+snr = d.get("snr_db")
+print("%.2f" % snr if isinstance(snr, (int, float)) else "-", "%.2f%%" % (100 * d["top1_agreement"]))
+' "$tmp/run.json")
+      printf "$format" "$target" "$name" "$snr" "$agree"
+    done
+  done
+  exit 0
 fi
 
 format='%-28s %-11s %-16s %8s %9s %8s %8s\n'

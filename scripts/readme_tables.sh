@@ -9,6 +9,14 @@
 # against the float model and the labels. Speed: qrun --bench (median ms per
 # sample of the whole model, single thread pinned to one CPU when taskset
 # exists, then every CPU), float and int8.
+#
+#   scripts/readme_tables.sh --targets [TARGET...]
+# instead prints the backend-target table: scripts/accuracy_table.sh --target
+# for each TARGET (default: every built-in target, qconvert --list-targets) on
+# the digits CNN and the zoo ($QTOOL_ZOO, default .cache/zoo), one row per
+# target and one column per model, each cell "SNR vs float in dB / top-1
+# agreement with float" as qrun computes with the target's arithmetic; "-"
+# where qconvert or qrun could not handle the target.
 set -euo pipefail
 export LC_ALL=C
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,6 +37,37 @@ isa=$(grep -o -E 'avx512[a-z_0-9]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '
 # Speed figures move with other work on the machine: the load is part of the record.
 load=$(cut -d' ' -f1 /proc/loadavg)
 cores=$(nproc)
+if [ "${1:-}" = --targets ]; then
+  shift
+  targets=("$@")
+  ((${#targets[@]})) || mapfile -t targets < <("$bin/qconvert" --list-targets | awk '{print $1}')
+  args=()
+  for t in "${targets[@]}"; do args+=(--target "$t"); done
+  # The targets' arithmetic is emulated by qrun, so the figures do not depend on the host.
+  echo "Measured $(date -u +%Y-%m-%d) by \`scripts/readme_tables.sh --targets\` (qrun emulates each target's arithmetic)."
+  echo
+  QTOOL_BUILD_DIR="$bin" "$repo/scripts/accuracy_table.sh" "${args[@]}" >"$tmp/targets.txt"
+  $py - "$tmp/targets.txt" <<'PY'
+import sys
+rows, models, cells = [], [], {}
+for line in open(sys.argv[1]).read().splitlines()[1:]:
+    f = line.split()
+    if len(f) < 4:
+        continue
+    target, model, snr, agree = f[:4]
+    if target not in rows:
+        rows.append(target)
+    if model not in models:
+        models.append(model)
+    cells[target, model] = "-" if snr == "-" else f"{snr} dB / {agree}"
+print("| target | " + " | ".join(models) + " |")
+print("|---|" + "---|" * len(models))
+for t in rows:
+    print(f"| `{t}` | " + " | ".join(cells.get((t, m), "-") for m in models) + " |")
+PY
+  exit 0
+fi
+
 echo "Measured $(date -u +%Y-%m-%d) by \`scripts/readme_tables.sh\` on $cpu, $cores cores ($isa), load average $load."
 echo
 

@@ -25,7 +25,9 @@ TEST_CASE("every built-in target parses and the ONNX Runtime x86 family is there
   const auto all = quant::target::builtin_targets();
   std::vector<std::string> names;
   for (const auto& t : all) names.push_back(t.name);
-  CHECK(names == std::vector<std::string>{"ort-arm64", "ort-x86", "ort-x86-avx2", "ort-x86-vnni"});
+  CHECK(names == std::vector<std::string>{"ethos-u", "ethos-u-a16w8", "openvino-cpu", "ort-arm64", "ort-x86", "ort-x86-avx2",
+                                          "ort-x86-vnni", "qnn-htp-a16w8", "qnn-htp-a8w8", "tensorrt", "tflite-int16x8",
+                                          "tflite-int8", "xnnpack"});
   for (const auto& t : all) {
     CHECK(t.source == "built-in");
     CHECK(!t.description.empty());
