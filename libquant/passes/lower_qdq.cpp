@@ -438,6 +438,11 @@ std::string Lowerer::lower_binary(ir::Node* n, const OutputMatch& m) {
   for (size_t i = 0; i < 2; ++i)
     if (!input_params(*n, i)) return input_reason(*n, i);
   if (!m.q || !is_8bit_type(m.params.qtype)) return output_reason(*n, m);
+  // com.microsoft QLinearAdd/QLinearMul take A, B and C of one type T
+  // (ONNX Runtime 1.20 contrib schema); symmetric-uint8 can give a uint8
+  // input (after Relu) and an int8 one: that node stays float.
+  if (input_params(*n, 0)->qtype != m.params.qtype || input_params(*n, 1)->qtype != m.params.qtype)
+    return "inputs and output have different integer types (" + op + " takes one type for A, B and C)";
   if (!available("com.microsoft", op)) return missing_kernel("com.microsoft", op);
   std::vector<ir::Value*> ins = input_params(*n, 0)->values();
   for (ir::Value* v : input_params(*n, 1)->values()) ins.push_back(v);

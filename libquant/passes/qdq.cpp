@@ -333,7 +333,7 @@ Status QdqBuilder::quantize_weight(ir::Node* node, size_t input, bool first_laye
   }
   report_.tensors.push_back({base, "weight", method, {0, 0}, p});
 
-  if (node->inputs.size() > 2 && node->inputs[2] && (node->op_type == "Conv" || node->op_type == "Gemm")) {
+  if (node->inputs.size() > 2 && node->inputs[2] && (node->op_type == "Conv" || node->op_type == "Gemm") && o_.bias != DType::Float32) {
     // inputs[0] was already rewired to the DQ output of its float source.
     auto it = float_of_dequantized_.find(node->inputs[0]);
     if (it != float_of_dequantized_.end()) QT_RETURN_IF_ERROR(quantize_bias(node, 2, it->second, p));
@@ -407,8 +407,10 @@ Expected<QuantizeReport> QdqBuilder::run() {
     if (!quantizable(n) || !kFusesActivation.count(n->op_type)) continue;
     for (ir::Value* v : n->outputs) {
       auto users = v ? g_.consumers(v) : std::vector<ir::Node*>{};
+      // Only into a Relu/Clip that is itself quantized: one the target runs
+      // float needs its input quantized like any other float op's.
       if (v && !g_.is_graph_output(v) && users.size() == 1 && users[0]->domain.empty() &&
-          (users[0]->op_type == "Relu" || users[0]->op_type == "Clip"))
+          (users[0]->op_type == "Relu" || users[0]->op_type == "Clip") && quantizable(users[0]))
         fused.insert(v);
     }
   }

@@ -47,7 +47,7 @@ struct QuantizeOptions {
   calib::Schema matmul_b_schema = calib::Schema::Symmetric;
   std::map<std::string, int> weight_inputs;  // op type -> input quantized as a per-tensor weight
   int32_t first_layer_weight_max = 0;        // weights of ops reading a graph input: [-m, m]; 0: weight_max
-  DType bias = DType::Int32;                 // Int64: int32 where it fits, else float (no int64 DequantizeLinear)
+  DType bias = DType::Int32;                 // Int64: int32 where it fits, else float (no int64 DequantizeLinear); Float32: float
 };
 
 // The op types quantized by default: those whose integer form keeps accuracy.

@@ -149,7 +149,12 @@ Status parse_quantize(const Fields& q, TargetSpec& t) {
   t.schema = *calib::schema_from_name(schema);
   QT_ASSIGN_OR_RETURN(Fields w, q.object("weights"));
   QT_RETURN_IF_ERROR(parse_weights(w, t));
-  QT_ASSIGN_OR_RETURN(t.bias, type_field(q, "bias", {"int32", "int64"}, DType::Int32));
+  // "float": the bias stays float (TensorRT adds it in float after dequantizing).
+  if (q.has("bias") && q.at("bias") == "float") {
+    t.bias = DType::Float32;
+  } else {
+    QT_ASSIGN_OR_RETURN(t.bias, type_field(q, "bias", {"int32", "int64", "float"}, DType::Int32));
+  }
   QT_ASSIGN_OR_RETURN(t.ops, q.strings("ops"));
   QT_ASSIGN_OR_RETURN(t.shares_input_params, q.strings("shares_input_params"));
   QT_ASSIGN_OR_RETURN(t.same_params, q.strings("same_params"));
@@ -280,7 +285,7 @@ std::string target_summary(const TargetSpec& t) {
                   {"granularity", t.per_channel ? "per-channel" : "per-tensor"},
                   {"pair_bound", t.weight_pair_bound}};
   if (t.first_layer_weight_max) j["weights"]["first_layer_range"] = {-t.first_layer_weight_max, t.first_layer_weight_max};
-  j["bias"] = std::string(dtype_name(t.bias));
+  j["bias"] = t.bias == DType::Float32 ? std::string("float") : std::string(dtype_name(t.bias));
   j["placement"] = t.placement;
   if (!t.same_params.empty()) j["same_params"] = t.same_params;
   if (t.matmul_b_type != DType::Undefined)

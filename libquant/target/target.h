@@ -45,6 +45,7 @@ struct TargetSpec {
   // Int32, or Int64 (TFLite 16x8): ONNX's DequantizeLinear has no int64
   // input (opset 21, T1), so an int64 target's bias is stored as int32 when
   // every value fits and stays float otherwise; the target widens it.
+  // Float32: the bias stays float (TensorRT's explicit quantization).
   DType bias = DType::Int32;
   std::vector<std::string> ops;                  // op types quantized; empty: qconvert's default set
   std::vector<std::string> shares_input_params;  // output keeps its input's parameters

@@ -339,3 +339,17 @@ TEST_CASE("16-bit activations: tables and data movement lower, QLinear ops stay 
   CHECK(op_types(s.g) == std::multiset<std::string>{"QuantizeLinear", "Shape"});
   CHECK(producer_of(b.g, "f_quantized")->op_type == "Flatten");
 }
+
+TEST_CASE("Add of a uint8 and an int8 input stays float: QLinearAdd takes one type", "[passes][lower]") {
+  // symmetric-uint8 (openvino-cpu): a Relu output is uint8, the other input int8.
+  QdqGraph b;
+  Value* a = b.qdq(b.input("a"), 0.02f, 0, DType::UInt8);
+  Value* c = b.qdq(b.input("c"), 0.02f, 0, DType::Int8);
+  Value* y = b.qdq(b.op("Add", {a, c}, "y"), 0.04f, 0, DType::Int8);
+  b.g.outputs = {b.op("Identity", {y}, "out")};
+  auto l = lower(b.g);
+  CHECK(l.float_reasons.at("y_node") == "inputs and output have different integer types (QLinearAdd takes one type for A, B and C)");
+  // And the graph still runs: 1.0 + -0.5 = 0.5 = 12.5 steps of 0.04, rounded half to even: 12.
+  auto out = run_graph(b.g, {Tensor::scalar<float>(1.0f), Tensor::scalar<float>(-0.5f)});
+  CHECK(out[0].data<float>()[0] == Approx(0.48f));
+}

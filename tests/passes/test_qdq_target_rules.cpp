@@ -258,3 +258,33 @@ TEST_CASE("weight inputs, the first layer's range and int64 bias", "[passes][qdq
   for (const auto& n : report->notes) noted |= n.find("bias 'b2'") != std::string::npos && n.find("stays float") != std::string::npos;
   CHECK(noted);
 }
+
+TEST_CASE("a Relu the target runs float is not fused: the op before it is quantized; bias float", "[passes][qdq][target]") {
+  // x -> Gemm(w1, b1) -> h -> Relu -> r -> Gemm(w2) -> out
+  std::mt19937 rng(6);
+  auto build = [&](Graph& g) {
+    g.opset_imports[""] = 13;
+    Value* x = input(g, "x", {1, 4});
+    Value *h = act(g, "h"), *r = act(g, "r"), *out = act(g, "out");
+    g.add_node("Gemm", {x, quant::passes::add_constant(g, "w1", random_tensor({4, 4}, rng, -1, 1)),
+                        quant::passes::add_constant(g, "b1", random_tensor({4}, rng, -1, 1))}, {h}, "gemm1");
+    g.add_node("Relu", {h}, {r}, "relu");
+    g.add_node("Gemm", {r, quant::passes::add_constant(g, "w2", random_tensor({4, 3}, rng, -1, 1))}, {out}, "gemm2");
+    g.outputs = {out};
+  };
+  Graph fused, unfused;
+  build(fused);
+  build(unfused);
+  auto profile = profile_of(fused, samples(rng, {1, 4}));
+  REQUIRE(quant::passes::insert_qdq(fused, profile, int8_options({"Gemm", "Relu"})));
+  CHECK(!q_of(fused, "h").found);  // Gemm + Relu run as one
+  CHECK(q_of(fused, "r").found);
+  CHECK(dq_data(fused, "gemm1", 2) != nullptr);
+  auto o = int8_options({"Gemm"});
+  o.bias = DType::Float32;
+  REQUIRE(quant::passes::insert_qdq(unfused, profile, o));
+  CHECK(q_of(unfused, "h").found);  // the float Relu reads a dequantized h
+  CHECK(q_of(unfused, "r").found);
+  CHECK(dq_data(unfused, "gemm1", 2) == nullptr);  // bias float
+  CHECK(dq_data(unfused, "gemm1", 1) != nullptr);  // weights still quantized
+}

@@ -170,6 +170,7 @@ TEST_CASE("tensorrt: explicit quantization with Q/DQ on inputs", "[target][built
   CHECK(t.weight_max == 127);
   CHECK(t.per_channel);
   CHECK(t.placement == "inputs");
+  CHECK(t.bias == DType::Float32);
   CHECK(t.ops == std::vector<std::string>{"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "AveragePool", "GlobalAveragePool"});
   CHECK(t.shares_input_params.empty());
   CHECK(t.same_params.empty());

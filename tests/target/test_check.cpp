@@ -334,6 +334,17 @@ TEST_CASE("check: quantize.bias, int32 at scale s_in * s_w with zero point 0", "
     Net net;  // int32 under an int64 target
     CHECK(check_model(net.q.g, target(R"({"bias": "int64"})")).violations.empty());
   }
+  {
+    // A float-bias target (TensorRT) refuses the int32 one and takes a float one.
+    Net net;
+    const TargetSpec t = target(R"({"bias": "float"})");
+    CHECK(rules(check_model(net.q.g, t)) == std::vector<std::string>{"quantize.bias", "quantize.bias"});  // Conv, Gemm
+    net.node("c_node").inputs[2] = quant::passes::add_constant(net.q.g, "fb", Tensor::from_vector<float>({2}, {0.5f, -0.5f}));
+    const auto v = only(check_model(net.q.g, t));
+    CHECK(v.node == "y_node");
+    CHECK(v.found == "a quantized bias");
+    CHECK(v.expected == "float");
+  }
 }
 
 TEST_CASE("check: quantize.fixed_output_params, the Q after the op has exactly those", "[target][check]") {
@@ -381,12 +392,14 @@ TEST_CASE("check: quantize.same_params, every input and the output share one set
   CHECK(v.found.find("b: uint8 scale 0.100000001") != std::string::npos);
 }
 
-TEST_CASE("check: quantize.ops, an op run quantized that the target does not run so", "[target][check]") {
+TEST_CASE("check: quantize.ops, an op outside the set between Q/DQ runs float there: a note", "[target][check]") {
   Net net;
-  const auto v = only(check_model(net.q.g, target(R"({"ops": ["Conv", "Gemm", "Relu", "Flatten"]})")));
-  CHECK(v.rule == "quantize.ops");
-  CHECK(v.node == "m_node");
-  CHECK(v.op_type == "MaxPool");
+  const CheckResult r = check_model(net.q.g, target(R"({"ops": ["Conv", "Gemm", "Relu", "Flatten"]})"));
+  INFO(quant::target::check_json(r, "t", "m"));
+  CHECK(r.violations.empty());
+  REQUIRE(r.notes.size() == 1);
+  CHECK(r.notes[0].find("MaxPool node 'm_node'") != std::string::npos);
+  CHECK(r.notes[0].find("not in quantize.ops: it runs float on this target") != std::string::npos);
   // An op that reads dequantized data and writes float runs float: no violation.
   QdqGraph q;
   q.g.outputs.push_back(q.op("Softmax", {q.qdq(q.input("x"), 0.1f, 0)}, "y"));
@@ -434,10 +447,10 @@ TEST_CASE("check: quantize.placement inputs, no Q on an output that only float o
 
 TEST_CASE("check: a violation reads as one line; a float model draws a note", "[target][check]") {
   Net net;
-  const auto v = only(check_model(net.q.g, target(R"({"ops": ["Conv", "Gemm", "Relu", "Flatten"]})")));
-  CHECK(quant::target::describe(v) ==
-        "MaxPool 'm_node', tensor 'm': quantize.ops: found MaxPool runs quantized (reads DequantizeLinear, writes "
-        "QuantizeLinear), expected an op type of quantize.ops");
+  const auto v = only(check_model(net.q.g, target(R"({"fixed_output_params": {"MaxPool": {"scale": 0.5, "zero_point": 0}}})")));
+  INFO(quant::target::describe(v));
+  CHECK(quant::target::describe(v).rfind("QuantizeLinear 'm_QuantizeLinear', tensor 'm': quantize.fixed_output_params.MaxPool: found ", 0) == 0);
+  CHECK(quant::target::describe(v).find(", expected scale 0.5 zero point 0") != std::string::npos);
   QdqGraph f;
   f.g.outputs.push_back(f.op("Relu", {f.input("x")}, "y"));
   const CheckResult r = check_model(f.g, base_target());
