@@ -35,17 +35,22 @@ ParamGroups group_activations(const std::vector<ir::Node*>& nodes, const std::se
   Joiner j;
   std::vector<std::pair<const ir::Node*, const ir::Value*>> joins;  // op, a tensor it joined
   for (const ir::Node* n : nodes) {
-    if (!n->domain.empty() || n->outputs.empty() || !chosen.count(n->outputs[0])) continue;
+    if (!n->domain.empty() || n->outputs.empty()) continue;
+    // The tensors n joins: every chosen input and the output of a
+    // same-parameters op (its output may be unquantized: TensorRT-style
+    // placement), the output and first input of a data-movement op.
+    std::vector<const ir::Value*> members;
     const ir::Value* out = n->outputs[0];
-    std::vector<const ir::Value*> with;
     if (same_params.count(n->op_type)) {
       for (const ir::Value* in : n->inputs)
-        if (in && chosen.count(in)) with.push_back(in);
-    } else if (shares_input_params.count(n->op_type) && n->input(0) && chosen.count(n->input(0))) {
-      with.push_back(n->input(0));
+        if (in && chosen.count(in)) members.push_back(in);
+      if (chosen.count(out)) members.push_back(out);
+    } else if (shares_input_params.count(n->op_type) && n->input(0) && chosen.count(n->input(0)) && chosen.count(out)) {
+      members = {n->input(0), out};
     }
-    for (const ir::Value* v : with) j.join(out, v);
-    if (!with.empty()) joins.emplace_back(n, out);
+    if (members.size() < 2) continue;
+    for (size_t i = 1; i < members.size(); ++i) j.join(members[0], members[i]);
+    joins.emplace_back(n, members[0]);
   }
   ParamGroups g;
   std::map<size_t, size_t> group_of_root;

@@ -150,7 +150,26 @@ class QdqBuilder {
   const QuantizeOptions& o_;
   QuantizeReport report_;
   std::map<const ir::Value*, Choice> group_choice_;  // grouped activation -> its group's parameters
-  std::map<const ir::Value*, std::pair<DType, calib::Schema>> type_of_;  // activations with their own type (MatMul B)
+  // Activations a consumer takes in their own type (QNN's MatMul B).
+  struct OwnType {
+    DType type;
+    calib::Schema schema;
+    ir::Node* consumer;
+  };
+  std::map<const ir::Value*, OwnType> type_of_;
+  // Edges where a grouped tensor is requantized for one reader: a fixed
+  // output read by a Concat whose group has other parameters, a shared
+  // tensor read as a MatMul B in another type. The backend's converter adds
+  // such a requantization itself (TFLite: QUANTIZE; ONNX Runtime's QNN
+  // config: a Q/DQ "convert" pair); in QDQ form it is a second Q/DQ pair.
+  struct Requant {
+    const ir::Value* value;
+    Choice choice;
+    std::vector<ir::Node*> readers;
+  };
+  std::vector<Requant> requant_;
+  std::map<const ir::Value*, ir::Value*> dequantized_;  // float activation -> its DQ output
+  Status insert_requant(const Requant& r);
   std::map<const ir::Value*, QuantParams> act_params_;  // float activation -> its parameters
   std::map<const ir::Value*, const ir::Value*> float_of_dequantized_;  // DQ output -> float activation
 };
@@ -165,11 +184,11 @@ Expected<std::optional<QdqBuilder::Choice>> QdqBuilder::own_choice(const ir::Val
   Choice c;
   QT_ASSIGN_OR_RETURN(c.range, calib::range_by_name(it->second.hist, o_.calibration));
   auto own = type_of_.find(v);
-  c.params = own != type_of_.end() ? calib::choose_quant_params(c.range, own->second.second, own->second.first)
+  c.params = own != type_of_.end() ? calib::choose_quant_params(c.range, own->second.schema, own->second.type)
                                    : calib::choose_quant_params(c.range, o_.schema, o_.activations);
   c.method = o_.calibration;
-  if (own != type_of_.end()) c.method += ", " + std::string(dtype_name(own->second.first)) + " " +
-                                         std::string(calib::schema_name(own->second.second)) + " as the target takes MatMul's B";
+  if (own != type_of_.end()) c.method += ", " + std::string(dtype_name(own->second.type)) + " " +
+                                         std::string(calib::schema_name(own->second.schema)) + " as the target takes MatMul's B";
   const ir::Node* producer = v->producer;
   auto fixed = producer && producer->domain.empty() ? o_.fixed_output_params.find(producer->op_type) : o_.fixed_output_params.end();
   if (fixed != o_.fixed_output_params.end()) {
@@ -183,50 +202,97 @@ Expected<std::optional<QdqBuilder::Choice>> QdqBuilder::own_choice(const ir::Val
 }
 
 // One set of parameters per group, from the union of its members' ranges.
-// A member whose producer has fixed parameters (Sigmoid...) lends them to the
-// whole group when the others' ranges fit in them (one step of slack, e.g. a
-// Reshape of that Sigmoid); otherwise it keeps its own, and the backend
-// requantizes between the two (TFLite's converter adds a QUANTIZE op there).
+// Members whose producer has fixed parameters (Sigmoid...) lend them to the
+// whole group when they agree and the others' ranges fit in them (one step of
+// slack, e.g. a Reshape of that Sigmoid); otherwise each keeps its own and is
+// requantized to the group's where a joining op reads it. A member a MatMul
+// takes as B in another type stays in the group and is requantized there.
 Status QdqBuilder::choose_group_params(const ParamGroups& groups) {
   for (size_t gi = 0; gi < groups.members.size(); ++gi) {
-    std::optional<Choice> fixed, open;
-    std::vector<const ir::Value*> fixed_members;
+    std::vector<std::pair<const ir::Value*, Choice>> fixed;
+    std::optional<Choice> open;
+    calib::Range all{0, 0};
+    bool any = false;
     for (const ir::Value* v : groups.members[gi]) {
       QT_ASSIGN_OR_RETURN(std::optional<Choice> c, own_choice(v));
       if (!c) continue;
-      if (c->fixed) {
-        fixed_members.push_back(v);
-        if (!fixed) fixed = c;
-      } else if (!open) {
-        open = c;
-      } else {
-        open->range = {std::min(open->range.min, c->range.min), std::max(open->range.max, c->range.max)};
-      }
+      all = any ? calib::Range{std::min(all.min, c->range.min), std::max(all.max, c->range.max)} : c->range;
+      any = true;
+      if (c->fixed) fixed.emplace_back(v, *c);
+      else if (!open) open = c;
+      else open->range = {std::min(open->range.min, c->range.min), std::max(open->range.max, c->range.max)};
     }
+    if (!any) continue;
     std::string ops;
     for (const ir::Node* node : groups.joined_by[gi]) ops += (ops.empty() ? "" : ", ") + node->op_type + " '" + node->name + "'";
     const std::string why = "; shared by the tensors the target requires to agree (" + ops + ")";
-    bool fits = true;
-    if (fixed && open) {
-      auto r = int_range(fixed->params.qtype);
-      const double s = fixed->params.scale[0], z = fixed->params.zero_point[0];
-      fits = r && open->range.min >= (static_cast<double>(r->min) - z - 1) * s && open->range.max <= (static_cast<double>(r->max) - z + 1) * s;
+    // All fixed members agree, and the open members' values fit in them?
+    bool lend = !fixed.empty();
+    for (const auto& [v, c] : fixed)
+      lend = lend && c.params.scale == fixed[0].second.params.scale && c.params.zero_point == fixed[0].second.params.zero_point;
+    if (lend && open) {
+      const QuantParams& f = fixed[0].second.params;
+      auto r = int_range(f.qtype);
+      const double s = f.scale[0], z = f.zero_point[0];
+      lend = r && open->range.min >= (static_cast<double>(r->min) - z - 1) * s && open->range.max <= (static_cast<double>(r->max) - z + 1) * s;
     }
-    if (open) {
-      open->params = calib::choose_quant_params(open->range, o_.schema, o_.activations);
-      open->method = o_.calibration + " over the union of the group's ranges" + why;
+    Choice group;
+    if (lend) {
+      group = fixed[0].second;
+    } else {
+      group.range = all;  // the fixed members' values too: they are requantized into it
+      group.params = calib::choose_quant_params(all, o_.schema, o_.activations);
+      group.method = o_.calibration + " over the union of the group's ranges";
     }
-    if (fixed) fixed->method += why;
+    group.method += why;
     for (const ir::Value* v : groups.members[gi]) {
-      const bool is_fixed = std::find(fixed_members.begin(), fixed_members.end(), v) != fixed_members.end();
-      if (fixed && (fits || is_fixed)) group_choice_[v] = *fixed;
-      else if (open) group_choice_[v] = *open;
+      auto f = std::find_if(fixed.begin(), fixed.end(), [&](const auto& m) { return m.first == v; });
+      if (lend || f == fixed.end()) {
+        group_choice_[v] = group;
+      } else {
+        group_choice_[v] = f->second;
+        Requant r{v, group, {}};
+        for (const ir::Node* node : groups.joined_by[gi])
+          for (const ir::Value* in : node->inputs)
+            if (in == v) r.readers.push_back(const_cast<ir::Node*>(node));
+        if (!r.readers.empty()) requant_.push_back(r);
+        report_.notes.push_back("'" + v->name() + "' keeps the parameters the target fixes for " + v->producer->op_type +
+                                " and is requantized to its group's (" + ops + ") where they read it");
+      }
+      auto own = type_of_.find(v);
+      if (own != type_of_.end()) {
+        // The group decides v's own Q/DQ; its MatMul reads a requantized copy.
+        Choice b = group;
+        b.params = calib::choose_quant_params(group.range, own->second.schema, own->second.type);
+        b.method = o_.calibration + ", " + std::string(dtype_name(own->second.type)) + " " +
+                   std::string(calib::schema_name(own->second.schema)) + " as the target takes MatMul's B";
+        requant_.push_back({v, b, {own->second.consumer}});
+      }
     }
-    if (fixed && open && !fits)
-      report_.notes.push_back("'" + fixed_members[0]->name() + "' keeps the parameters the target fixes for " +
-                              fixed_members[0]->producer->op_type + "; the rest of its group (" + ops +
-                              ") shares wider ones, so the backend requantizes between them");
   }
+  return Status::ok();
+}
+
+// A second Q/DQ pair on the dequantized `value` for `readers` only.
+Status QdqBuilder::insert_requant(const Requant& r) {
+  auto it = dequantized_.find(r.value);
+  if (it == dequantized_.end()) return Status::ok();
+  ir::Value* dq = it->second;
+  const QuantParams& p = r.choice.params;
+  const bool wide = p.qtype == DType::Int16 || p.qtype == DType::UInt16;
+  const std::string domain = wide ? "com.microsoft" : "";
+  if (wide) g_.opset_imports.try_emplace("com.microsoft", 1);
+  const std::string base = r.value->name() + "_requantized";
+  auto [scale, zp] = add_qparams(g_, base, p);
+  ir::Value* q = add_like(g_, base + "_quantized", *dq, p.qtype);
+  ir::Value* dq2 = add_like(g_, base + "_dequantized", *dq, DType::Float32);
+  g_.insert_node(r.readers.front(), "QuantizeLinear", {dq, scale, zp}, {q}, g_.unique_name(base + "_QuantizeLinear"), domain);
+  g_.insert_node(r.readers.front(), "DequantizeLinear", {q, scale, zp}, {dq2}, g_.unique_name(base + "_DequantizeLinear"), domain);
+  for (ir::Node* u : r.readers)
+    for (ir::Value*& in : u->inputs)
+      if (in == dq) in = dq2;
+  report_.tensors.push_back({base, "activation", "requantized for " + r.readers.front()->describe() + ": " + r.choice.method,
+                             r.choice.range, p});
   return Status::ok();
 }
 
@@ -265,6 +331,7 @@ Status QdqBuilder::quantize_activation(ir::Value* v) {
   g_.insert_node(before, "QuantizeLinear", {v, scale, zp}, {q}, g_.unique_name(v->name() + "_QuantizeLinear"), domain);
   g_.insert_node(before, "DequantizeLinear", {q, scale, zp}, {dq}, g_.unique_name(v->name() + "_DequantizeLinear"), domain);
   float_of_dequantized_[dq] = v;
+  dequantized_[v] = dq;
   for (ir::Node* u : users)
     for (ir::Value*& in : u->inputs)
       if (in == v) in = dq;
@@ -464,11 +531,12 @@ Expected<QuantizeReport> QdqBuilder::run() {
     // A MatMul of two activations may take B in its own type (QNN HTP).
     if (o_.matmul_b_type != DType::Undefined && n->op_type == "MatMul" && n->domain.empty() && n->inputs.size() == 2 &&
         chosen.count(n->inputs[0]) && chosen.count(n->inputs[1]))
-      type_of_[n->inputs[1]] = {o_.matmul_b_type, o_.matmul_b_schema};
+      type_of_[n->inputs[1]] = {o_.matmul_b_type, o_.matmul_b_schema, n};
   }
   const auto& shares = o_.shares_input_params.empty() ? kSharesInputParams : o_.shares_input_params;
   QT_RETURN_IF_ERROR(choose_group_params(group_activations(quantized_nodes, chosen, shares, o_.same_params)));
   for (ir::Value* v : activations) QT_RETURN_IF_ERROR(quantize_activation(v));
+  for (const Requant& r : requant_) QT_RETURN_IF_ERROR(insert_requant(r));
   for (ir::Node* n : quantized_nodes) {
     const int w = weight_input(n);
     if (w > 0 && static_cast<int>(n->inputs.size()) > w) QT_RETURN_IF_ERROR(quantize_weight(n, static_cast<size_t>(w), first_layer.count(n) > 0));

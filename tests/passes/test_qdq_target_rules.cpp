@@ -139,6 +139,11 @@ TEST_CASE("same_params: Concat's inputs and output share the union of their rang
     bool noted = false;
     for (const auto& n : report->notes) noted |= n.find("'s' keeps the parameters the target fixes for Sigmoid") != std::string::npos;
     CHECK(noted);
+    // The Concat reads s requantized to the group's parameters.
+    const Q again = q_of(g, "s_dequantized");
+    REQUIRE(again.found);
+    CHECK(again.scale == q_of(g, "cat").scale);
+    CHECK(again.zero_point == q_of(g, "cat").zero_point);
   }
 }
 
@@ -216,6 +221,36 @@ TEST_CASE("matmul_activation_b: B of a MatMul of two activations takes the targe
   CHECK(q_of(g, "a").type == DType::UInt16);
   CHECK(q_of(g, "b").type == DType::Int16);
   CHECK(q_of(g, "b").zero_point == 0);
+}
+
+TEST_CASE("matmul_activation_b on a tensor that shares its parameters: a requantized copy for the MatMul", "[passes][qdq][target]") {
+  // a[2,3], c[2,3] -> Transpose(c) = ct[3,2] (shares c's parameters) -> MatMul(a, ct) -> Relu
+  std::mt19937 rng(8);
+  Graph g;
+  g.opset_imports[""] = 13;
+  Value* a = input(g, "a", {2, 3});
+  Value* c = input(g, "c", {2, 3});
+  Value *ct = act(g, "ct"), *m = act(g, "m"), *out = act(g, "out");
+  g.add_node("Transpose", {c}, {ct}, "transpose")->attributes["perm"] = quant::ir::Attribute::of_ints({1, 0});
+  g.add_node("MatMul", {a, ct}, {m}, "matmul");
+  g.add_node("Relu", {m}, {out}, "relu");
+  g.outputs = {out};
+  quant::profile::Profile profile;
+  for (const char* name : {"a", "c", "ct"}) {
+    auto& tp = profile.tensors.try_emplace(name, quant::profile::TensorProfile{"float32", {}, quant::profile::Histogram(256)}).first->second;
+    for (const Tensor& t : samples(rng, {2, 3})) tp.hist.add(t.data<float>(), t.size());
+  }
+  auto o = int8_options({"MatMul", "Relu", "Transpose"});
+  o.activations = DType::UInt16;
+  o.shares_input_params = {"Transpose"};
+  o.matmul_b_type = DType::Int16;
+  REQUIRE(quant::passes::insert_qdq(g, profile, o));
+  CHECK(q_of(g, "ct").type == DType::UInt16);  // shared with c
+  CHECK(q_of(g, "ct").scale == q_of(g, "c").scale);
+  const Q b = q_of(g, "ct_dequantized");  // what the MatMul reads
+  REQUIRE(b.found);
+  CHECK(b.type == DType::Int16);
+  CHECK(b.zero_point == 0);
 }
 
 TEST_CASE("weight inputs, the first layer's range and int64 bias", "[passes][qdq][target]") {
