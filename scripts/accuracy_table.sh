@@ -15,8 +15,9 @@
 # With --target (repeatable), the accuracy of each target's model as that
 # target computes it, one row per target and model: qprofile, qconvert
 # --target T, then qrun QUANT --reference FLOAT --data DIR --target T --json
-# (qrun's integer kernels with the target's arithmetic; no ONNX Runtime). SNR
-# of the first output vs float in dB and top-1 agreement with float. A target
+# (qrun's integer kernels with the target's arithmetic). SNR of the first
+# output vs float in dB and top-1 agreement with float; "ORT" says whether
+# ONNX Runtime (CPU) loads and runs the model ("ok", or "fail"). A target
 # qconvert or qrun cannot handle yet prints "-" and the start of the error.
 #   scripts/accuracy_table.sh --target T [--target T2 ...] [MODEL.onnx DATA_DIR]...
 set -euo pipefail
@@ -30,7 +31,7 @@ while (($#)) && [ "$1" = --target ]; do
   shift 2
 done
 [ -x "$build/qconvert" ] || "$repo/scripts/setup.sh"
-((${#targets[@]})) || "$repo/scripts/setup_ort.sh"
+"$repo/scripts/setup_ort.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -54,8 +55,8 @@ fi
 
 if ((${#targets[@]})); then
   # Profiles once per model, then every target on every model.
-  format='%-16s %-28s %8s %9s\n'
-  printf "$format" target model "SNR dB" "top-1"
+  format='%-16s %-28s %8s %9s %5s\n'
+  printf "$format" target model "SNR dB" "top-1" "ORT"
   for entry in "${models[@]}"; do
     IFS='|' read -r model profile_data data labels <<<"$entry"
     name=$(basename "$model" .onnx)
@@ -80,7 +81,10 @@ d = json.load(open(sys.argv[1]))
 snr = d.get("snr_db")
 print("%.2f" % snr if isinstance(snr, (int, float)) else "-", "%.2f%%" % (100 * d["top1_agreement"]))
 ' "$tmp/run.json")
-      printf "$format" "$target" "$name" "$snr" "$agree"
+      ort=ok
+      rm -rf "$tmp/ort_out"
+      node "$repo/tests/interop/ort_run.js" "$q" "$data" "$tmp/ort_out" >/dev/null 2>&1 || ort=fail
+      printf "$format" "$target" "$name" "$snr" "$agree" "$ort"
     done
   done
   exit 0

@@ -55,11 +55,12 @@ for line in open(sys.argv[1]).read().splitlines()[1:]:
     if len(f) < 4:
         continue
     target, model, snr, agree = f[:4]
+    ort = f[4] if len(f) > 4 and f[4] in ("ok", "fail") else "?"
     if target not in rows:
         rows.append(target)
     if model not in models:
         models.append(model)
-    cells[target, model] = "-" if snr == "-" else f"{snr} dB / {agree}"
+    cells[target, model] = "-" if snr == "-" else f"{snr} dB / {agree}" + ("" if ort == "ok" else " (ONNX Runtime: fails)")
 print("| target | " + " | ".join(models) + " |")
 print("|---|" + "---|" * len(models))
 for t in rows:
