@@ -8,7 +8,8 @@
 #    own (activation types and schema, fixed parameters, shared parameters,
 #    weight types, ranges and granularity, bias type, placement);
 #  - qconvert --check-target T finds no violation in it;
-#  - qrun --target T runs it and keeps SNR >= 20 dB against the float model.
+#  - qrun --target T runs it and keeps SNR >= 20 dB against the float model;
+# and qrun --target tflite-int8 computes in fixed point.
 source "$(dirname "$0")/lib.sh"
 py=/usr/bin/python3
 $py "$src/tests/e2e/target_rules.py" make "$tmp"
@@ -26,6 +27,23 @@ for t in "${targets[@]}"; do
   "$bin/qrun" "$q" --reference "$tmp/rules.onnx" --data "$tmp/calib" --target "$t" --min-snr 20 --quiet >"$tmp/run.out" 2>&1 ||
     fail "target $t: qrun --min-snr 20: $(cat "$tmp/run.out")"
 done
+# qrun --target tflite-int8 requantizes in fixed point (its compute rule):
+# the same bits as --requant fixed-point, other bits than --requant float.
+for mode in target fixed-point float; do
+  extra=()
+  [ "$mode" = target ] || extra=(--requant "$mode")
+  "$bin/qrun" "$tmp/tflite-int8.onnx" --data "$tmp/calib" --target tflite-int8 "${extra[@]}" -o "$tmp/out.$mode" --quiet >/dev/null
+done
+$py - "$tmp" <<'PY' || fail "qrun --target tflite-int8 does not compute in fixed point"
+import glob, os, sys
+import numpy as np
+d = sys.argv[1]
+files = sorted(os.path.basename(f) for f in glob.glob(d + "/out.target/*.npy"))
+assert files
+same = lambda mode: all(np.array_equal(np.load(f"{d}/out.target/{f}"), np.load(f"{d}/out.{mode}/{f}")) for f in files)
+assert same("fixed-point"), "differs from --requant fixed-point"
+assert not same("float"), "identical to --requant float"
+PY
 # The report names what each target runs in float: LayerNormalization is not in tflite-int8's set.
 $py - "$tmp/tflite-int8.report.json" <<'PY' || fail "the report does not say why LayerNormalization stays float"
 import json, sys
