@@ -301,6 +301,9 @@ Status run(const Flags& f) {
     quant::passes::LowerOptions lo;
     lo.target = quant::passes::LowerTarget::Interpreter;
     lo.fold_activations = !f.per_layer;  // --per-layer pairs every integer tensor, pre-activation ones too
+    // Without --target qrun computes as ONNX Runtime does; a target says
+    // whether its Softmax is ONNX Runtime's QLinearSoftmax (compute.softmax).
+    lo.onnxruntime_softmax = !target || target->onnxruntime_qlinear_softmax;
     lo.has_kernel = [](const std::string& domain, const std::string& op) {
       return quant::interp::find_kernel_factory(domain, op) != nullptr;
     };

@@ -433,16 +433,19 @@ std::string Lowerer::lower_gemm(ir::Node* n, const OutputMatch& m) {
   return "";
 }
 
+// ONNX Runtime's com.microsoft QLinear ops (1.20 contrib schemas) take one
+// integer type for every data input and the output; symmetric-uint8 can give a
+// uint8 tensor (non-negative) next to an int8 one: such a node stays float.
+std::string one_type_reason(const std::string& op) {
+  return "inputs and output have different integer types (" + op + " takes one type for all of them)";
+}
+
 std::string Lowerer::lower_binary(ir::Node* n, const OutputMatch& m) {
   const std::string op = "QLinear" + n->op_type;
   for (size_t i = 0; i < 2; ++i)
     if (!input_params(*n, i)) return input_reason(*n, i);
   if (!m.q || !is_8bit_type(m.params.qtype)) return output_reason(*n, m);
-  // com.microsoft QLinearAdd/QLinearMul take A, B and C of one type T
-  // (ONNX Runtime 1.20 contrib schema); symmetric-uint8 can give a uint8
-  // input (after Relu) and an int8 one: that node stays float.
-  if (input_params(*n, 0)->qtype != m.params.qtype || input_params(*n, 1)->qtype != m.params.qtype)
-    return "inputs and output have different integer types (" + op + " takes one type for A, B and C)";
+  if (input_params(*n, 0)->qtype != m.params.qtype || input_params(*n, 1)->qtype != m.params.qtype) return one_type_reason(op);
   if (!available("com.microsoft", op)) return missing_kernel("com.microsoft", op);
   std::vector<ir::Value*> ins = input_params(*n, 0)->values();
   for (ir::Value* v : input_params(*n, 1)->values()) ins.push_back(v);
@@ -457,6 +460,7 @@ std::string Lowerer::lower_pool(ir::Node* n, const OutputMatch& m) {
   auto x = input_params(*n, 0);
   if (!x) return input_reason(*n, 0);
   if (!m.q || !is_8bit_type(m.params.qtype) || (m.act && !interp())) return output_reason(*n, m);
+  if (x->qtype != m.params.qtype) return one_type_reason(op);
   if (!available("com.microsoft", op)) return missing_kernel("com.microsoft", op);
   std::vector<ir::Value*> ins = x->values();
   ins.insert(ins.end(), {m.params.scale, m.params.zero_point});
@@ -472,6 +476,7 @@ std::string Lowerer::lower_concat(ir::Node* n, const OutputMatch& m) {
   for (size_t i = 0; i < n->inputs.size(); ++i) {
     auto t = input_params(*n, i);
     if (!t) return input_reason(*n, i);
+    if (m.q && t->qtype != m.params.qtype) return one_type_reason("QLinearConcat");
     for (ir::Value* v : t->values()) ins.push_back(v);
   }
   if (!m.q || !is_8bit_type(m.params.qtype) || m.act) return output_reason(*n, m);
@@ -572,7 +577,10 @@ std::string Lowerer::lower(ir::Node* n) {
   if (op == "Add" || op == "Mul") return lower_binary(n, m);
   if (op == "GlobalAveragePool" || op == "AveragePool") return lower_pool(n, m);
   if (op == "Concat") return lower_concat(n, m);
-  if (op == "Softmax") return lower_softmax(n, m);
+  if (op == "Softmax") {
+    if (!o_.onnxruntime_softmax) return "the target's integer Softmax is not ONNX Runtime's QLinearSoftmax: float between Q/DQ";
+    return lower_softmax(n, m);
+  }
   if (!interp() && (op == "Sigmoid" || op == "LeakyRelu")) return lower_unary(n, m);
   if (interp() && table_ops().count(op)) return lower_unary(n, m);
   if (moves_data_only(*n)) {

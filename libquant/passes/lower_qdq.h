@@ -63,6 +63,11 @@ struct LowerOptions {
   // pass less. The pre-activation integer tensor then no longer exists, so
   // qrun --per-layer turns this off to pair every tensor with its twin.
   bool fold_activations = true;
+  // DequantizeLinear -> Softmax -> QuantizeLinear becomes ONNX Runtime's
+  // com.microsoft QLinearSoftmax (its QDQ optimizer does the same, and its
+  // int8 output wraps where a probability rounds to 128). Off: the Softmax
+  // stays float between Q/DQ, which saturates (TFLite and other backends).
+  bool onnxruntime_softmax = true;
 };
 
 // An integer activation of a lowered (or QOperator) graph and the float

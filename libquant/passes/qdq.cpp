@@ -349,6 +349,12 @@ Status QdqBuilder::quantize_weight(ir::Node* node, size_t input, bool first_laye
   auto by_op = o_.per_channel_by_op.find(node->op_type);
   const bool want_per_channel = by_op != o_.per_channel_by_op.end() ? by_op->second : o_.per_channel;
   const bool per_channel = want_per_channel && g_.opset() >= 13 && axis >= 0 && axis < w.rank();
+  // Why a per-channel request ends per tensor (the report says so).
+  std::string per_tensor_why;
+  if (want_per_channel && !per_channel)
+    per_tensor_why = g_.opset() < 13 ? ", per tensor: per-channel DequantizeLinear needs opset 13"
+                     : node->op_type == "ConvTranspose" ? ", per tensor: a grouped ConvTranspose has no per-channel axis"
+                                                        : ", per tensor: no output-channel axis";
   const std::string base = path.source->name();
   // A target may give depthwise convolutions their own weight type (ONNX
   // Runtime multiplies them in 16 bits: int8 never saturates there).
@@ -383,6 +389,7 @@ Status QdqBuilder::quantize_weight(ir::Node* node, size_t input, bool first_laye
     if (!path.chain.empty())
       method += why.empty() ? ", shape ops folded on float data" : ", quantized after the shape ops: " + why;
   }
+  method += per_tensor_why;
   KOrder order;
   if (o_.weight_pair_bound > 0 && q.dtype() == DType::Int8 && w.dtype() == DType::Float32 && k_order(*node, w, order)) {
     const int64_t changed = bound_weight_pairs(order, w, p, o_.weight_pair_bound, q);
@@ -518,6 +525,17 @@ Expected<QuantizeReport> QdqBuilder::run() {
     }
     if (std::string why = reason_float(n); !why.empty()) {
       report_.nodes.push_back({n->name, n->op_type, false, why});
+      continue;
+    }
+    // An op of the set with no float tensor (shape arithmetic on int64...)
+    // has nothing to quantize.
+    const bool any_float = std::any_of(n->inputs.begin(), n->inputs.end(), is_float_activation) ||
+                           std::any_of(n->outputs.begin(), n->outputs.end(), is_float_activation);
+    if (!any_float) {
+      std::string types;
+      for (const ir::Value* v : n->inputs)
+        if (v && v->dtype != DType::Undefined) types += (types.empty() ? "" : ", ") + std::string(dtype_name(v->dtype));
+      report_.nodes.push_back({n->name, n->op_type, false, "no float tensor to quantize (inputs: " + types + ")"});
       continue;
     }
     quantized_nodes.push_back(n);

@@ -181,7 +181,9 @@ Status parse_quantize(const Fields& q, TargetSpec& t) {
 }
 
 Status parse_compute(const Fields& c, TargetSpec& t) {
-  QT_RETURN_IF_ERROR(c.only({"dot_product", "pair_order", "requantization", "qdq_int8_activations"}));
+  QT_RETURN_IF_ERROR(c.only({"dot_product", "pair_order", "requantization", "qdq_int8_activations", "softmax"}));
+  QT_ASSIGN_OR_RETURN(std::string softmax, c.one_of("softmax", {"onnxruntime-qlinear", "float"}, "float"));
+  t.onnxruntime_qlinear_softmax = softmax == "onnxruntime-qlinear";
   QT_ASSIGN_OR_RETURN(std::string dot, c.one_of("dot_product", {"exact-int32", "u8s8-pairs-saturate-int16"}, "exact-int32"));
   t.dot = dot == "exact-int32" ? kernels::DotArithmetic::Exact : kernels::DotArithmetic::U8S8PairsSaturateInt16;
   QT_ASSIGN_OR_RETURN(std::string order, c.one_of("pair_order", {"onnxruntime-mlas"}, "onnxruntime-mlas"));
@@ -294,6 +296,7 @@ std::string target_summary(const TargetSpec& t) {
   j["dot_product"] = t.dot == kernels::DotArithmetic::Exact ? "exact-int32" : "u8s8-pairs-saturate-int16";
   j["requantization"] = t.requant == kernels::RequantMode::Float ? "float" : "fixed-point";
   j["qdq_int8_activations"] = t.qdq_int8_activations_as_uint8 ? "as-uint8" : "as-is";
+  j["softmax"] = t.onnxruntime_qlinear_softmax ? "onnxruntime-qlinear" : "float";
   return j.dump();
 }
 

@@ -84,6 +84,10 @@ struct TargetSpec {
   // ONNX Runtime on x86 rewrites int8 Q/DQ activation pairs to uint8
   // (QDQS8ToU8Transformer) before fusing them into integer kernels.
   bool qdq_int8_activations_as_uint8 = false;
+  // compute.softmax "onnxruntime-qlinear": 8-bit Softmax between Q/DQ runs
+  // as ONNX Runtime's QLinearSoftmax (int8 output wraps at 128); "float"
+  // (the default): float Softmax, quantized with saturation.
+  bool onnxruntime_qlinear_softmax = false;
 };
 
 // Parses and validates a target's JSON text. `origin` names it in errors

@@ -290,6 +290,15 @@ TEST_CASE("Softmax between Q/DQ lowers to ONNX Runtime's QLinearSoftmax", "[pass
   CHECK(q->op_type == "QLinearSoftmax");
   CHECK(q->domain == "com.microsoft");
   CHECK(q->attr_int("opset", 0) == b.g.opset());
+  // A target whose Softmax is not ONNX Runtime's keeps it float between Q/DQ.
+  QdqGraph t;
+  Value* tx = t.qdq(t.input("x"), 0.02f, 120);
+  t.g.outputs = {t.qdq(t.op("Softmax", {tx}, "s"), 1.0f / 256, 0)};
+  passes::LowerOptions o;
+  o.onnxruntime_softmax = false;
+  auto lt = passes::lower_qdq(t.g, o);
+  REQUIRE(lt);
+  CHECK(lt->float_reasons.at("s_node") == "the target's integer Softmax is not ONNX Runtime's QLinearSoftmax: float between Q/DQ");
 }
 
 TEST_CASE("Gemm lowers to QGemm, with a float output at the end of a model", "[passes][lower]") {
@@ -348,7 +357,19 @@ TEST_CASE("Add of a uint8 and an int8 input stays float: QLinearAdd takes one ty
   Value* y = b.qdq(b.op("Add", {a, c}, "y"), 0.04f, 0, DType::Int8);
   b.g.outputs = {b.op("Identity", {y}, "out")};
   auto l = lower(b.g);
-  CHECK(l.float_reasons.at("y_node") == "inputs and output have different integer types (QLinearAdd takes one type for A, B and C)");
+  CHECK(l.float_reasons.at("y_node") == "inputs and output have different integer types (QLinearAdd takes one type for all of them)");
+  // A pool from int8 to uint8 (a non-negative mean) and a Concat of both types too.
+  QdqGraph p;
+  Value* px = p.qdq(p.input("x"), 0.02f, 0, DType::Int8);
+  Value* pool = p.qdq(p.op("GlobalAveragePool", {px}, "pool"), 0.01f, 0, DType::UInt8);
+  Value* u = p.qdq(p.input("u"), 0.01f, 0, DType::UInt8);
+  Value* cat = p.qdq(p.op("Concat", {pool, u, px}, "cat"), 0.02f, 0, DType::Int8);
+  p.g.outputs = {p.op("Identity", {cat}, "out")};
+  for (const auto& node : p.g.nodes())
+    if (node->op_type == "Concat") node->attributes["axis"] = quant::ir::Attribute::of_int(0);
+  auto lp = lower(p.g);
+  CHECK(lp.float_reasons.at("pool_node") == "inputs and output have different integer types (QLinearGlobalAveragePool takes one type for all of them)");
+  CHECK(lp.float_reasons.at("cat_node") == "inputs and output have different integer types (QLinearConcat takes one type for all of them)");
   // And the graph still runs: 1.0 + -0.5 = 0.5 = 12.5 steps of 0.04, rounded half to even: 12.
   auto out = run_graph(b.g, {Tensor::scalar<float>(1.0f), Tensor::scalar<float>(-0.5f)});
   CHECK(out[0].data<float>()[0] == Approx(0.48f));

@@ -323,3 +323,36 @@ TEST_CASE("a Relu the target runs float is not fused: the op before it is quanti
   CHECK(dq_data(unfused, "gemm1", 2) == nullptr);  // bias float
   CHECK(dq_data(unfused, "gemm1", 1) != nullptr);  // weights still quantized
 }
+
+TEST_CASE("the report says why a node of the target's set is not quantized: no float tensor, no channel axis", "[passes][qdq][target]") {
+  // i + j (int64) -> k;  x -> ConvTranspose(group 2) -> y -> Relu -> out
+  std::mt19937 rng(9);
+  Graph g;
+  g.opset_imports[""] = 13;
+  Value* i = g.add_value("i");
+  Value* j = g.add_value("j");
+  Value* k = g.add_value("k");
+  for (Value* v : {i, j, k}) v->dtype = DType::Int64, v->has_shape = true, v->shape = {2};
+  g.inputs = {i, j};
+  g.add_node("Add", {i, j}, {k}, "int_add");
+  Value* x = input(g, "x", {1, 2, 3, 3});
+  Value *y = act(g, "y"), *out = act(g, "out");
+  g.add_node("ConvTranspose", {x, quant::passes::add_constant(g, "w", random_tensor({2, 1, 2, 2}, rng, -1, 1))}, {y}, "deconv")
+      ->attributes["group"] = quant::ir::Attribute::of_int(2);
+  g.add_node("Relu", {y}, {out}, "relu");
+  g.outputs = {k, out};
+  quant::profile::Profile profile;
+  for (const char* name : {"x", "y"}) {  // y's range need not be y's: only its presence matters here
+    auto& tp = profile.tensors.try_emplace(name, quant::profile::TensorProfile{"float32", {}, quant::profile::Histogram(256)}).first->second;
+    for (const Tensor& t : samples(rng, {1, 2, 3, 3})) tp.hist.add(t.data<float>(), t.size());
+  }
+  auto report = quant::passes::insert_qdq(g, profile, int8_options({"Add", "ConvTranspose"}));
+  if (!report) FAIL(report.status().message());
+  bool add_said = false, deconv_said = false;
+  for (const auto& d : report->nodes)
+    if (d.node == "int_add") add_said = !d.quantized && d.reason == "no float tensor to quantize (inputs: int64, int64)";
+  for (const auto& t : report->tensors)
+    if (t.tensor == "w") deconv_said = t.method.find("per tensor: a grouped ConvTranspose has no per-channel axis") != std::string::npos;
+  CHECK(add_said);
+  CHECK(deconv_said);
+}

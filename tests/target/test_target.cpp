@@ -30,6 +30,8 @@ TEST_CASE("every built-in target parses and the ONNX Runtime x86 family is there
                                           "tflite-int8", "xnnpack"});
   for (const auto& t : all) {
     CHECK(t.source == "built-in");
+    // ONNX Runtime's targets run 8-bit Softmax as its QLinearSoftmax; the others do not.
+    CHECK(t.onnxruntime_qlinear_softmax == (t.name.rfind("ort-", 0) == 0));
     CHECK(!t.description.empty());
     // Each file is also readable by path, with the same fields.
     auto f = load_target(std::string(QTOOL_SOURCE_DIR) + "/targets/" + t.name + ".json");
