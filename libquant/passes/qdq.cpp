@@ -170,6 +170,9 @@ class QdqBuilder {
   std::vector<Requant> requant_;
   std::map<const ir::Value*, ir::Value*> dequantized_;  // float activation -> its DQ output
   Status insert_requant(const Requant& r);
+  // QuantizeLinear(x) -> DequantizeLinear with p, named after `base`, before
+  // `before` (null: at the end); returns the dequantized value.
+  ir::Value* add_qdq_pair(ir::Value* x, const QuantParams& p, const std::string& base, ir::Node* before);
   std::map<const ir::Value*, QuantParams> act_params_;  // float activation -> its parameters
   std::map<const ir::Value*, const ir::Value*> float_of_dequantized_;  // DQ output -> float activation
 };
@@ -273,21 +276,28 @@ Status QdqBuilder::choose_group_params(const ParamGroups& groups) {
   return Status::ok();
 }
 
+ir::Value* QdqBuilder::add_qdq_pair(ir::Value* x, const QuantParams& p, const std::string& base, ir::Node* before) {
+  // ai.onnx QuantizeLinear takes 16-bit types only from opset 21; ONNX
+  // Runtime 1.20 runs them in its com.microsoft domain at any opset.
+  const bool wide = p.qtype == DType::Int16 || p.qtype == DType::UInt16;
+  const std::string domain = wide ? "com.microsoft" : "";
+  if (wide) g_.opset_imports.try_emplace("com.microsoft", 1);
+  auto [scale, zp] = add_qparams(g_, base, p);
+  ir::Value* q = add_like(g_, base + "_quantized", *x, p.qtype);
+  ir::Value* dq = add_like(g_, base + "_dequantized", *x, DType::Float32);
+  g_.insert_node(before, "QuantizeLinear", {x, scale, zp}, {q}, g_.unique_name(base + "_QuantizeLinear"), domain);
+  g_.insert_node(before, "DequantizeLinear", {q, scale, zp}, {dq}, g_.unique_name(base + "_DequantizeLinear"), domain);
+  return dq;
+}
+
 // A second Q/DQ pair on the dequantized `value` for `readers` only.
 Status QdqBuilder::insert_requant(const Requant& r) {
   auto it = dequantized_.find(r.value);
   if (it == dequantized_.end()) return Status::ok();
   ir::Value* dq = it->second;
   const QuantParams& p = r.choice.params;
-  const bool wide = p.qtype == DType::Int16 || p.qtype == DType::UInt16;
-  const std::string domain = wide ? "com.microsoft" : "";
-  if (wide) g_.opset_imports.try_emplace("com.microsoft", 1);
   const std::string base = r.value->name() + "_requantized";
-  auto [scale, zp] = add_qparams(g_, base, p);
-  ir::Value* q = add_like(g_, base + "_quantized", *dq, p.qtype);
-  ir::Value* dq2 = add_like(g_, base + "_dequantized", *dq, DType::Float32);
-  g_.insert_node(r.readers.front(), "QuantizeLinear", {dq, scale, zp}, {q}, g_.unique_name(base + "_QuantizeLinear"), domain);
-  g_.insert_node(r.readers.front(), "DequantizeLinear", {q, scale, zp}, {dq2}, g_.unique_name(base + "_DequantizeLinear"), domain);
+  ir::Value* dq2 = add_qdq_pair(dq, p, base, r.readers.front());
   for (ir::Node* u : r.readers)
     for (ir::Value*& in : u->inputs)
       if (in == dq) in = dq2;
@@ -308,16 +318,6 @@ Status QdqBuilder::quantize_activation(ir::Value* v) {
   const QuantParams p = choice->params;
   act_params_[v] = p;
   report_.tensors.push_back({v->name(), "activation", choice->method, choice->range, p});
-  // ai.onnx QuantizeLinear takes 16-bit types only from opset 21; ONNX
-  // Runtime 1.20 runs them in its com.microsoft domain at any opset.
-  const bool wide = p.qtype == DType::Int16 || p.qtype == DType::UInt16;
-  const std::string domain = wide ? "com.microsoft" : "";
-  if (wide) g_.opset_imports.try_emplace("com.microsoft", 1);
-
-  auto [scale, zp] = add_qparams(g_, v->name(), p);
-  ir::Value* q = add_like(g_, v->name() + "_quantized", *v, p.qtype);
-  ir::Value* dq = add_like(g_, v->name() + "_dequantized", *v, DType::Float32);
-  if (dq->dtype == DType::Undefined) dq->dtype = DType::Float32;
   std::vector<ir::Node*> users = g_.consumers(v);
   ir::Node* after = v->producer;
   // Insert right after the producer (or at the front for graph inputs) so the
@@ -328,8 +328,7 @@ Status QdqBuilder::quantize_activation(ir::Value* v) {
     if (after == nullptr) { before = nodes[i].get(); break; }
     if (nodes[i].get() == after) { before = i + 1 < nodes.size() ? nodes[i + 1].get() : nullptr; break; }
   }
-  g_.insert_node(before, "QuantizeLinear", {v, scale, zp}, {q}, g_.unique_name(v->name() + "_QuantizeLinear"), domain);
-  g_.insert_node(before, "DequantizeLinear", {q, scale, zp}, {dq}, g_.unique_name(v->name() + "_DequantizeLinear"), domain);
+  ir::Value* dq = add_qdq_pair(v, p, v->name(), before);
   float_of_dequantized_[dq] = v;
   dequantized_[v] = dq;
   for (ir::Node* u : users)
