@@ -296,6 +296,10 @@ Status run(const Flags& f) {
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
   // Lowering at prepare time (DESIGN "Interpreter"): DQ -> op -> Q patterns
   // become integer ops before the Session is built; --no-lower runs Q/DQ in float.
+  auto requant = quant::interp::Requant::Float;
+  if (target && target->requant == quant::kernels::RequantMode::FixedPoint) requant = quant::interp::Requant::FixedPoint;
+  if (!f.requant.empty())  // the flag overrides the target's field
+    requant = f.requant == "fixed-point" ? quant::interp::Requant::FixedPoint : quant::interp::Requant::Float;
   std::optional<quant::passes::Lowering> lowering;
   if (!f.no_lower) {
     quant::passes::LowerOptions lo;
@@ -304,6 +308,9 @@ Status run(const Flags& f) {
     // Without --target qrun computes as ONNX Runtime does; a target says
     // whether its Softmax is ONNX Runtime's QLinearSoftmax (compute.softmax).
     lo.onnxruntime_softmax = !target || target->onnxruntime_qlinear_softmax;
+    // Integer-only arithmetic (fixed-point requantization, TFLite 16x8):
+    // 16-bit Conv / MatMul / Gemm run on int64 accumulators, not in float.
+    lo.wide_products = requant == quant::interp::Requant::FixedPoint;
     lo.has_kernel = [](const std::string& domain, const std::string& op) {
       return quant::interp::find_kernel_factory(domain, op) != nullptr;
     };
@@ -318,10 +325,7 @@ Status run(const Flags& f) {
     if (f.data.dirs.empty() && f.data.inputs.empty()) return Status::ok();
   }
   quant::interp::SessionOptions options;
-  options.requant = quant::interp::Requant::Float;
-  if (target && target->requant == quant::kernels::RequantMode::FixedPoint) options.requant = quant::interp::Requant::FixedPoint;
-  if (!f.requant.empty())  // the flag overrides the target's field
-    options.requant = f.requant == "fixed-point" ? quant::interp::Requant::FixedPoint : quant::interp::Requant::Float;
+  options.requant = requant;
   options.threads = f.threads;
   // The reference keeps exact float arithmetic; only the tested model
   // computes as the target does.

@@ -22,6 +22,7 @@
 #include "libquant/interp/dot_target.h"
 #include "libquant/interp/ops_qlinear.h"
 #include "libquant/kernels/qgemm_packed.h"
+#include "libquant/kernels/qwide.h"
 
 namespace quant::interp {
 namespace {
@@ -44,7 +45,9 @@ Expected<QGemmParams> qgemm_params(std::span<const Tensor* const> in, float alph
   const Tensor* bz = in[kBZero];
   if (!az || !bs || !bz) return Status::bad_input("QGemm needs a_zero_point, b_scale and b_zero_point");
   p.a_type = az->dtype(), p.b_type = bz->dtype();
-  if (!is_8bit(p.a_type) || !is_8bit(p.b_type)) return Status::bad_input("QGemm zero points must be uint8 or int8");
+  const bool wide = is_16bit(p.a_type) && is_8bit(p.b_type);  // kernels/qwide.h
+  if ((!is_8bit(p.a_type) || !is_8bit(p.b_type)) && !wide)
+    return Status::bad_input("QGemm zero points must be uint8 or int8 (or a 16-bit a with an 8-bit b)");
   QT_ASSIGN_OR_RETURN(p.a_zero_point, scalar_zero_point(az, p.a_type, "a_zero_point"));
   if (bs->dtype() != DType::Float32 || bs->rank() > 1 || bs->size() < 1 || bz->size() != bs->size())
     return Status::bad_input("QGemm b_scale must be float32 with one value or one per column, b_zero_point as many");
@@ -57,14 +60,18 @@ Expected<QGemmParams> qgemm_params(std::span<const Tensor* const> in, float alph
   QT_ASSIGN_OR_RETURN(float y_scale, scalar_scale(in[kYScale], "y_scale"));
   const Tensor* yz = in[kYZero];
   p.y_type = yz ? yz->dtype() : DType::UInt8;
-  if (!is_8bit(p.y_type)) return Status::bad_input("QGemm y_zero_point must be uint8 or int8");
+  if (wide ? p.y_type != p.a_type : !is_8bit(p.y_type))
+    return Status::bad_input(wide ? "QGemm with a 16-bit a needs y_zero_point of a's type" : "QGemm y_zero_point must be uint8 or int8");
   QT_ASSIGN_OR_RETURN(int32_t y_zero_point, scalar_zero_point(yz, p.y_type, "y_zero_point"));
   QT_ASSIGN_OR_RETURN(p.requant, product_requantizer(mode, scaled_a, *bs, "b_scale", y_scale, y_zero_point));
   return p;
 }
 
-// C broadcast to [M, N] (numpy rules: [], [N], [1, N], [M, 1], [M, N]) added to acc.
-Status add_c(const Tensor& c, int64_t m, int64_t n, std::vector<int32_t>& acc) {
+// C broadcast to [M, N] (numpy rules: [], [N], [1, N], [M, 1], [M, N]) added
+// to acc: int32 accumulators wrap as in ONNX Runtime, int64 ones (16-bit a)
+// cannot overflow.
+template <class Acc>
+Status add_c(const Tensor& c, int64_t m, int64_t n, std::vector<Acc>& acc) {
   if (c.dtype() != DType::Int32) return Status::bad_input("QGemm C must be int32");
   Dims shape = c.shape();
   if (shape.size() > 2) return Status::bad_input("QGemm C " + dims_to_string(shape) + " has rank > 2");
@@ -76,8 +83,9 @@ Status add_c(const Tensor& c, int64_t m, int64_t n, std::vector<int32_t>& acc) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       const int32_t add = cv[(shape[0] == 1 ? 0 : i) * shape[1] + (shape[1] == 1 ? 0 : j)];
-      int32_t& a = acc[static_cast<size_t>(i * n + j)];
-      a = static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(add));  // int32 wraps, as in ORT
+      Acc& a = acc[static_cast<size_t>(i * n + j)];
+      if constexpr (std::is_same_v<Acc, int32_t>) a = static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(add));
+      else a += add;
     }
   return Status::ok();
 }
@@ -145,6 +153,44 @@ void accumulate(const QGemmParams& p, const Tensor& a, const Tensor& b, const ke
   kernels::qgemm_packed<TA>(m, a_data, k, za, local, nullptr, out, threads);
 }
 
+// The float output of a QGemm without y_scale: float(acc) * alpha * a_scale * b_scale[n].
+template <class Acc>
+Status write_float(const QGemmParams& p, const std::vector<Acc>& acc, int64_t m, int64_t n, Tensor& y) {
+  QT_ASSIGN_OR_RETURN(y, Tensor::create(DType::Float32, {m, n}));
+  float* out = y.data<float>();
+  const bool per_column = p.float_scale.size() > 1;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      out[i * n + j] = static_cast<float>(acc[static_cast<size_t>(i * n + j)]) * p.float_scale[per_column ? static_cast<size_t>(j) : 0];
+  return Status::ok();
+}
+
+// 16-bit A (and Y), 8-bit B: int64 accumulators (kernels/qwide.h).
+template <class TA, class TB>
+Status run_wide(const QGemmParams& p, const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b,
+                int64_t m, int64_t n, int64_t k, Tensor& y) {
+  std::vector<TA> a_rows;
+  const TA* a_data = a.data<TA>();
+  if (trans_a) {
+    a_rows.resize(static_cast<size_t>(m * k));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t kk = 0; kk < k; ++kk) a_rows[static_cast<size_t>(i * k + kk)] = a_data[kk * m + i];
+    a_data = a_rows.data();
+  }
+  const std::vector<TB> zb(p.b_zero_points.begin(), p.b_zero_points.end());
+  kernels::WideGemmArgs<TA, TB> q;
+  q.m = m, q.n = n, q.k = k, q.a = a_data, q.lda = k, q.a_zero_point = p.a_zero_point;
+  q.b = b.data<TB>(), q.ldb = trans_b ? k : n, q.b_nxk = trans_b;
+  q.b_zero_point = zb.data(), q.b_zero_point_count = static_cast<int64_t>(zb.size());
+  std::vector<int64_t> acc(static_cast<size_t>(m * n));
+  kernels::qgemm_wide(q, acc.data());
+  if (c) QT_RETURN_IF_ERROR(add_c(*c, m, n, acc));
+  if (!p.float_scale.empty()) return write_float(p, acc, m, n, y);
+  QT_ASSIGN_OR_RETURN(y, Tensor::create(p.y_type, {m, n}));
+  kernels::requantize_wide<TA>(acc.data(), m, n, n, nullptr, p.requant, 0, y.data<TA>(), n, 1);
+  return Status::ok();
+}
+
 }  // namespace
 
 KernelResult make_qgemm(const KernelContext& ctx) {
@@ -173,8 +219,14 @@ KernelResult make_qgemm(const KernelContext& ctx) {
     if (k != kb) return Status::bad_input("QGemm shapes " + dims_to_string(a.shape()) + " and " + dims_to_string(b.shape()) + " do not fit");
     if (p->b_zero_points.size() != 1 && static_cast<int64_t>(p->b_zero_points.size()) != n)
       return Status::bad_input("QGemm b_scale has " + std::to_string(p->b_zero_points.size()) + " values for " + std::to_string(n) + " columns");
-    const kernels::PackedQB* pb = &b == packed->b && in[kBZero] == packed->bz ? &packed->packed : nullptr;
     const Tensor* c = optional_input(in, kC);
+    if (is_16bit(p->a_type))
+      return dispatch_16bit(p->a_type, "A", [&](auto ta) {
+        return dispatch_8bit(p->b_type, "B", [&](auto tb) {
+          return run_wide<decltype(ta), decltype(tb)>(*p, a, b, c, trans_a, trans_b, m, n, k, out[0]);
+        });
+      });
+    const kernels::PackedQB* pb = &b == packed->b && in[kBZero] == packed->bz ? &packed->packed : nullptr;
     const DotTarget* sat = dot.applies(a.dtype(), b.dtype(), b_activation) ? &dot : nullptr;
     if (!c && p->float_scale.empty() && !sat) {  // requantized in the GEMM's output stage
       QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->y_type, {m, n}));
@@ -199,15 +251,7 @@ KernelResult make_qgemm(const KernelContext& ctx) {
       });
     }));
     if (c) QT_RETURN_IF_ERROR(add_c(*c, m, n, acc));
-    if (p->float_scale.size()) {
-      QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, {m, n}));
-      float* y = out[0].data<float>();
-      const bool per_column = p->float_scale.size() > 1;
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j)
-          y[i * n + j] = static_cast<float>(acc[static_cast<size_t>(i * n + j)]) * p->float_scale[per_column ? static_cast<size_t>(j) : 0];
-      return Status::ok();
-    }
+    if (p->float_scale.size()) return write_float(*p, acc, m, n, out[0]);
     QT_ASSIGN_OR_RETURN(out[0], Tensor::create(p->y_type, {m, n}));
     return dispatch_8bit(p->y_type, "Y", [&](auto ty) {
       using TY = decltype(ty);

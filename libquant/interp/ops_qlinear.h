@@ -38,18 +38,25 @@ inline Expected<int32_t> scalar_zero_point(const Tensor* t, DType want, const ch
 }
 
 // The requantization of an integer product: multipliers in_scale * w_scale[i]
-// / out_scale in float32, in that order, as ONNX Runtime's QLinearConv and
-// QLinearMatMul compute them; every w_scale must be positive and finite.
+// / out_scale, in that order; every w_scale must be positive and finite.
+// Float mode computes them in float32, as ONNX Runtime's QLinearConv and
+// QLinearMatMul do; FixedPoint in double, as TFLite does before splitting
+// them into multiplier and shift (tensorflow/lite/kernels/kernel_util.cc,
+// PopulateConvolutionQuantizationParams) and as ExecuTorch's Arm backend
+// does for TOSA RESCALE (Python floats).
 inline Expected<kernels::Requantizer> product_requantizer(kernels::RequantMode mode, float in_scale, const Tensor& w_scale,
                                                          const char* what, float out_scale, int32_t out_zero_point) {
   std::vector<float> multipliers;
+  std::vector<double> exact;
   for (float s : w_scale.values<float>()) {
     if (!(s > 0) || !std::isfinite(s)) return Status::bad_input(std::string(what) + " must be positive and finite, got " + std::to_string(s));
     const float m = in_scale * s / out_scale;
     if (!std::isfinite(m)) return Status::bad_input("requantization multiplier " + std::string(what) + " * input scale / output scale overflows float32");
     multipliers.push_back(m);
+    exact.push_back(static_cast<double>(in_scale) * static_cast<double>(s) / static_cast<double>(out_scale));
   }
-  return kernels::make_requantizer(mode, multipliers, out_zero_point);
+  if (mode == kernels::RequantMode::FixedPoint) return kernels::make_requantizer(mode, std::span<const double>(exact), out_zero_point);
+  return kernels::make_requantizer(mode, std::span<const float>(multipliers), out_zero_point);
 }
 
 // A Relu/Clip that qrun's lowering folded into a QLinearConv / QLinearMatMul
@@ -69,6 +76,7 @@ inline std::vector<int32_t> int32_values(const Tensor& t) {
 }
 
 inline bool is_8bit(DType t) { return t == DType::UInt8 || t == DType::Int8; }
+inline bool is_16bit(DType t) { return t == DType::UInt16 || t == DType::Int16; }
 
 inline kernels::RequantMode requant_mode(const KernelContext& ctx) {
   return ctx.options.requant == Requant::FixedPoint ? kernels::RequantMode::FixedPoint : kernels::RequantMode::Float;
@@ -141,5 +149,21 @@ Status dispatch_8bit(DType t, const char* what, F&& f) {
     default: return Status::bad_input(std::string(what) + " must be uint8 or int8, got " + std::string(dtype_name(t)));
   }
 }
+
+// Calls f(T{}) for T = uint16_t or int16_t.
+template <class F>
+Status dispatch_16bit(DType t, const char* what, F&& f) {
+  switch (t) {
+    case DType::UInt16: return f(uint16_t{});
+    case DType::Int16: return f(int16_t{});
+    default: return Status::bad_input(std::string(what) + " must be uint16 or int16, got " + std::string(dtype_name(t)));
+  }
+}
+
+// Whether a product of x (activation) and w (weights) types with output type
+// y runs on the 16-bit kernels (kernels/qwide.h): 16-bit x and y of one type,
+// 8-bit w. Beyond ONNX's QLinearConv / QLinearMatMul / QGemm, which take
+// 8-bit tensors only: qrun's lowering writes these for 16-bit targets.
+inline bool is_wide_product(DType x, DType w, DType y) { return is_16bit(x) && x == y && is_8bit(w); }
 
 }  // namespace quant::interp

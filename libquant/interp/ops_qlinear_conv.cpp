@@ -1,5 +1,7 @@
 // QLinearConv (ONNX opset 10) on the fast integer convolution kernel
 // (kernels/qconv_fast.h); constant weights are packed once, at prepare time.
+// With 16-bit x and y (qrun's 16-bit targets) it runs the int64-accumulating
+// kernel of kernels/qwide.h instead.
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "libquant/interp/output.h"
 #include "libquant/kernels/qconv_fast.h"
 #include "libquant/kernels/qdot_sat16.h"
+#include "libquant/kernels/qwide.h"
 
 namespace quant::interp {
 namespace {
@@ -36,8 +39,8 @@ Expected<ConvParams> conv_params(std::span<const Tensor* const> in, kernels::Req
   const Tensor* yz = in[kYZero];
   if (!xz || !wz || !yz) return Status::bad_input("QLinearConv needs x_zero_point, w_zero_point and y_zero_point");
   p.x_type = xz->dtype(), p.w_type = wz->dtype(), p.y_type = yz->dtype();
-  if (!is_8bit(p.x_type) || !is_8bit(p.w_type) || !is_8bit(p.y_type))
-    return Status::bad_input("QLinearConv zero points must be uint8 or int8");
+  if ((!is_8bit(p.x_type) || !is_8bit(p.w_type) || !is_8bit(p.y_type)) && !is_wide_product(p.x_type, p.w_type, p.y_type))
+    return Status::bad_input("QLinearConv zero points must be uint8 or int8 (or x and y both uint16 or int16 with 8-bit w)");
   QT_ASSIGN_OR_RETURN(p.x_zero_point, scalar_zero_point(xz, p.x_type, "x_zero_point"));
   QT_ASSIGN_OR_RETURN(int32_t y_zero_point, scalar_zero_point(yz, p.y_type, "y_zero_point"));
   const Tensor* ws = in[kWScale];
@@ -117,7 +120,9 @@ KernelResult make_qlinear_conv(const KernelContext& ctx) {
   auto weights = std::make_shared<ConvWeights>();
   weights->w = constant_input(node, kW);
   weights->wz = constant_input(node, kWZero);
-  if (weights->w && weights->wz) weights->packed = pack_weights(*weights->w, *weights->wz, attrs.group);
+  const Tensor* xz = constant_input(node, kXZero);
+  const bool wide = xz && is_16bit(xz->dtype());  // the 16-bit kernel reads w as it is
+  if (weights->w && weights->wz && !wide) weights->packed = pack_weights(*weights->w, *weights->wz, attrs.group);
   if (weights->packed.empty()) weights->w = weights->wz = nullptr;
   const int threads = ctx.options.threads;
   const DotTarget dot = dot_target(ctx);
@@ -142,6 +147,16 @@ KernelResult make_qlinear_conv(const KernelContext& ctx) {
     shape.insert(shape.end(), g.out_spatial.begin(), g.out_spatial.end());
     QT_RETURN_IF_ERROR(reuse_or_create(out[0], p->y_type, shape));
     const int32_t* bias = b ? b->data<int32_t>() : nullptr;
+    if (is_16bit(p->x_type))
+      return dispatch_16bit(p->x_type, "x", [&](auto tx) {
+        using TX = decltype(tx);
+        return dispatch_8bit(p->w_type, "w", [&](auto tw) {
+          using TW = decltype(tw);
+          kernels::qconv_wide<TX, TW, TX>(g, x.data<TX>(), p->x_zero_point, w.data<TW>(), in[kWZero]->data<TW>(),
+                                          in[kWZero]->size(), bias, p->requant, out[0].data<TX>());
+          return Status::ok();
+        });
+      });
     // ONNX Runtime's depthwise kernels multiply in 16 bits: exact everywhere.
     if (dot.applies(x.dtype(), w.dtype(), false) && !is_depthwise(g))
       return dispatch_8bit(x.dtype(), "x", [&](auto tx) {

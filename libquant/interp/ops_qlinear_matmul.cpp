@@ -1,7 +1,8 @@
 // QLinearMatMul (ONNX opset 10 and 21) on the fast integer GEMM
 // (kernels/qgemm_packed.h): a constant 2-D b (the weights) is packed once at
 // prepare time and the requantization is fused into the GEMM's output stage;
-// any other b is packed per product and requantized after it.
+// any other b is packed per product and requantized after it. With 16-bit a
+// and y (qrun's 16-bit targets) it runs kernels/qwide.h's int64 kernel.
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -12,6 +13,7 @@
 #include "libquant/interp/output.h"
 #include "libquant/kernels/matmul.h"
 #include "libquant/kernels/qgemm_packed.h"
+#include "libquant/kernels/qwide.h"
 
 namespace quant::interp {
 namespace {
@@ -42,8 +44,8 @@ Expected<MatMulParams> matmul_params(std::span<const Tensor* const> in, kernels:
   const Tensor* bs = in[kBScale];
   if (!az || !bz || !yz || !bs) return Status::bad_input("QLinearMatMul needs every scale and zero point");
   p.a_type = az->dtype(), p.b_type = bz->dtype(), p.y_type = yz->dtype();
-  if (!is_8bit(p.a_type) || !is_8bit(p.b_type) || !is_8bit(p.y_type))
-    return Status::bad_input("QLinearMatMul zero points must be uint8 or int8");
+  if ((!is_8bit(p.a_type) || !is_8bit(p.b_type) || !is_8bit(p.y_type)) && !is_wide_product(p.a_type, p.b_type, p.y_type))
+    return Status::bad_input("QLinearMatMul zero points must be uint8 or int8 (or a and y both uint16 or int16 with 8-bit b)");
   QT_ASSIGN_OR_RETURN(p.a_zero_point, scalar_zero_point(az, p.a_type, "a_zero_point"));
   QT_ASSIGN_OR_RETURN(int32_t y_zero_point, scalar_zero_point(yz, p.y_type, "y_zero_point"));
   if (bs->dtype() != DType::Float32 || bs->size() < 1) return Status::bad_input("b_scale must be float32");
@@ -68,27 +70,43 @@ Expected<int64_t> b_param_stride(const Dims& param_shape, int64_t count, const D
                            dims_to_string(b_shape));
 }
 
+// The batch dims of a and b broadcast against each other (numpy.matmul):
+// for product i, the index of the a matrix and of the b matrix it reads.
+class MatMulBatches {
+ public:
+  MatMulBatches(const Dims& a_shape, const Dims& b_shape) {
+    const Dims a_batch(a_shape.begin(), a_shape.end() - 2), b_batch(b_shape.begin(), b_shape.end() - 2);
+    batch_ = *kernels::broadcast_shapes(a_batch, b_batch);
+    a_strides_ = kernels::broadcast_strides(a_batch, batch_), b_strides_ = kernels::broadcast_strides(b_batch, batch_);
+  }
+  int64_t count() const { return kernels::element_count(batch_); }
+  std::pair<int64_t, int64_t> operator()(int64_t i) const {
+    int64_t a_index = 0, b_index = 0;
+    for (size_t d = 0, rest = static_cast<size_t>(i); d < batch_.size(); ++d) {
+      const int64_t size_after = kernels::element_count(std::span(batch_).subspan(d + 1));
+      const int64_t idx = static_cast<int64_t>(rest) / size_after;
+      rest %= static_cast<size_t>(size_after);
+      a_index += idx * a_strides_[d], b_index += idx * b_strides_[d];
+    }
+    return {a_index, b_index};
+  }
+
+ private:
+  Dims batch_, a_strides_, b_strides_;
+};
+
 // `dot` non-null: the products compute as its saturating target does.
 template <class TA, class TB, class TY>
 void run_typed(const MatMulParams& p, const Tensor& a, const Dims& a_shape, const Tensor& b, const Dims& b_shape,
                int64_t param_stride, Tensor& y, int threads, const DotTarget* dot = nullptr) {
   const int64_t m = a_shape[a_shape.size() - 2], k = a_shape.back(), n = b_shape.back();
-  const Dims a_batch(a_shape.begin(), a_shape.end() - 2), b_batch(b_shape.begin(), b_shape.end() - 2);
-  const Dims batch = *kernels::broadcast_shapes(a_batch, b_batch);
-  const Dims a_strides = kernels::broadcast_strides(a_batch, batch), b_strides = kernels::broadcast_strides(b_batch, batch);
+  const MatMulBatches batches(a_shape, b_shape);
   const std::vector<TB> b_zero_points(p.b_zero_points.begin(), p.b_zero_points.end());
   std::vector<int32_t> acc(static_cast<size_t>(m * n));
   kernels::QGemmArgs<TA, TB> q;
   q.m = m, q.n = n, q.k = k, q.lda = k, q.a_zero_point = static_cast<TA>(p.a_zero_point), q.ldb = n, q.c = acc.data(), q.ldc = n;
-  const int64_t batches = kernels::element_count(batch);
-  for (int64_t i = 0; i < batches; ++i) {
-    int64_t a_index = 0, b_index = 0;
-    for (size_t d = 0, rest = static_cast<size_t>(i); d < batch.size(); ++d) {
-      const int64_t size_after = kernels::element_count(std::span(batch).subspan(d + 1));
-      const int64_t idx = static_cast<int64_t>(rest) / size_after;
-      rest %= static_cast<size_t>(size_after);
-      a_index += idx * a_strides[d], b_index += idx * b_strides[d];
-    }
+  for (int64_t i = 0; i < batches.count(); ++i) {
+    const auto [a_index, b_index] = batches(i);
     q.a = a.data<TA>() + a_index * m * k;
     q.b = b.data<TB>() + b_index * k * n;
     const int64_t first = param_stride * b_index;
@@ -107,6 +125,29 @@ void run_typed(const MatMulParams& p, const Tensor& a, const Dims& a_shape, cons
     }
     kernels::requantize<TY>(acc.data(), m, n, n, nullptr, p.requant, p.requant.count() == 1 ? 0 : first,
                             y.data<TY>() + i * m * n, n, 1);
+  }
+}
+
+// 16-bit a and y, 8-bit b: the int64-accumulating kernel (kernels/qwide.h).
+template <class TA, class TB>
+void run_wide(const MatMulParams& p, const Tensor& a, const Dims& a_shape, const Tensor& b, const Dims& b_shape,
+              int64_t param_stride, Tensor& y) {
+  const int64_t m = a_shape[a_shape.size() - 2], k = a_shape.back(), n = b_shape.back();
+  const MatMulBatches batches(a_shape, b_shape);
+  const std::vector<TB> b_zero_points(p.b_zero_points.begin(), p.b_zero_points.end());
+  std::vector<int64_t> acc(static_cast<size_t>(m * n));
+  kernels::WideGemmArgs<TA, TB> q;
+  q.m = m, q.n = n, q.k = k, q.lda = k, q.a_zero_point = p.a_zero_point, q.ldb = n;
+  q.b_zero_point_count = p.requant.count() == 1 ? 1 : n;
+  for (int64_t i = 0; i < batches.count(); ++i) {
+    const auto [a_index, b_index] = batches(i);
+    const int64_t first = param_stride * b_index;
+    q.a = a.data<TA>() + a_index * m * k;
+    q.b = b.data<TB>() + b_index * k * n;
+    q.b_zero_point = b_zero_points.data() + first;
+    kernels::qgemm_wide(q, acc.data());
+    kernels::requantize_wide<TA>(acc.data(), m, n, n, nullptr, p.requant, p.requant.count() == 1 ? 0 : first,
+                                 y.data<TA>() + i * m * n, n, 1);
   }
 }
 
@@ -179,6 +220,13 @@ KernelResult make_qlinear_matmul(const KernelContext& ctx) {
     if (b_shape.size() == 1) b_shape.push_back(1);
     QT_ASSIGN_OR_RETURN(int64_t param_stride, b_param_stride(p->b_param_shape, static_cast<int64_t>(p->requant.count()), b_shape));
     QT_RETURN_IF_ERROR(reuse_or_create(out[0], p->y_type, *shape));
+    if (is_16bit(p->a_type))
+      return dispatch_16bit(p->a_type, "a", [&](auto ta) {
+        return dispatch_8bit(p->b_type, "b", [&](auto tb) {
+          run_wide<decltype(ta), decltype(tb)>(*p, a, a_shape, b, b_shape, param_stride, out[0]);
+          return Status::ok();
+        });
+      });
     const bool saturating = dot.applies(a.dtype(), b.dtype(), b_activation);
     if (&b == packed->b && !saturating && in[kBZero] == packed->bz && param_stride == 0)
       return dispatch_8bit(a.dtype(), "a", [&](auto ta) {

@@ -32,35 +32,6 @@ size_t patch_bytes(const ConvShape& c) {
   return (bytes + alignof(int32_t) - 1) / alignof(int32_t) * alignof(int32_t);
 }
 
-// Rows [p0, p0 + count) of the im2row matrix of one image and group: row i
-// holds, for output pixel p0 + i, the input values under the kernel in the
-// weight order (c, k0, k1, k2); taps in the padding read x_zero_point.
-template <class TX>
-void gather_patches(const ConvShape& c, const TX* x, TX x_zero_point, int64_t p0, int64_t count, TX* patches) {
-  const detail::Spatial3& s = c.s;
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t p = p0 + i;
-    const int64_t o2 = p % s.out[2], o1 = (p / s.out[2]) % s.out[1], o0 = p / (s.out[2] * s.out[1]);
-    TX* row = patches + i * c.reduction;
-    for (int64_t ch = 0; ch < c.group_in; ++ch) {
-      const TX* plane = x + ch * c.in_plane;
-      for (int64_t k0 = 0; k0 < s.kernel[0]; ++k0) {
-        const int64_t i0 = o0 * s.strides[0] + k0 * s.dilations[0] - s.pads_begin[0];
-        const bool in0 = i0 >= 0 && i0 < s.in[0];
-        for (int64_t k1 = 0; k1 < s.kernel[1]; ++k1) {
-          const int64_t i1 = o1 * s.strides[1] + k1 * s.dilations[1] - s.pads_begin[1];
-          const bool in1 = in0 && i1 >= 0 && i1 < s.in[1];
-          const TX* line = in1 ? plane + (i0 * s.in[1] + i1) * s.in[2] : nullptr;
-          for (int64_t k2 = 0; k2 < s.kernel[2]; ++k2) {
-            const int64_t i2 = o2 * s.strides[2] + k2 * s.dilations[2] - s.pads_begin[2];
-            *row++ = (in1 && i2 >= 0 && i2 < s.in[2]) ? line[i2] : x_zero_point;
-          }
-        }
-      }
-    }
-  }
-}
-
 // Runs the convolution tile by tile and hands each tile's accumulators to
 // sink(image, group, first_pixel, pixel_count, acc), acc being
 // [pixel_count x group_out] with row stride group_out.
@@ -84,7 +55,7 @@ void run_tiles(const ConvGeometry& g, const QConvArgs<TX, TW>& a, void* workspac
       q.c = acc, q.ldc = c.group_out;
       for (int64_t p0 = 0; p0 < c.out_plane; p0 += c.tile) {
         const int64_t count = std::min(c.tile, c.out_plane - p0);
-        gather_patches(c, x, a.x_zero_point, p0, count, patches);
+        detail::gather_patches(c, x, a.x_zero_point, p0, count, patches);
         q.m = count;
         qgemm(q);
         sink(n, grp, p0, count, static_cast<const int32_t*>(acc));

@@ -47,6 +47,29 @@ int32_t multiply_by_quantized_multiplier(int32_t x, FixedPointMultiplier m) {
   return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(input, m.multiplier), right);
 }
 
+int32_t multiply_by_quantized_multiplier_wide(int64_t x, FixedPointMultiplier m) {
+  __extension__ typedef __int128 int128;  // x * reduced needs 63 bits at most; int128 keeps every shift defined
+  constexpr int64_t kLimit = int64_t{1} << 47;
+  x = std::clamp<int64_t>(x, -kLimit, kLimit - 1);
+  const int64_t reduced = m.multiplier < 0x7FFF0000 ? (int64_t{m.multiplier} + (1 << 15)) >> 16 : 0x7FFF;
+  const int total = 15 - m.shift;
+  int128 v = static_cast<int128>(x) * reduced;
+  if (total > 0) v = (v + (static_cast<int128>(1) << (total - 1))) >> total;
+  else v = v * (static_cast<int128>(1) << -total);
+  return static_cast<int32_t>(std::clamp<int128>(v, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+}
+
+Requantizer make_requantizer(RequantMode mode, std::span<const double> multipliers, int32_t zero_point) {
+  Requantizer r;
+  r.mode = mode;
+  r.zero_point = zero_point;
+  for (double m : multipliers) {
+    if (mode == RequantMode::Float) r.scale.push_back(static_cast<float>(m));
+    else r.fixed.push_back(quantize_multiplier(m));
+  }
+  return r;
+}
+
 Requantizer make_requantizer(RequantMode mode, std::span<const float> multipliers, int32_t zero_point) {
   Requantizer r;
   r.mode = mode;
@@ -90,10 +113,38 @@ void requantize(const int32_t* acc, int64_t rows, int64_t cols, int64_t acc_row_
   }
 }
 
+template <class Q>
+Q requantize_one_wide(int64_t acc, const Requantizer& r, int64_t channel) {
+  const auto [lo, hi] = output_range<Q>(r);
+  const size_t c = r.count() == 1 ? 0 : static_cast<size_t>(channel);
+  int64_t v = 0;
+  if (r.mode == RequantMode::Float) {
+    const float f = static_cast<float>(acc) * r.scale[c];
+    v = std::isnan(f) ? 0 : static_cast<int64_t>(std::nearbyint(std::clamp(f, -2.0e9f, 2.0e9f)));
+  } else {
+    v = multiply_by_quantized_multiplier_wide(acc, r.fixed[c]);
+  }
+  return static_cast<Q>(std::clamp<int64_t>(v + r.zero_point, lo, hi));
+}
+
+template <class Q>
+void requantize_wide(const int64_t* acc, int64_t rows, int64_t cols, int64_t acc_row_stride, const int32_t* bias,
+                     const Requantizer& r, int64_t first_channel, Q* y, int64_t y_row_stride, int64_t y_col_stride) {
+  assert(r.count() == 1 || static_cast<int64_t>(r.count()) >= first_channel + cols);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      const int64_t v = acc[i * acc_row_stride + j] + (bias ? bias[j] : 0);
+      y[i * y_row_stride + j * y_col_stride] = requantize_one_wide<Q>(v, r, first_channel + j);
+    }
+}
+
 #define QT_INSTANTIATE_REQUANT(Q)                                                                                \
   template Q requantize_one<Q>(int32_t, const Requantizer&, int64_t);                                           \
   template void requantize<Q>(const int32_t*, int64_t, int64_t, int64_t, const int32_t*, const Requantizer&, \
-                              int64_t, Q*, int64_t, int64_t);
+                              int64_t, Q*, int64_t, int64_t);                                                   \
+  template Q requantize_one_wide<Q>(int64_t, const Requantizer&, int64_t);                                      \
+  template void requantize_wide<Q>(const int64_t*, int64_t, int64_t, int64_t, const int32_t*, const Requantizer&, \
+                                   int64_t, Q*, int64_t, int64_t);
 QT_INSTANTIATE_REQUANT(uint8_t)
 QT_INSTANTIATE_REQUANT(int8_t)
 QT_INSTANTIATE_REQUANT(uint16_t)

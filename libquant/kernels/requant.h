@@ -67,6 +67,18 @@ FixedPointMultiplier quantize_multiplier(double m);
 // saturates to the int32 range (reachable only for M >= 1 with huge accumulators).
 int32_t multiply_by_quantized_multiplier(int32_t x, FixedPointMultiplier m);
 
+// TFLite's MultiplyByQuantizedMultiplier for an int64 accumulator, the one
+// its 16x8 kernels use (tensorflow/lite/kernels/internal/common.cc, the
+// default build without TFLITE_SINGLE_ROUNDING): the multiplier is reduced
+// to 16 bits, reduced = multiplier < 0x7FFF0000 ? (multiplier + 2^15) >> 16
+// : 0x7FFF, then
+//     result = (x * reduced + 2^(total - 1)) >> total,  total = 15 - shift,
+// an arithmetic shift, so ties round toward +infinity. TFLite assumes
+// |x| < 2^47 and shift in [-31, 8) and casts the result to int32; here x is
+// clamped to that range, a total shift <= 0 multiplies instead, and the
+// result saturates to int32, so that every input has a defined answer.
+int32_t multiply_by_quantized_multiplier_wide(int64_t x, FixedPointMultiplier m);
+
 // ---- the output stage ----------------------------------------------------------
 
 // Requantization parameters of one kernel, built once at prepare time.
@@ -93,6 +105,11 @@ struct Requantizer {
 // Builds a Requantizer from float32 multipliers M (one per tensor or channel);
 // FixedPoint converts each float M with quantize_multiplier.
 Requantizer make_requantizer(RequantMode mode, std::span<const float> multipliers, int32_t zero_point);
+// The same from multipliers computed in double, as TFLite computes
+// input_scale * filter_scale / output_scale (tensorflow/lite/kernels/
+// kernel_util.cc, PopulateConvolutionQuantizationParams); Float mode keeps
+// them as float32.
+Requantizer make_requantizer(RequantMode mode, std::span<const double> multipliers, int32_t zero_point);
 
 // Q's range intersected with the Requantizer's clamp: [lo, hi].
 template <class Q>
@@ -116,5 +133,18 @@ Q requantize_one(int32_t acc, const Requantizer& r, int64_t channel);
 template <class Q>
 void requantize(const int32_t* acc, int64_t rows, int64_t cols, int64_t acc_row_stride, const int32_t* bias,
                 const Requantizer& r, int64_t first_channel, Q* y, int64_t y_row_stride, int64_t y_col_stride);
+
+// An int64 accumulator (16-bit activations, kernels/qwide.h) into Q:
+// FixedPoint applies multiply_by_quantized_multiplier_wide, Float
+// float32(acc) * M rounded half to even, then the zero point and the clamp
+// as requantize_one.
+template <class Q>
+Q requantize_one_wide(int64_t acc, const Requantizer& r, int64_t channel);
+
+// requantize() for int64 accumulators with an optional int32 bias per column,
+// added in int64 (no wrap-around). Instantiated for the four 8/16-bit types.
+template <class Q>
+void requantize_wide(const int64_t* acc, int64_t rows, int64_t cols, int64_t acc_row_stride, const int32_t* bias,
+                     const Requantizer& r, int64_t first_channel, Q* y, int64_t y_row_stride, int64_t y_col_stride);
 
 }  // namespace quant::kernels

@@ -125,6 +125,12 @@ class Lowerer {
 
  private:
   bool interp() const { return o_.target == LowerTarget::Interpreter; }
+  // Whether 16-bit products are lowered (LowerOptions::wide_products).
+  bool wide() const { return interp() && o_.wide_products; }
+  // Why a Conv / MatMul / Gemm reading an `in`-typed activation cannot write
+  // m's output; empty when it can: 8-bit in, 8-bit out, or (wide()) a 16-bit
+  // output of the input's type.
+  std::string product_output_reason(const ir::Node& n, const OutputMatch& m, DType in) const;
   bool available(const std::string& domain, const std::string& op) const {
     return !o_.has_kernel || o_.has_kernel(domain, op);
   }
@@ -204,6 +210,14 @@ std::string Lowerer::output_reason(const ir::Node& n, const OutputMatch& m, bool
            n.op_type + " writes 8-bit tensors";
   if (g_.is_graph_output(y)) return "output '" + y->name() + "' is a float graph output";
   return "output '" + y->name() + "' is not quantized (read by float ops)";
+}
+
+std::string Lowerer::product_output_reason(const ir::Node& n, const OutputMatch& m, DType in) const {
+  if (!m.q) return output_reason(n, m);
+  if (is_8bit_type(in)) return is_8bit_type(m.params.qtype) ? "" : output_reason(n, m);
+  if (m.params.qtype == in) return "";
+  return "input is " + std::string(dtype_name(in)) + " and output '" + n.outputs[0]->name() + "' " +
+         std::string(dtype_name(m.params.qtype)) + ": the 16-bit integer " + n.op_type + " writes its input's type";
 }
 
 OutputMatch Lowerer::output_match(const ir::Node& n) const {
@@ -342,8 +356,8 @@ void Lowerer::finish(ir::Node* n, const OutputMatch& m, const std::string& what)
 std::string Lowerer::lower_conv_matmul(ir::Node* n, const OutputMatch& m) {
   const bool conv = n->op_type == "Conv";
   const std::string op = conv ? "QLinearConv" : "QLinearMatMul";
-  auto x = input_params(*n, 0);
-  if (!x) return input_reason(*n, 0);
+  auto x = input_params(*n, 0, wide());
+  if (!x) return input_reason(*n, 0, wide());
   ir::Node* wd = dq_of(n->input(1));
   if (!wd || wd->find_attribute("block_size")) return input_reason(*n, 1);
   const Tensor* ws = ir::constant_data(wd->input(1));
@@ -365,7 +379,7 @@ std::string Lowerer::lower_conv_matmul(ir::Node* n, const OutputMatch& m) {
       return "weight '" + n->input(1)->name() + "' is quantized per channel along axis " + std::to_string(axis) + ", which " +
              op + " does not take";
   }
-  if (!m.q || !is_8bit_type(m.params.qtype)) return output_reason(*n, m);
+  if (std::string why = product_output_reason(*n, m, x->qtype); !why.empty()) return why;
   if (!available("", op)) return missing_kernel("", op);
   std::vector<ir::Value*> ins = x->values();
   ins.insert(ins.end(), {wd->inputs[0], wd->inputs[1], wd->inputs[2], m.params.scale, m.params.zero_point});
@@ -385,8 +399,8 @@ std::string Lowerer::lower_conv_matmul(ir::Node* n, const OutputMatch& m) {
 // float (QGemm without y_scale), as ONNX Runtime fuses a model's last Gemm.
 std::string Lowerer::lower_gemm(ir::Node* n, const OutputMatch& m) {
   if (!interp()) return "Gemm stays in QDQ form for ONNX Runtime";
-  auto a = input_params(*n, 0);
-  if (!a) return input_reason(*n, 0);
+  auto a = input_params(*n, 0, wide());
+  if (!a) return input_reason(*n, 0, wide());
   ir::Node* bd = dq_of(n->input(1));
   const Tensor* b = bd ? ir::constant_data(bd->input(0)) : nullptr;
   if (!b || bd->find_attribute("block_size") || b->rank() != 2) return "weight '" + n->input(1)->name() + "' is not a constant 2-D dequantized tensor";
@@ -414,7 +428,9 @@ std::string Lowerer::lower_gemm(ir::Node* n, const OutputMatch& m) {
     if (alpha != beta) return "alpha != beta: the int32 bias would need scale alpha / beta * a_scale * b_scale";
     bias = cd->inputs[0];
   }
-  if (m.q && !is_8bit_type(m.params.qtype)) return output_reason(*n, m);
+  if (m.q) {
+    if (std::string why = product_output_reason(*n, m, a->qtype); !why.empty()) return why;
+  }
   if (!m.q && (n->outputs.empty() || !n->outputs[0])) return "node has no output";
   if (!available("com.microsoft", "QGemm")) return missing_kernel("com.microsoft", "QGemm");
   std::vector<ir::Value*> ins = a->values();

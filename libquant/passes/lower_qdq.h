@@ -68,6 +68,15 @@ struct LowerOptions {
   // int8 output wraps where a probability rounds to 128). Off: the Softmax
   // stays float between Q/DQ, which saturates (TFLite and other backends).
   bool onnxruntime_softmax = true;
+  // Interpreter: Conv, MatMul and Gemm between 16-bit activations (int16 or
+  // uint16, the output of the input's type) and 8-bit weights become
+  // QLinearConv / QLinearMatMul / QGemm with 16-bit tensors, which qrun runs
+  // with int64 accumulators (kernels/qwide.h) as TFLite's 16x8 kernels do.
+  // ONNX has no such operators, so only the interpreter takes them; qrun
+  // turns this on under fixed-point requantization (the integer-only 16-bit
+  // targets tflite-int16x8 and ethos-u-a16w8). Off, those ops stay float
+  // between Q/DQ, which is how ONNX Runtime's CPU provider runs 16-bit QDQ.
+  bool wide_products = false;
 };
 
 // An integer activation of a lowered (or QOperator) graph and the float

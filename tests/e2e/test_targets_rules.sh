@@ -9,7 +9,8 @@
 #    weight types, ranges and granularity, bias type, placement);
 #  - qconvert --check-target T finds no violation in it;
 #  - qrun --target T runs it and keeps SNR >= 20 dB against the float model;
-# and qrun --target tflite-int8 computes in fixed point.
+# and qrun --target tflite-int8 computes in fixed point, --target
+# tflite-int16x8 as TFLite's 16x8 kernels do.
 source "$(dirname "$0")/lib.sh"
 py=/usr/bin/python3
 $py "$src/tests/e2e/target_rules.py" make "$tmp"
@@ -44,6 +45,20 @@ same = lambda mode: all(np.array_equal(np.load(f"{d}/out.target/{f}"), np.load(f
 assert same("fixed-point"), "differs from --requant fixed-point"
 assert not same("float"), "identical to --requant float"
 PY
+# qrun --target tflite-int16x8 computes TFLite's 16x8 bits: int16 Conv
+# (per-channel, depthwise), MatMul and Gemm on int64 accumulators with
+# TFLite's int64 MultiplyByQuantizedMultiplier (tflite16x8_reference.py
+# writes the arithmetic out from TFLite's sources); the same model run with
+# those ops in float between Q/DQ (--no-lower) must differ, or the check
+# could not tell the two apart.
+mkdir -p "$tmp/wide"
+$py "$src/tests/e2e/tflite16x8_reference.py" make "$tmp/wide"
+"$bin/qrun" "$tmp/wide/wide.onnx" --data "$tmp/wide/data" --target tflite-int16x8 -o "$tmp/wide/out" --quiet >/dev/null
+$py "$src/tests/e2e/tflite16x8_reference.py" check "$tmp/wide" "$tmp/wide/out" >"$tmp/wide.out" ||
+  fail "qrun --target tflite-int16x8 differs from TFLite's 16x8 arithmetic: $(cat "$tmp/wide.out")"
+"$bin/qrun" "$tmp/wide/wide.onnx" --data "$tmp/wide/data" --target tflite-int16x8 --no-lower -o "$tmp/wide/float" --quiet >/dev/null
+! $py "$src/tests/e2e/tflite16x8_reference.py" check "$tmp/wide" "$tmp/wide/float" >/dev/null ||
+  fail "the 16x8 reference check cannot tell integer from float arithmetic"
 # The report names what each target runs in float: LayerNormalization is not in tflite-int8's set.
 $py - "$tmp/tflite-int8.report.json" <<'PY' || fail "the report does not say why LayerNormalization stays float"
 import json, sys

@@ -374,3 +374,41 @@ TEST_CASE("Add of a uint8 and an int8 input stays float: QLinearAdd takes one ty
   auto out = run_graph(b.g, {Tensor::scalar<float>(1.0f), Tensor::scalar<float>(-0.5f)});
   CHECK(out[0].data<float>()[0] == Approx(0.48f));
 }
+
+TEST_CASE("16-bit Conv / MatMul / Gemm lower to int64 integer ops only with wide_products", "[passes][lower][wide]") {
+  auto build = [](QdqGraph& b, DType out_type) {
+    Value* x = b.qdq(b.input("x"), 1e-4f, 0, DType::Int16);
+    Value* w = b.weight("w", Tensor::from_vector<int8_t>({2, 1, 1, 1}, {10, -20}), {0.01f, 0.02f}, 0);
+    Value* c = b.qdq(b.op("Conv", {x, w}, "c"), 1e-3f, 0, out_type);
+    Value* m = b.weight("m", Tensor::from_vector<int8_t>({4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}), {0.1f}, 0);
+    Value* r = b.op("Reshape", {c, passes::add_constant(b.g, "shape", Tensor::from_vector<int64_t>({2}, {1, 4}))}, "r");
+    Value* mm = b.qdq(b.op("MatMul", {r, m}, "mm"), 1e-3f, 0, out_type);
+    b.g.outputs = {b.op("Identity", {mm}, "out")};
+  };
+  QdqGraph off;
+  build(off, DType::Int16);
+  auto l_off = lower(off.g);
+  CHECK(l_off.float_reasons.at("c_node") == "input 'x_dequantized' is int16; the integer Conv takes 8-bit tensors");
+  QdqGraph on;
+  build(on, DType::Int16);
+  passes::LowerOptions o;
+  o.wide_products = true;
+  auto l_on = passes::lower_qdq(on.g, o);
+  REQUIRE(l_on);
+  CHECK(l_on->lowered.at("c_node") == "QLinearConv");
+  CHECK(producer_of(on.g, "c_quantized")->op_type == "QLinearConv");
+  // A 16-bit input with an 8-bit output is no product the kernels write.
+  QdqGraph mixed;
+  build(mixed, DType::UInt8);
+  auto l_mixed = passes::lower_qdq(mixed.g, o);
+  REQUIRE(l_mixed);
+  CHECK(l_mixed->float_reasons.at("c_node") ==
+        "input is int16 and output 'c' uint8: the 16-bit integer Conv writes its input's type");
+  // ONNX has no 16-bit QLinear ops: qconvert's QOperator lowering ignores the option.
+  QdqGraph ort;
+  build(ort, DType::Int16);
+  o.target = passes::LowerTarget::OnnxRuntime;
+  auto l_ort = passes::lower_qdq(ort.g, o);
+  REQUIRE(l_ort);
+  CHECK(!l_ort->lowered.count("c_node"));
+}
