@@ -15,6 +15,7 @@
 #include "apps/common/cli.h"
 #include "apps/common/data.h"
 #include "apps/common/progress.h"
+#include "apps/qrun/sensitivity.h"
 #include "libquant/interp/compare.h"
 #include "libquant/interp/session.h"
 #include "libquant/io/npy.h"
@@ -28,6 +29,7 @@ namespace {
 using quant::Expected;
 using quant::Status;
 using quant::Tensor;
+using qtool::SensitivityInputs;
 
 struct Flags {
   std::string model;
@@ -42,6 +44,7 @@ struct Flags {
   bool explain = false;
   bool no_lower = false;
   bool per_layer = false;
+  bool sensitivity = false;
   std::string requant;  // empty: the target's, else float
   std::string target;   // empty: exact arithmetic
   int threads = qtool::default_threads();
@@ -286,6 +289,10 @@ Status run(const Flags& f) {
   if ((std::isfinite(f.min_snr) || f.min_cosine > -1 || std::isfinite(f.max_accuracy_drop)) && f.reference.empty())
     return Status::bad_input("accuracy gates need --reference FLOAT.onnx");
   if (f.per_layer && f.reference.empty()) return Status::bad_input("--per-layer needs --reference FLOAT.onnx");
+  if (f.sensitivity && f.reference.empty()) return Status::bad_input("--sensitivity needs --reference FLOAT.onnx");
+  if (f.sensitivity && (f.per_layer || f.bench || !f.out_dir.empty() || std::isfinite(f.min_snr) || f.min_cosine > -1 ||
+                        std::isfinite(f.max_accuracy_drop) || !f.labels.empty()))
+    return Status::bad_input("--sensitivity runs on its own: drop --per-layer, --bench, -o, --labels and the gates");
   if (f.threads < 1) return Status::bad_input("--threads must be at least 1, got " + std::to_string(f.threads));
   // --target: compute as that runtime and CPU do (DESIGN "Targets"); read
   // before the model so that a bad target file fails fast.
@@ -301,8 +308,8 @@ Status run(const Flags& f) {
   if (!f.requant.empty())  // the flag overrides the target's field
     requant = f.requant == "fixed-point" ? quant::interp::Requant::FixedPoint : quant::interp::Requant::Float;
   std::optional<quant::passes::Lowering> lowering;
-  if (!f.no_lower) {
-    quant::passes::LowerOptions lo;
+  quant::passes::LowerOptions lo;
+  {
     lo.target = quant::passes::LowerTarget::Interpreter;
     lo.fold_activations = !f.per_layer;  // --per-layer pairs every integer tensor, pre-activation ones too
     // Without --target qrun computes as ONNX Runtime does; a target says
@@ -314,6 +321,8 @@ Status run(const Flags& f) {
     lo.has_kernel = [](const std::string& domain, const std::string& op) {
       return quant::interp::find_kernel_factory(domain, op) != nullptr;
     };
+  }
+  if (!f.no_lower) {
     auto lowered = quant::passes::lower_qdq(*graph, lo);
     if (!lowered) return lowered.status().with_context(f.model);
     lowering = std::move(lowered).value();
@@ -368,6 +377,23 @@ Status run(const Flags& f) {
     std::error_code ec;
     if (std::filesystem::exists(f.out_dir, ec) && !std::filesystem::is_directory(f.out_dir, ec))
       return Status::bad_input(f.out_dir + ": -o expects a directory, this is a file");
+  }
+  if (f.sensitivity) {
+    SensitivityInputs in;
+    in.model_path = f.model;
+    in.reference = ref_graph.get();
+    in.reference_session = ref_session.get();
+    in.samples = samples;
+    in.input_names = input_names;
+    in.quiet = f.quiet;
+    in.prepare = [&](quant::ir::Graph& g) -> Expected<std::unique_ptr<quant::interp::Session>> {
+      if (!f.no_lower) QT_RETURN_IF_ERROR(quant::passes::lower_qdq(g, lo).status());
+      return quant::interp::Session::create(g, options, plan);
+    };
+    QT_ASSIGN_OR_RETURN(auto result, qtool::measure_sensitivity(in));
+    if (f.json) std::printf("%s\n", qtool::sensitivity_json(result).dump(2).c_str());
+    else qtool::print_sensitivity(result);
+    return Status::ok();
   }
   std::unique_ptr<quant::interp::LayerComparison> layers;
   if (f.per_layer) {
@@ -450,6 +476,8 @@ constexpr const char* kExamples =
     "    $ qrun model.int8.onnx --data test/ --reference model.onnx --min-snr 25\n"
     "  Every quantized tensor against its float twin, worst SNR first:\n"
     "    $ qrun model.int8.onnx --data test/ --reference model.onnx --per-layer\n"
+    "  Which layers cost the most: each layer alone quantized, and alone left float:\n"
+    "    $ qrun model.int8.onnx --data test/ --reference model.onnx --sensitivity --limit 32\n"
     "  Accuracy as ONNX Runtime computes on x86 without VNNI, saturated pairs per layer:\n"
     "    $ qrun model.int8.onnx --data test/ --reference model.onnx --target ort-x86-avx2 --explain\n";
 
@@ -472,6 +500,9 @@ int main(int argc, char** argv) {
                  "samples too when --data is given)");
     app.add_flag("--no-lower", f.no_lower, "run Q/DQ nodes in float instead of lowering DQ -> op -> Q to integer ops (debugging)");
     app.add_flag("--per-layer", f.per_layer, "with --reference: compare every quantized tensor with its float twin, worst SNR first");
+    app.add_flag("--sensitivity", f.sensitivity,
+                 "with --reference: per quantized layer, the output SNR and top-1 agreement with only that layer "
+                 "quantized and with only that layer float (two full model runs per layer), most sensitive first");
     app.add_option("--requant", f.requant, "integer requantization: float (as ONNX Runtime; the default) or fixed-point (int32 multiplier + shift); overrides the target's")
         ->check(CLI::IsMember({"float", "fixed-point"}));
     app.add_option("--target", f.target,
