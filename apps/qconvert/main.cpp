@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "apps/common/cli.h"
+#include "apps/qconvert/accuracy_search.h"
 #include "apps/qconvert/check_target.h"
 #include "libquant/core/file_util.h"
 #include "libquant/core/sha256.h"
@@ -23,6 +24,7 @@
 
 namespace {
 
+using quant::Expected;
 using quant::Status;
 
 struct Flags {
@@ -43,7 +45,17 @@ struct Flags {
   bool force = false;
   bool dynamic = false;
   int64_t group_size = 0;  // 0: not given (int4 default 32)
+  qtool::SearchFlags search;  // --data with --min-snr / --max-drop / --min-agreement
   bool verbose = false;
+};
+
+// One static conversion: the quantized graph, its decisions, and (after an
+// accuracy search) the search's record for the report.
+struct Conversion {
+  std::unique_ptr<quant::ir::Graph> graph;
+  quant::passes::QuantizeReport report;
+  int64_t bytes_before = 0;
+  nlohmann::json search;
 };
 
 nlohmann::json params_json(const quant::QuantParams& p) {
@@ -56,7 +68,8 @@ struct WeightBytes {
   int64_t before = 0, after = 0;
 };
 
-std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r, const WeightBytes& bytes) {
+std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r, const WeightBytes& bytes,
+                        const nlohmann::json& search = {}) {
   nlohmann::json j;
   j["model"] = f.model;
   j["profile"] = f.profile;
@@ -77,6 +90,7 @@ std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r, 
     j["tensors"].push_back(e);
   }
   j["notes"] = r.notes;
+  if (!search.is_null()) j["search"] = search;
   for (const auto& n : r.nodes)
     j["nodes"].push_back({{"node", n.node}, {"op_type", n.op_type}, {"quantized", n.quantized}, {"reason", n.reason}});
   return j.dump(2) + "\n";
@@ -221,32 +235,15 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
   return quant::onnx_io::save_model(*graph, f.output);
 }
 
-Status convert(Flags& f, const CLI::App& app) {
-  if (f.list_targets) return list_targets();
-  if (!f.check_target.empty()) {
-    if (f.model.empty() || !f.output.empty() || !f.profile.empty())
-      return Status::bad_input("--check-target T takes one MODEL, and no -o or --profile");
-    return qtool::check_target(f.check_target, f.model, f.json);
-  }
-  if (f.json) return Status::bad_input("--json applies to --check-target only");
-  if (f.model.empty() || f.output.empty()) return Status::bad_input("a MODEL and -o OUTPUT are required (or --list-targets)");
-  // Flag values are checked before any file is read, so a typo fails fast
-  // even for a model whose activations would never reach the calibration.
-  QT_ASSIGN_OR_RETURN(auto target, quant::target::load_target(f.target));
-  f.target = target.name;
-  apply_target(target, app, f);
-  QT_RETURN_IF_ERROR(check_mode_flags(f));
-  if (f.dynamic) return convert_dynamic(f, target);
-  if (auto r = quant::calib::range_by_name(quant::profile::Histogram(16), f.calibration); !r)
-    return Status::bad_input("--calibration: " + r.status().message());
+// The static conversion, from the model file: `moved` names nodes kept float
+// on top of --exclude-node (the accuracy search's candidates); `qdq_only`
+// skips the QOperator emission (the search evaluates the QDQ form).
+Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetSpec& target,
+                                    const quant::profile::Profile& profile, const std::vector<std::string>& moved,
+                                    bool qdq_only) {
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
-  const WeightBytes bytes_before{quant::passes::initializer_bytes(*graph), 0};
-  QT_ASSIGN_OR_RETURN(std::string profile_bytes, quant::read_file(f.profile));
-  QT_ASSIGN_OR_RETURN(auto profile, quant::profile::load_profile(f.profile));
-  if (profile.graph_signature != quant::ir::graph_signature(*graph) && !f.force) {
-    return Status::bad_input(f.profile + " was made from another model (" + profile.model_path + ") than " + f.model +
-                             "; pass --force to use it anyway");
-  }
+  Conversion c;
+  c.bytes_before = quant::passes::initializer_bytes(*graph);
   quant::passes::QuantizeOptions opt;
   QT_ASSIGN_OR_RETURN(opt.schema, quant::calib::schema_from_name(f.schema));
   opt.activations = *quant::dtype_from_name(f.activations);
@@ -256,6 +253,7 @@ Status convert(Flags& f, const CLI::App& app) {
   opt.per_channel = !f.per_tensor;
   opt.calibration = f.calibration;
   opt.exclude_nodes.insert(f.exclude_nodes.begin(), f.exclude_nodes.end());
+  opt.exclude_nodes.insert(moved.begin(), moved.end());
   opt.exclude_ops.insert(f.exclude_ops.begin(), f.exclude_ops.end());
   opt.include_ops.insert(f.include_ops.begin(), f.include_ops.end());
   copy_target_rules(target, opt);
@@ -281,7 +279,8 @@ Status convert(Flags& f, const CLI::App& app) {
     if (!r4) return r4.status().with_context(f.model);
     int4_report = std::move(*r4);
   }
-  QT_ASSIGN_OR_RETURN(auto report, quant::passes::insert_qdq(*graph, profile, opt));
+  QT_ASSIGN_OR_RETURN(c.report, quant::passes::insert_qdq(*graph, profile, opt));
+  auto& report = c.report;
   for (const auto& r : check_saturation(target, *graph, report))
     report.notes.push_back("target " + target.name + ": " + std::to_string(r.can_saturate) + " of " + std::to_string(r.pairs) +
                            " weight pairs of " + r.op_type + " node '" + r.node + "' can saturate int16");
@@ -289,10 +288,57 @@ Status convert(Flags& f, const CLI::App& app) {
   for (const auto& n : int4_report.nodes)
     if (n.quantized) report.nodes.push_back(n);
   report.tensors.insert(report.tensors.end(), int4_report.tensors.begin(), int4_report.tensors.end());
-  if (f.format == "qoperator") {
+  if (f.format == "qoperator" && !qdq_only) {
     QT_ASSIGN_OR_RETURN(auto lowered, quant::passes::emit_qoperator(*graph));
     report.notes.insert(report.notes.end(), lowered.begin(), lowered.end());
   }
+  c.graph = std::move(graph);
+  return c;
+}
+
+Status convert(Flags& f, const CLI::App& app) {
+  if (f.list_targets) return list_targets();
+  if (!f.check_target.empty()) {
+    if (f.model.empty() || !f.output.empty() || !f.profile.empty())
+      return Status::bad_input("--check-target T takes one MODEL, and no -o or --profile");
+    return qtool::check_target(f.check_target, f.model, f.json);
+  }
+  if (f.json) return Status::bad_input("--json applies to --check-target only");
+  if (f.model.empty() || f.output.empty()) return Status::bad_input("a MODEL and -o OUTPUT are required (or --list-targets)");
+  // Flag values are checked before any file is read, so a typo fails fast
+  // even for a model whose activations would never reach the calibration.
+  QT_ASSIGN_OR_RETURN(auto target, quant::target::load_target(f.target));
+  f.target = target.name;
+  apply_target(target, app, f);
+  QT_RETURN_IF_ERROR(check_mode_flags(f));
+  QT_RETURN_IF_ERROR(qtool::check_search_flags(f.search, app, f.dynamic));
+  if (f.dynamic) return convert_dynamic(f, target);
+  if (auto r = quant::calib::range_by_name(quant::profile::Histogram(16), f.calibration); !r)
+    return Status::bad_input("--calibration: " + r.status().message());
+  QT_ASSIGN_OR_RETURN(auto float_graph, quant::onnx_io::load_model(f.model));
+  QT_ASSIGN_OR_RETURN(std::string profile_bytes, quant::read_file(f.profile));
+  QT_ASSIGN_OR_RETURN(auto profile, quant::profile::load_profile(f.profile));
+  if (profile.graph_signature != quant::ir::graph_signature(*float_graph) && !f.force) {
+    return Status::bad_input(f.profile + " was made from another model (" + profile.model_path + ") than " + f.model +
+                             "; pass --force to use it anyway");
+  }
+  QT_ASSIGN_OR_RETURN(Conversion c, convert_static(f, target, profile, {}, false));
+  // An accuracy target: search the fewest nodes to keep float (tune/search.h).
+  Status gate = Status::ok();
+  if (f.search.active()) {
+    auto build = [&](const std::vector<std::string>& moved) -> Expected<std::unique_ptr<quant::ir::Graph>> {
+      QT_ASSIGN_OR_RETURN(Conversion candidate, convert_static(f, target, profile, moved, true));
+      return std::move(candidate.graph);
+    };
+    QT_ASSIGN_OR_RETURN(auto outcome, qtool::run_search(f.search, *float_graph, target, build));
+    if (!outcome.kept_float_nodes.empty()) {
+      QT_ASSIGN_OR_RETURN(c, convert_static(f, target, profile, outcome.kept_float_nodes, false));
+    }
+    c.search = outcome.json;
+    gate = outcome.gate;
+  }
+  auto& graph = c.graph;
+  auto& report = c.report;
 
   // Provenance (DESIGN "Output models").
   graph->metadata.emplace_back("qtool.version", QTOOL_VERSION);
@@ -311,10 +357,11 @@ Status convert(Flags& f, const CLI::App& app) {
   // Write the report first: both files are atomic, and a failed report never
   // leaves a model behind that claims a report exists.
   if (!f.report.empty()) {
-    const WeightBytes bytes{bytes_before.before, quant::passes::initializer_bytes(*graph)};
-    QT_RETURN_IF_ERROR(quant::write_file_atomic(f.report, report_json(f, report, bytes)));
+    const WeightBytes bytes{c.bytes_before, quant::passes::initializer_bytes(*graph)};
+    QT_RETURN_IF_ERROR(quant::write_file_atomic(f.report, report_json(f, report, bytes, c.search)));
   }
-  return quant::onnx_io::save_model(*graph, f.output);
+  QT_RETURN_IF_ERROR(quant::onnx_io::save_model(*graph, f.output));
+  return gate;  // exit 3 when the accuracy target could not be met (the best model is written)
 }
 
 }  // namespace
@@ -328,6 +375,8 @@ constexpr const char* kExamples =
     "    $ qconvert model.onnx --profile model.profile.json -o model.int8.onnx --target ort-x86-vnni\n"
     "  No profile: 4-bit grouped weights, int8 activations quantized at run time:\n"
     "    $ qconvert model.onnx --dynamic --weights int4 -o model.int4.onnx\n"
+    "  Keep the fewest nodes float so that the SNR vs float on test/ is at least 30 dB (exit 3 if impossible):\n"
+    "    $ qconvert model.onnx --profile model.profile.json -o model.int8.onnx --data test/ --min-snr 30\n"
     "  Check a quantized model (from any tool) against a target's rules; exit 3 lists each violation:\n"
     "    $ qconvert --check-target ort-x86-vnni model.int8.onnx\n";
 
@@ -362,6 +411,7 @@ int main(int argc, char** argv) {
     app.add_option("--exclude-op", f.exclude_ops, "keep every node of this op type float (repeatable)");
     app.add_option("--include-op", f.include_ops, "quantize this op type too (repeatable)");
     app.add_option("--report", f.report, "write every decision as JSON");
+    qtool::add_search_flags(app, f.search);
     app.add_flag("--force", f.force, "use a profile made from another model");
     app.add_flag("-v,--verbose", f.verbose, "debug logging");
     int code = 0;

@@ -23,6 +23,7 @@
 #include "libquant/passes/lower_plan.h"
 #include "libquant/passes/lower_qdq.h"
 #include "libquant/target/target.h"
+#include "libquant/tune/run_setup.h"
 
 namespace {
 
@@ -303,27 +304,18 @@ Status run(const Flags& f) {
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
   // Lowering at prepare time (DESIGN "Interpreter"): DQ -> op -> Q patterns
   // become integer ops before the Session is built; --no-lower runs Q/DQ in float.
-  auto requant = quant::interp::Requant::Float;
-  if (target && target->requant == quant::kernels::RequantMode::FixedPoint) requant = quant::interp::Requant::FixedPoint;
+  std::optional<quant::interp::Requant> requant_flag;
   if (!f.requant.empty())  // the flag overrides the target's field
-    requant = f.requant == "fixed-point" ? quant::interp::Requant::FixedPoint : quant::interp::Requant::Float;
+    requant_flag = f.requant == "fixed-point" ? quant::interp::Requant::FixedPoint : quant::interp::Requant::Float;
+  quant::tune::RunSetup setup = quant::tune::run_setup(target ? &*target : nullptr, requant_flag, f.threads);
+  setup.lower.fold_activations = !f.per_layer;  // --per-layer pairs every integer tensor, pre-activation ones too
+  setup.lower_qdq = !f.no_lower;
+  // Fusion drops intermediate values (Conv -> Relu): only when no observer
+  // asks for every value (--per-layer pairs them with the reference's).
+  setup.plan.fuse = !f.per_layer;
   std::optional<quant::passes::Lowering> lowering;
-  quant::passes::LowerOptions lo;
-  {
-    lo.target = quant::passes::LowerTarget::Interpreter;
-    lo.fold_activations = !f.per_layer;  // --per-layer pairs every integer tensor, pre-activation ones too
-    // Without --target qrun computes as ONNX Runtime does; a target says
-    // whether its Softmax is ONNX Runtime's QLinearSoftmax (compute.softmax).
-    lo.onnxruntime_softmax = !target || target->onnxruntime_qlinear_softmax;
-    // Integer-only arithmetic (fixed-point requantization, TFLite 16x8):
-    // 16-bit Conv / MatMul / Gemm run on int64 accumulators, not in float.
-    lo.wide_products = requant == quant::interp::Requant::FixedPoint;
-    lo.has_kernel = [](const std::string& domain, const std::string& op) {
-      return quant::interp::find_kernel_factory(domain, op) != nullptr;
-    };
-  }
   if (!f.no_lower) {
-    auto lowered = quant::passes::lower_qdq(*graph, lo);
+    auto lowered = quant::passes::lower_qdq(*graph, setup.lower);
     if (!lowered) return lowered.status().with_context(f.model);
     lowering = std::move(lowered).value();
   }
@@ -333,24 +325,19 @@ Status run(const Flags& f) {
     else std::printf("%s", quant::passes::plan_to_text(plan).c_str());
     if (f.data.dirs.empty() && f.data.inputs.empty()) return Status::ok();
   }
-  quant::interp::SessionOptions options;
-  options.requant = requant;
-  options.threads = f.threads;
+  quant::interp::SessionOptions options = setup.session;
   // The reference keeps exact float arithmetic; only the tested model
   // computes as the target does.
-  quant::interp::SessionOptions ref_options = options;
+  quant::interp::SessionOptions ref_options;
+  ref_options.requant = options.requant;
+  ref_options.threads = f.threads;
+  const quant::interp::PlanOptions& plan = setup.plan;
   Summary s;
   if (target) {
-    options.dot = target->dot;
-    options.qdq_int8_activations_as_uint8 = target->qdq_int8_activations_as_uint8;
     s.target = target->name;
     s.saturating = target->dot != quant::kernels::DotArithmetic::Exact;
     if (s.saturating) options.saturation = std::make_shared<quant::interp::SaturationLog>();
   }
-  // Fusion drops intermediate values (Conv -> Relu): only when no observer
-  // asks for every value (--per-layer pairs them with the reference's).
-  quant::interp::PlanOptions plan;
-  plan.fuse = !f.per_layer;
   auto session_or = quant::interp::Session::create(*graph, options, plan);
   if (!session_or) return session_or.status().with_context(f.model);
   auto session = std::move(session_or).value();
@@ -382,14 +369,11 @@ Status run(const Flags& f) {
     SensitivityInputs in;
     in.model_path = f.model;
     in.reference = ref_graph.get();
-    in.reference_session = ref_session.get();
     in.samples = samples;
     in.input_names = input_names;
     in.quiet = f.quiet;
-    in.prepare = [&](quant::ir::Graph& g) -> Expected<std::unique_ptr<quant::interp::Session>> {
-      if (!f.no_lower) QT_RETURN_IF_ERROR(quant::passes::lower_qdq(g, lo).status());
-      return quant::interp::Session::create(g, options, plan);
-    };
+    in.setup = setup;
+    in.setup.session = options;
     QT_ASSIGN_OR_RETURN(auto result, qtool::measure_sensitivity(in));
     if (f.json) std::printf("%s\n", qtool::sensitivity_json(result).dump(2).c_str());
     else qtool::print_sensitivity(result);

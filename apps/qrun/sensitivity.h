@@ -7,12 +7,13 @@
 // and each variant's outputs are compared with the float reference's
 // (ErrorStats over every float output, top-1 agreement on output 0). Layers
 // are ranked most sensitive first: lowest SNR with only the layer quantized.
+// A third number per layer costs no full run (method "layer-alone",
+// tune/layer_alone.h): the layer alone on the reference's float inputs.
 // Float weights for a layer made float come from the reference model (node
 // of the same name); a layer whose constants have no float twin keeps them
 // quantized, and the result says how many.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,20 +23,22 @@
 #include "libquant/interp/compare.h"
 #include "libquant/interp/session.h"
 #include "libquant/io/dataset.h"
+#include "libquant/tune/evaluate.h"
+#include "libquant/tune/run_setup.h"
 
 namespace qtool {
 
-struct VariantScore {
-  quant::interp::ErrorStats error;
-  int64_t agree = 0, rows = 0;
-  double agreement() const { return rows ? static_cast<double>(agree) / static_cast<double>(rows) : 0.0; }
-};
+using VariantScore = quant::tune::Score;
 
 struct LayerSensitivity {
   std::string node;  // the layer's node name (its op type and position when unnamed)
   std::string op_type;
   int order = 0;     // position among the layers, in execution order
   VariantScore only_quantized, only_float;
+  // Method "layer-alone": the layer run alone on the reference's float
+  // inputs (tune/layer_alone.h), its output vs the reference's; or why not.
+  quant::interp::ErrorStats alone;
+  std::string alone_skipped;
   int kept_constants = 0;  // constants left quantized in the "only float" variant (no float twin)
 };
 
@@ -50,11 +53,9 @@ struct SensitivityResult {
 struct SensitivityInputs {
   std::string model_path;                     // the quantized (QDQ) model, reloaded per variant
   const quant::ir::Graph* reference = nullptr;
-  const quant::interp::Session* reference_session = nullptr;
   std::vector<quant::io::SampleSource> samples;
   std::vector<std::string> input_names;
-  // Lowers (as qrun does for the target) and creates the tested session.
-  std::function<quant::Expected<std::unique_ptr<quant::interp::Session>>(quant::ir::Graph&)> prepare;
+  quant::tune::RunSetup setup;  // how qrun runs the tested model (its target)
   bool quiet = false;
 };
 

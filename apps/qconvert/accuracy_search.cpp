@@ -1,0 +1,196 @@
+#include "apps/qconvert/accuracy_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "apps/common/cli.h"
+#include "apps/common/progress.h"
+#include "libquant/io/npy.h"
+#include "libquant/tune/evaluate.h"
+#include "libquant/tune/layer_alone.h"
+
+namespace qtool {
+namespace {
+
+using quant::Expected;
+using quant::Status;
+
+// The goal as a metric where higher is better, and its name for people.
+struct Goal {
+  std::string flag;
+  double threshold = 0;
+  std::function<double(const quant::tune::Score&)> metric;
+  std::string unit;
+};
+
+Goal goal_of(const SearchFlags& f) {
+  if (f.has_min_snr) return {"--min-snr", f.min_snr, [](const auto& s) { return s.error.snr_db(); }, " dB"};
+  if (f.has_min_agreement) return {"--min-agreement", f.min_agreement, [](const auto& s) { return s.agreement(); }, ""};
+  // Drop in points: higher drop is worse, so the metric is its negation.
+  return {"--max-drop", -f.max_drop, [](const auto& s) { return -s.accuracy_drop_pp(); }, " pp (negated drop)"};
+}
+
+nlohmann::json number(double v) {
+  if (std::isnan(v)) return "nan";
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(v > 0 ? "inf" : "-inf");
+}
+
+Expected<std::vector<int64_t>> read_labels(const std::string& path) {
+  QT_ASSIGN_OR_RETURN(quant::Tensor t, quant::io::read_npy(path));
+  if (t.dtype() != quant::DType::Int64 && t.dtype() != quant::DType::Int32)
+    return Status::bad_input(path + ": labels must be an int64 or int32 array");
+  std::vector<int64_t> labels(static_cast<size_t>(t.size()));
+  for (int64_t i = 0; i < t.size(); ++i) labels[static_cast<size_t>(i)] = t.as_int64(i);
+  return labels;
+}
+
+}  // namespace
+
+void add_search_flags(CLI::App& app, SearchFlags& f) {
+  app.add_option("--data", f.data.dirs, "accuracy target: evaluation data (a directory as qrun reads it; repeatable)");
+  app.add_option("--limit", f.data.limit, "accuracy target: use the first N samples of --data");
+  app.add_option("--labels", f.labels, "accuracy target: int64 .npy of class labels, one per row of output 0 (--max-drop)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--min-snr", f.min_snr, "accuracy target: keep the fewest nodes float until SNR vs float >= DB on --data");
+  app.add_option("--max-drop", f.max_drop, "accuracy target: ... until top-1 accuracy drops by <= PP points (needs --labels)");
+  app.add_option("--min-agreement", f.min_agreement, "accuracy target: ... until top-1 agreement with float >= F (0..1)");
+}
+
+Status check_search_flags(SearchFlags& f, const CLI::App& app, bool dynamic) {
+  f.has_min_snr = app.count("--min-snr") > 0;
+  f.has_max_drop = app.count("--max-drop") > 0;
+  f.has_min_agreement = app.count("--min-agreement") > 0;
+  const int goals = f.has_min_snr + f.has_max_drop + f.has_min_agreement;
+  if (goals > 1) return Status::bad_input("give one accuracy target: --min-snr, --max-drop or --min-agreement");
+  if (goals == 0) {
+    if (!f.data.dirs.empty() || !f.labels.empty() || f.data.limit)
+      return Status::bad_input("--data, --limit and --labels go with an accuracy target (--min-snr, --max-drop or --min-agreement)");
+    return Status::ok();
+  }
+  if (dynamic) return Status::bad_input("accuracy targets apply to static quantization, not --dynamic");
+  if (f.data.dirs.empty()) return Status::bad_input("an accuracy target needs --data DIR to evaluate on");
+  if (f.has_max_drop && f.labels.empty()) return Status::bad_input("--max-drop needs --labels");
+  if (f.has_min_agreement && !(f.min_agreement >= 0 && f.min_agreement <= 1))
+    return Status::bad_input("--min-agreement is a fraction in [0, 1]");
+  if (!std::isfinite(f.min_snr) || !std::isfinite(f.max_drop)) return Status::bad_input("accuracy targets must be finite numbers");
+  return Status::ok();
+}
+
+Expected<SearchOutcome> run_search(const SearchFlags& f, const quant::ir::Graph& float_graph,
+                                   const quant::target::TargetSpec& target, const BuildQuantized& build) {
+  const auto start = std::chrono::steady_clock::now();
+  const Goal goal = goal_of(f);
+  QT_ASSIGN_OR_RETURN(auto sources, collect_samples(f.data));
+  std::vector<std::string> input_names;
+  for (const auto* v : float_graph.inputs) input_names.push_back(v->name());
+  std::vector<std::vector<quant::Tensor>> samples;
+  for (const auto& s : sources) {
+    QT_ASSIGN_OR_RETURN(auto x, quant::io::load_sample(s, input_names));
+    samples.push_back(std::move(x));
+  }
+  std::vector<int64_t> labels;
+  if (!f.labels.empty()) {
+    QT_ASSIGN_OR_RETURN(labels, read_labels(f.labels));
+  }
+  const quant::tune::RunSetup setup = quant::tune::run_setup(&target, std::nullopt, default_threads());
+  // The ranking: each layer alone, measured during the float pass.
+  QT_ASSIGN_OR_RETURN(auto converted, build({}));
+  // The nodes the conversion touched: they read a dequantized tensor or feed a Q.
+  std::vector<std::string> converted_nodes;
+  for (const auto& n : converted->nodes()) {
+    if (n->op_type == "QuantizeLinear" || n->op_type == "DequantizeLinear" || n->name.empty()) continue;
+    bool touched = false;
+    for (const auto* v : n->inputs)
+      touched |= v && v->producer && v->producer->op_type == "DequantizeLinear";
+    for (const auto* v : n->outputs)
+      for (const auto* c : v ? converted->consumers(v) : std::vector<quant::ir::Node*>{}) touched |= c->op_type == "QuantizeLinear";
+    if (touched) converted_nodes.push_back(n->name);
+  }
+  QT_ASSIGN_OR_RETURN(auto alone, quant::tune::LayerAlone::create(*converted, float_graph, setup));
+  auto evaluator = quant::tune::Evaluator::create(float_graph, std::move(samples), std::move(labels), setup,
+                                                  alone->reference_observer(), [&] { return alone->end_sample(); });
+  if (!evaluator) return evaluator.status().with_context("evaluating on --data");
+  std::set<std::string> names;
+  for (const auto& n : float_graph.nodes()) names.insert(n->name);
+  std::vector<const quant::tune::LayerAlone::Layer*> order;
+  for (const auto& l : alone->layers())
+    if (names.count(l.node)) order.push_back(&l);  // only named nodes of the model can be kept float
+  auto key = [](const quant::tune::LayerAlone::Layer* l) {
+    const double snr = l->stats.snr_db();
+    if (!l->skipped.empty()) return std::numeric_limits<double>::infinity();  // unmeasured: last
+    return std::isnan(snr) ? -std::numeric_limits<double>::infinity() : snr;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](auto* a, auto* b) { return key(a) < key(b); });
+  // A candidate is a layer with the Relu/Clip fused after it: both are kept
+  // float together. Quantized nodes no layer covers (an activation whose
+  // producer stays float, ...) follow, unranked.
+  std::vector<std::string> ranked;
+  std::map<std::string, std::vector<std::string>> members;
+  std::set<std::string> covered;
+  nlohmann::json ranking = nlohmann::json::array();
+  for (const auto* l : order) {
+    ranked.push_back(l->node);
+    for (const auto& m : l->members)
+      if (names.count(m)) members[l->node].push_back(m), covered.insert(m);
+    ranking.push_back(l->skipped.empty() ? nlohmann::json{{"node", l->node}, {"alone_snr_db", number(l->stats.snr_db())}}
+                                         : nlohmann::json{{"node", l->node}, {"skipped", l->skipped}});
+  }
+  for (const auto& n : converted_nodes)
+    if (names.count(n) && !covered.count(n) && !members.count(n)) {
+      ranked.push_back(n);
+      members[n] = {n};
+      ranking.push_back({{"node", n}, {"skipped", "not a layer of its own: reads no dequantized tensor"}});
+    }
+  // The search moves candidates; the conversion keeps their member nodes float.
+  auto expand = [&](const std::vector<std::string>& moved) {
+    std::vector<std::string> nodes;
+    for (const auto& c : moved) nodes.insert(nodes.end(), members[c].begin(), members[c].end());
+    return nodes;
+  };
+  Progress progress("qconvert search", static_cast<size_t>(f.budget), f.quiet);
+  auto evaluate = [&](const std::vector<std::string>& moved) -> Expected<double> {
+    QT_ASSIGN_OR_RETURN(auto g, build(expand(moved)));
+    QT_ASSIGN_OR_RETURN(auto score, (*evaluator)->evaluate(std::move(g)));
+    progress.tick();
+    return goal.metric(score);
+  };
+  const double threshold = goal.threshold;
+  QT_ASSIGN_OR_RETURN(auto result, quant::tune::search_fewest(ranked, {[threshold](double m) { return m >= threshold; }, f.budget},
+                                                               evaluate));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  SearchOutcome out;
+  out.result = result;
+  out.kept_float_nodes = expand(result.moved);
+  const bool drop = goal.flag == "--max-drop";
+  auto shown = [&](double m) { return drop ? -m : m; };  // drops are shown as drops
+  const double target_value = drop ? f.max_drop : threshold;
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& s : result.steps)
+    steps.push_back({{"step", s.what}, {"kept_float", s.moved}, {"metric", number(shown(s.metric))}, {"meets", s.meets}});
+  out.json = {{"goal", {{"flag", goal.flag}, {"value", target_value}}}, {"samples", (*evaluator)->samples()},
+              {"met", result.met}, {"before", number(shown(result.before))}, {"after", number(shown(result.after))},
+              {"kept_float", result.moved}, {"kept_float_nodes", out.kept_float_nodes},
+              {"evaluations", result.steps.size()}, {"seconds", seconds},
+              {"ranking", ranking}, {"steps", steps}};
+  std::string list;
+  for (const auto& m : result.moved) list += (list.empty() ? "" : ", ") + m;
+  std::printf("accuracy target %s %g: %.4g as converted, %.4g with %zu node(s) kept float (%zu evaluations on %zu samples, %.1f s)%s%s\n",
+              goal.flag.c_str(), target_value, shown(result.before), shown(result.after), result.moved.size(),
+              result.steps.size(), (*evaluator)->samples(), seconds, list.empty() ? "" : ": ", list.c_str());
+  if (!result.met) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "gate failed: accuracy target %s %g not met even with all %zu candidate nodes kept float (%.4g); that "
+                  "model was written",
+                  goal.flag.c_str(), target_value, result.moved.size(), shown(result.after));
+    out.gate = Status::gate_failed(buf);
+  }
+  return out;
+}
+
+}  // namespace qtool

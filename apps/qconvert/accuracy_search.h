@@ -1,0 +1,52 @@
+// qconvert's accuracy targets: --data DIR with --min-snr DB, --max-drop PP
+// (with --labels) or --min-agreement F. The conversion is evaluated on DIR as
+// the target computes (tune/evaluate.h); when it misses, the fewest nodes are
+// kept float until it holds (tune/search.h), ranked by how much noise each
+// layer adds alone (tune/layer_alone.h, measured in the same float pass),
+// within at most 20 full evaluations.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/common/data.h"
+#include "libquant/ir/graph.h"
+#include "libquant/target/target.h"
+#include "libquant/tune/search.h"
+
+namespace qtool {
+
+struct SearchFlags {
+  DataFlags data;
+  std::string labels;
+  double min_snr = 0, max_drop = 0, min_agreement = 0;
+  bool has_min_snr = false, has_max_drop = false, has_min_agreement = false;
+  int budget = 20;
+  bool quiet = false;
+  bool active() const { return has_min_snr || has_max_drop || has_min_agreement; }
+};
+
+void add_search_flags(CLI::App& app, SearchFlags& flags);
+// After parsing: which flags were given, and whether they fit together.
+quant::Status check_search_flags(SearchFlags& flags, const CLI::App& app, bool dynamic);
+
+struct SearchOutcome {
+  quant::tune::SearchResult result;           // over candidates (layers, named by their node)
+  std::vector<std::string> kept_float_nodes;  // the nodes to keep float: each candidate and its fused activation
+  nlohmann::json json;                        // for --report
+  quant::Status gate = quant::Status::ok();   // gate_failed when the target cannot be met
+};
+
+// Builds the QDQ model with `moved` nodes kept float (not lowered).
+using BuildQuantized = std::function<quant::Expected<std::unique_ptr<quant::ir::Graph>>(const std::vector<std::string>& moved)>;
+
+quant::Expected<SearchOutcome> run_search(const SearchFlags& flags, const quant::ir::Graph& float_graph,
+                                          const quant::target::TargetSpec& target, const BuildQuantized& build);
+
+}  // namespace qtool
