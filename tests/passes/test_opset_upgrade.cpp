@@ -7,8 +7,10 @@
 #include <functional>
 
 #include "libquant/interp/session.h"
+#include "libquant/onnx/model_io.h"
 #include "libquant/passes/graph_edit.h"
 #include "libquant/passes/opset_upgrade.h"
+#include "tests/onnx/proto_builders.h"
 
 using quant::DType;
 using quant::Tensor;
@@ -48,16 +50,15 @@ struct Model {
 
 using Build = std::function<void(Model&)>;
 
-// x holds n values around zero, none repeated.
+// Values around zero, none repeated.
 Tensor sample(const quant::Dims& shape) {
   Tensor t(DType::Float32, shape);
   for (int64_t i = 0; i < t.size(); ++i) t.data<float>()[i] = static_cast<float>((i * 7) % 11) * 0.37f - 1.6f + 0.01f * static_cast<float>(i);
   return t;
 }
 
-// Builds the model at `from`, upgrades a second copy to `to`, and checks both
-// give the same bits. Returns the upgrade for further checks, with the
-// upgraded node `n` (or its replacement) in *upgraded_node.
+// Builds the model at `from`, upgrades a second copy (`upgraded`) to `to`,
+// and checks both give the same bits. Returns the upgrade's notes and values.
 quant::passes::OpsetUpgrade check_same_outputs(const Build& build, int64_t from, int64_t to, const quant::Dims& shape,
                                                Graph& upgraded) {
   Graph original;
@@ -319,4 +320,45 @@ TEST_CASE("An op without an upgrade is refused, naming it and the opsets, and no
   auto too_old = quant::passes::upgrade_opset(old, 13);
   REQUIRE_FALSE(too_old.has_value());
   CHECK_THAT(too_old.status().message(), Catch::Contains("upgrades start at opset 7, the model has 6"));
+}
+
+TEST_CASE("If bodies are checked: only ops needing no rewrite pass", "[passes][opset_upgrade]") {
+  using namespace quant::test;
+  // z = If(cond) then body_op(x) else Identity(x), at opset 9.
+  auto model = [](const std::string& body_op) {
+    onnx::GraphProto then_g, else_g, g;
+    auto* inner = add_node(&then_g, body_op, {"x"}, {"t"});
+    if (body_op == "Slice") {
+      for (const char* name : {"starts", "ends"}) {
+        auto* a = inner->add_attribute();
+        a->set_name(name);
+        a->set_type(onnx::AttributeProto::INTS);
+        a->add_ints(name[0] == 's' ? 0 : 1);
+      }
+    }
+    then_g.add_output()->set_name("t");
+    add_node(&else_g, "Identity", {"x"}, {"e"});
+    else_g.add_output()->set_name("e");
+    set_type(g.add_input(), "cond", onnx::TensorProto::BOOL, {});
+    set_type(g.add_input(), "x", onnx::TensorProto::FLOAT, {2});
+    auto* n = add_node(&g, "If", {"cond"}, {"z"});
+    add_graph_attr(n, "then_branch", then_g);
+    add_graph_attr(n, "else_branch", else_g);
+    g.add_output()->set_name("z");
+    return model_with(g, 9);
+  };
+  auto plain = quant::onnx_io::import_model(model("Relu"), ".");
+  REQUIRE(plain.has_value());
+  auto up = quant::passes::upgrade_opset(**plain, 13);
+  INFO(up.status().message());
+  REQUIRE(up.has_value());
+  CHECK((*plain)->opset() == 13);
+
+  auto sliced = quant::onnx_io::import_model(model("Slice"), ".");
+  REQUIRE(sliced.has_value());
+  auto refused = quant::passes::upgrade_opset(**sliced, 13);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK_THAT(refused.status().message(),
+             Catch::Contains("If node 'If_1': its then_branch body's Slice node 'Slice_1': Slice-10 needs a rewrite"));
+  CHECK((*sliced)->opset() == 9);
 }
