@@ -76,6 +76,12 @@ struct Edit {
   }
 };
 
+// Keeps the first element only (erase rather than resize: GCC 12 at -O3 reads
+// a shrinking resize as a possible growth and warns with -Warray-bounds).
+void keep_first(std::vector<ir::Value*>& v) {
+  if (v.size() > 1) v.erase(v.begin() + 1, v.end());
+}
+
 bool float_or_unknown(const ir::Value* v) { return !v || v->dtype == DType::Float32 || v->dtype == DType::Undefined; }
 
 // Upsample-10 deprecated Upsample for Resize-10 (same inputs, same
@@ -236,7 +242,7 @@ void bn_drop_legacy(Edit& e, ir::Node& n) {
   const bool per_element = bn_per_element(n);
   for (const char* a : {"spatial", "consumed_inputs", "is_test"}) n.attributes.erase(a);
   if (!per_element) return;
-  n.outputs.resize(1);
+  keep_first(n.outputs);
   for (size_t i = 1; i < 5; ++i) {
     Tensor t = *ir::constant_data(n.inputs[i]);
     t.reshape({t.size()});
@@ -255,12 +261,12 @@ std::string dropout_why_not(const ir::Graph& g, const ir::Node& n, int64_t, int6
 void dropout_mask(Edit& e, ir::Node& n) {
   n.attributes.erase("is_test");
   if (n.outputs.size() < 2 || !n.outputs[1]) return;
-  n.outputs.resize(1);
+  keep_first(n.outputs);
   e.note(n, "unused mask output dropped (Dropout-10 made it bool)");
 }
 void dropout_ratio(Edit& e, ir::Node& n) {
   if (!n.find_attribute("ratio")) return;
-  n.inputs.resize(1);
+  keep_first(n.inputs);
   n.inputs.push_back(e.float_scalar(n, "ratio", n.attr_float("ratio", 0.5f)));
   n.attributes.erase("ratio");
   e.note(n, "ratio became an input (Dropout-12)");
@@ -271,7 +277,7 @@ std::string topk_why_not(const ir::Graph&, const ir::Node& n, int64_t, int64_t) 
   return n.find_attribute("k") ? "" : "TopK-1 needs a k attribute";
 }
 void topk_to_input(Edit& e, ir::Node& n) {
-  n.inputs.resize(1);
+  keep_first(n.inputs);
   n.inputs.push_back(e.ints(n, "k", {n.attr_int("k", 0)}));
   n.attributes.erase("k");
   e.note(n, "k became an input (TopK-10)");
