@@ -7,6 +7,10 @@ upgrade test (tests/e2e/test_opset_upgrade.sh).
                            Upsample (scales input), Slice/Pad/Clip (attributes), GlobalAveragePool,
                            Squeeze/Unsqueeze (axes attributes), Softmax (2-D coercion), Reshape, Gemm
         DIR/cnn9_in/       8 samples, x [1, 3, 8, 8]
+        DIR/ops7.onnx      opset 7: Upsample (scales attribute, linear), BatchNormalization spatial=0, Softmax over
+                           axis 2 of 4, LogSoftmax over the last, Hardmax, Split/ReduceSum (attributes),
+                           Dropout with an unused mask, Clip, TopK (k attribute)
+        DIR/ops7_in/       4 samples, x [1, 4, 3, 3]
         DIR/scatter9.onnx  opset 9 with Scatter, which has no upgrade
         DIR/scatter10.onnx opset 10: MatMul then Scatter (QDQ possible, per-channel weights not)
         DIR/x4_in/         4 samples, x [1, 4]
@@ -58,6 +62,31 @@ def cnn9():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)], ir_version=4, producer_name="qtool-test")
 
 
+def ops7():
+    rng = np.random.default_rng(7)
+    f = lambda *s: rng.normal(0, 0.5, s).astype(np.float32)
+    n = helper.make_node
+    nodes = [
+        n("Upsample", ["x"], ["up"], name="up", scales=[1.0, 1.0, 2.0, 2.0], mode="linear"),
+        n("BatchNormalization", ["up", "gamma", "beta", "mean", "var"], ["bn"], name="bn", spatial=0),
+        n("Softmax", ["bn"], ["soft"], name="soft", axis=2),
+        n("LogSoftmax", ["bn"], ["logsoft"], name="logsoft", axis=3),
+        n("Split", ["soft"], ["s1", "s2"], name="split", axis=1, split=[1, 3]),
+        n("Hardmax", ["s1"], ["hard"], name="hard"),
+        n("ReduceSum", ["s2"], ["rsum"], name="rsum", axes=[2], keepdims=1),
+        n("Dropout", ["logsoft"], ["drop", "mask"], name="drop", ratio=0.2),
+        n("Clip", ["drop"], ["clip"], name="clip", min=-3.0, max=-0.5),
+        n("TopK", ["clip"], ["top", "top_i"], name="top", k=2),
+    ]
+    inits = [const("gamma", np.abs(f(4, 6, 6)) + 0.5), const("beta", f(4, 6, 6)), const("mean", f(4, 6, 6)),
+             const("var", np.abs(f(4, 6, 6)) + 0.5)]
+    outs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+            for name, shape in (("hard", [1, 1, 6, 6]), ("rsum", [1, 3, 1, 6]), ("top", [1, 4, 6, 2]))]
+    g = helper.make_graph(nodes, "ops7", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 3, 3])], outs,
+                          inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 7)], ir_version=4)
+
+
 def scatter(opset):
     n = helper.make_node
     w = np.arange(16, dtype=np.float32).reshape(4, 4) / 8 - 1
@@ -86,6 +115,12 @@ def make(d):
     rng = np.random.default_rng(9)
     for i in range(8):
         np.save(os.path.join(d, "cnn9_in", f"s{i}.npy"), rng.normal(0, 1, (1, 3, 8, 8)).astype(np.float32))
+    m = ops7()
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(d, "ops7.onnx"))
+    os.makedirs(os.path.join(d, "ops7_in"), exist_ok=True)
+    for i in range(4):
+        np.save(os.path.join(d, "ops7_in", f"s{i}.npy"), rng.normal(0, 1, (1, 4, 3, 3)).astype(np.float32))
     for opset in (9, 10):
         onnx.save(scatter(opset), os.path.join(d, f"scatter{opset}.onnx"))
     os.makedirs(os.path.join(d, "x4_in"), exist_ok=True)

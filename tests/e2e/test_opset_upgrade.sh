@@ -40,6 +40,23 @@ PY
     fail "--$granularity: quantized output far from the opset 9 float model"
 done
 
+# The other rewritten ops, from opset 7: the output is valid ONNX and close to
+# the float model, and the report names each rewrite.
+"$bin/qprofile" "$tmp/m/ops7.onnx" --data "$tmp/m/ops7_in" -o "$tmp/p7.json" --quiet
+"$bin/qconvert" "$tmp/m/ops7.onnx" --profile "$tmp/p7.json" -o "$tmp/q7.onnx" --report "$tmp/r7.json" 2>/dev/null ||
+  fail "qconvert on the opset 7 model failed"
+[ "$(opset_of "$tmp/q7.onnx")" = 13 ] || fail "q7.onnx is not opset 13"
+$py "$src/tests/interop/check_model.py" "$tmp/q7.onnx" >/dev/null || fail "q7.onnx is not a valid ONNX model"
+$py - "$tmp/r7.json" <<'PY' || fail "the report of the opset 7 model misses a rewrite"
+import json, sys
+notes = [n for n in json.load(open(sys.argv[1]))["notes"] if n.startswith("opset upgrade: ")]
+for op in ("Upsample-10", "BatchNormalization-9", "Softmax-13", "LogSoftmax-13", "Hardmax-13", "Split-13",
+           "ReduceSum-13", "Dropout-10", "Dropout-12", "Clip-11", "TopK-10"):
+    assert any(op in n for n in notes), (op, notes)
+PY
+"$bin/qrun" "$tmp/q7.onnx" --data "$tmp/m/ops7_in" --reference "$tmp/m/ops7.onnx" --min-cosine 0.99 --quiet >/dev/null ||
+  fail "the quantized opset 7 model is far from its float model"
+
 # Opset 10 is enough for QDQ: when the upgrade to 13 is refused, the weights
 # stay per tensor, with one warning saying why, and the model keeps opset 10.
 "$bin/qprofile" "$tmp/m/scatter10.onnx" --data "$tmp/m/x4_in" -o "$tmp/p10.json" --quiet
