@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "libquant/onnx/model_io.h"
@@ -348,10 +349,28 @@ std::string body_problem(const ir::Graph& g, const ir::Node& n, int64_t from, in
   return "";
 }
 
+// The kinds of the attributes the rewrites read (the spec's, for every op
+// rewritten): a model that gives another kind is refused, not misread.
+std::string attribute_kind_problem(const ir::Node& n) {
+  using K = ir::Attribute::Kind;
+  static const std::map<std::string, K> kinds = {
+      {"starts", K::Ints}, {"ends", K::Ints},   {"axes", K::Ints},   {"split", K::Ints},  {"pads", K::Ints},
+      {"scales", K::Floats}, {"min", K::Float}, {"max", K::Float},   {"ratio", K::Float}, {"value", K::Float},
+      {"k", K::Int},        {"axis", K::Int},   {"spatial", K::Int}, {"mode", K::String}};
+  for (const auto& [name, a] : n.attributes) {
+    auto it = kinds.find(name);
+    if (it != kinds.end() && a.kind != it->second) return "attribute '" + name + "' has the wrong type";
+  }
+  return "";
+}
+
 std::string upgrade_problem(const ir::Graph& g, const ir::Node& n, int64_t from, int64_t to, bool in_body) {
   if (!default_domain(n)) return "";  // other domains keep their own versions
   if (!known(n.op_type)) return "no upgrade of " + n.op_type + " is implemented";
-  for (const OpChange* c : changes_for(n.op_type, from, to)) {
+  const auto changes = changes_for(n.op_type, from, to);
+  if (!changes.empty())
+    if (std::string why = attribute_kind_problem(n); !why.empty()) return why;
+  for (const OpChange* c : changes) {
     if (c->why_not)
       if (std::string why = c->why_not(g, n, from, to); !why.empty()) return why;
     if (in_body) return n.op_type + "-" + std::to_string(c->at) + " needs a rewrite, not implemented inside a subgraph";

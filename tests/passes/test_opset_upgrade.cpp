@@ -362,3 +362,12 @@ TEST_CASE("If bodies are checked: only ops needing no rewrite pass", "[passes][o
              Catch::Contains("If node 'If_1': its then_branch body's Slice node 'Slice_1': Slice-10 needs a rewrite"));
   CHECK((*sliced)->opset() == 9);
 }
+
+TEST_CASE("An attribute of the wrong type is refused, not misread", "[passes][opset_upgrade]") {
+  Graph g;
+  Model m(g, 9, {2, 3});
+  m.op("Slice", {m.x})->attributes = {{"starts", Attribute::of_floats({0})}, {"ends", Attribute::of_ints({1})}};
+  auto up = quant::passes::upgrade_opset(g, 10);
+  REQUIRE_FALSE(up.has_value());
+  CHECK(up.status().message() == "opset upgrade 9 -> 10: Slice node 'n': attribute 'starts' has the wrong type");
+}
