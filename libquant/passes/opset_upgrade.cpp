@@ -28,7 +28,7 @@ const std::set<std::string> kUnchanged = {
     "Pow", "QLinearConv", "QLinearMatMul", "QuantizeLinear", "RNN", "RandomNormal", "RandomNormalLike",
     "RandomUniform", "RandomUniformLike", "Range", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum",
     "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSumSquare", "Relu", "Reshape",
-    "ReverseSequence", "RoiAlign", "Round", "Selu", "Shape", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Size",
+    "ReverseSequence", "RoiAlign", "Round", "ScatterElements", "Selu", "Shape", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Size",
     "Softplus", "Softsign", "SpaceToDepth", "Sqrt", "Sub", "Sum", "Tan", "Tanh", "ThresholdedRelu", "Tile", "Transpose",
     "Unique", "Where", "Xor"};
 
@@ -284,6 +284,13 @@ void topk_to_input(Edit& e, ir::Node& n) {
   e.note(n, "k became an input (TopK-10)");
 }
 
+// Scatter-11 is deprecated for ScatterElements-11, which has the same inputs,
+// attribute and semantics (both take negative indices from 11).
+void scatter_to_elements(Edit& e, ir::Node& n) {
+  e.note(n, "became ScatterElements (Scatter-11 deprecated it)");
+  n.op_type = "ScatterElements";
+}
+
 std::string refuse_scan_8(const ir::Graph&, const ir::Node&, int64_t, int64_t) {
   return "Scan-9 dropped Scan-8's batch axis and sequence_lens; that rewrite is not implemented";
 }
@@ -307,6 +314,7 @@ constexpr OpChange kChanges[] = {
     {"ReduceSum", 13, nullptr, axes_to_input},
     {"Resize", 11, resize_why_not, resize_10_to_11},
     {"Scan", 9, refuse_scan_8, nullptr},
+    {"Scatter", 11, nullptr, scatter_to_elements},
     {"Slice", 10, slice_why_not, slice_to_inputs},
     {"Softmax", 13, nullptr, softmax_one_axis},
     {"Split", 13, nullptr, split_to_input},

@@ -11,9 +11,9 @@ upgrade test (tests/e2e/test_opset_upgrade.sh).
                            axis 2 of 4, LogSoftmax over the last, Hardmax, Split/ReduceSum (attributes),
                            Dropout with an unused mask, Clip, TopK (k attribute)
         DIR/ops7_in/       4 samples, x [1, 4, 3, 3]
-        DIR/scatter9.onnx  opset 9 with Scatter, which has no upgrade
-        DIR/scatter10.onnx opset 10: MatMul then Scatter (QDQ possible, per-channel weights not)
-        DIR/x4_in/         4 samples, x [1, 4]
+        DIR/lppool9.onnx   opset 9 with LpPool, which has no upgrade
+        DIR/lppool10.onnx  opset 10: MatMul then LpPool (QDQ possible, per-channel weights not)
+        DIR/x4_in/         4 samples, x [1, 2, 4]
         DIR/relu6.onnx     opset 6, below the oldest opset upgraded
 """
 
@@ -87,14 +87,13 @@ def ops7():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 7)], ir_version=4)
 
 
-def scatter(opset):
+def lppool(opset):
     n = helper.make_node
     w = np.arange(16, dtype=np.float32).reshape(4, 4) / 8 - 1
     g = helper.make_graph(
-        [n("MatMul", ["x", "w"], ["m"], name="mm"), n("Scatter", ["m", "i", "u"], ["y"], name="scatter", axis=1)],
-        f"scatter{opset}", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
-        [const("w", w), const("i", np.array([[1]], np.int64)), const("u", np.array([[5]], np.float32))])
+        [n("MatMul", ["x", "w"], ["m"], name="mm"), n("LpPool", ["m"], ["y"], name="lppool", kernel_shape=[2])],
+        f"lppool{opset}", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3])], [const("w", w)])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=opset - 5)
 
 
@@ -122,10 +121,10 @@ def make(d):
     for i in range(4):
         np.save(os.path.join(d, "ops7_in", f"s{i}.npy"), rng.normal(0, 1, (1, 4, 3, 3)).astype(np.float32))
     for opset in (9, 10):
-        onnx.save(scatter(opset), os.path.join(d, f"scatter{opset}.onnx"))
+        onnx.save(lppool(opset), os.path.join(d, f"lppool{opset}.onnx"))
     os.makedirs(os.path.join(d, "x4_in"), exist_ok=True)
     for i in range(4):
-        np.save(os.path.join(d, "x4_in", f"s{i}.npy"), rng.normal(0, 1, (1, 4)).astype(np.float32))
+        np.save(os.path.join(d, "x4_in", f"s{i}.npy"), rng.normal(0, 1, (1, 2, 4)).astype(np.float32))
     onnx.save(relu6(), os.path.join(d, "relu6.onnx"))
 
 

@@ -59,16 +59,16 @@ PY
 
 # Opset 10 is enough for QDQ: when the upgrade to 13 is refused, the weights
 # stay per tensor, with one warning saying why, and the model keeps opset 10.
-"$bin/qprofile" "$tmp/m/scatter10.onnx" --data "$tmp/m/x4_in" -o "$tmp/p10.json" --quiet
-"$bin/qconvert" "$tmp/m/scatter10.onnx" --profile "$tmp/p10.json" -o "$tmp/q10.onnx" --report "$tmp/r10.json" \
-  2>"$tmp/err" || fail "opset 10 model with Scatter failed: $(cat "$tmp/err")"
-[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^warning: .*per-channel DequantizeLinear needs opset 13, and opset upgrade 10 -> 13: Scatter node 'scatter': no upgrade of Scatter is implemented; weights stay per tensor" "$tmp/err" ||
+"$bin/qprofile" "$tmp/m/lppool10.onnx" --data "$tmp/m/x4_in" -o "$tmp/p10.json" --quiet
+"$bin/qconvert" "$tmp/m/lppool10.onnx" --profile "$tmp/p10.json" -o "$tmp/q10.onnx" --report "$tmp/r10.json" \
+  2>"$tmp/err" || fail "opset 10 model with LpPool failed: $(cat "$tmp/err")"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^warning: .*per-channel DequantizeLinear needs opset 13, and opset upgrade 10 -> 13: LpPool node 'lppool': no upgrade of LpPool is implemented; weights stay per tensor" "$tmp/err" ||
   fail "no fallback warning: $(cat "$tmp/err")"
 [ "$(opset_of "$tmp/q10.onnx")" = 10 ] || fail "the refused upgrade changed the opset"
 grep -q "per tensor: per-channel DequantizeLinear needs opset 13" "$tmp/r10.json" || fail "report lacks the per-tensor reason"
 
 o="$tmp/bad.onnx"
-expect_refused "opset upgrade 9 -> 11: Scatter node 'scatter': no upgrade of Scatter is implemented" "$o" \
-  "$bin/qconvert" "$tmp/m/scatter9.onnx" --dynamic -o "$o"
+expect_refused "opset upgrade 9 -> 11: LpPool node 'lppool': no upgrade of LpPool is implemented" "$o" \
+  "$bin/qconvert" "$tmp/m/lppool9.onnx" --dynamic -o "$o"
 expect_refused "upgrades start at opset 7, the model has 6" "$o" "$bin/qconvert" "$tmp/m/relu6.onnx" --dynamic -o "$o"
 echo "opset upgrade ok"

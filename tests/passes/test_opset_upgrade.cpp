@@ -271,6 +271,16 @@ TEST_CASE("Dropout-7 ratio becomes an input and an unused mask is dropped", "[pa
   CHECK(n->outputs.size() == 1);
 }
 
+TEST_CASE("Scatter becomes ScatterElements at 11", "[passes][opset_upgrade]") {
+  Graph g;
+  check_same_outputs([](Model& m) {
+    Value* i = m.constant("i", Tensor::from_vector<int64_t>({2, 2}, {2, 0, 1, 2}));
+    Value* u = m.constant("u", Tensor::from_vector<float>({2, 2}, {5, 6, 7, 8}));
+    m.op("Scatter", {m.x, i, u})->attributes["axis"] = Attribute::of_int(1);
+  }, 9, 13, {2, 3}, g);
+  CHECK(node_named(g, "n")->op_type == "ScatterElements");
+}
+
 TEST_CASE("TopK-1 k becomes an input", "[passes][opset_upgrade]") {
   Graph g;
   check_same_outputs([](Model& m) {
@@ -299,11 +309,11 @@ TEST_CASE("An op without an upgrade is refused, naming it and the opsets, and no
   Value* r = m.g.add_value("r");
   Node* slice = m.g.add_node("Slice", {m.x}, {r}, "slice");
   slice->attributes = {{"starts", Attribute::of_ints({0})}, {"ends", Attribute::of_ints({1})}};
-  m.op("Scatter", {r, m.constant("i", Tensor::from_vector<int64_t>({1, 1}, {0})), r});
+  m.op("LpPool", {r})->attributes["kernel_shape"] = Attribute::of_ints({1});
   auto up = quant::passes::upgrade_opset(g, 13);
   REQUIRE_FALSE(up.has_value());
   CHECK(up.status().code() == quant::StatusCode::kBadInput);
-  CHECK(up.status().message() == "opset upgrade 9 -> 13: Scatter node 'n': no upgrade of Scatter is implemented");
+  CHECK(up.status().message() == "opset upgrade 9 -> 13: LpPool node 'n': no upgrade of LpPool is implemented");
   CHECK(g.opset() == 9);
   CHECK(slice->find_attribute("starts") != nullptr);
 
