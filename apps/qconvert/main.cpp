@@ -193,7 +193,14 @@ Status upgrade_opset(const Flags& f, quant::ir::Graph& graph, const quant::passe
                      std::vector<std::string>& notes, quant::profile::Profile* profile) {
   const int64_t from = graph.opset();
   if (from >= need.wanted) return Status::ok();
-  auto up = quant::passes::upgrade_opset(graph, need.wanted);
+  // Ranks do not depend on the batch: the profile's first-sample shapes give them.
+  quant::passes::RankHint rank_of_profiled;
+  if (profile)
+    rank_of_profiled = [profile](const quant::ir::Value& v) -> int64_t {
+      auto it = profile->tensors.find(v.name());
+      return it == profile->tensors.end() ? -1 : static_cast<int64_t>(it->second.shape.size());
+    };
+  auto up = quant::passes::upgrade_opset(graph, need.wanted, rank_of_profiled);
   if (!up && from >= need.required) {
     // The output can be written at the model's own opset, less well.
     spdlog::warn("{}: {} needs opset {}, and {}; {}", f.model, need.why, need.wanted, up.status().message(), need.fallback);

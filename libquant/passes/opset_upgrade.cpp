@@ -36,6 +36,7 @@ struct Edit {
   ir::Graph& g;
   int64_t from, to;
   OpsetUpgrade& out;
+  const RankHint& rank_hint;
 
   ir::Value* ints(const ir::Node& n, const std::string& what, const std::vector<int64_t>& v) {
     return add_constant(g, n.name + "_" + what, Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
@@ -215,7 +216,7 @@ std::string unsqueeze_why_not(const ir::Graph&, const ir::Node& n, int64_t, int6
 void softmax_one_axis(Edit& e, ir::Node& n) {
   const int64_t axis = n.attr_int("axis", 1);
   const ir::Value* x = n.inputs[0];
-  const int64_t rank = x->has_shape ? static_cast<int64_t>(x->shape.size()) : -1;
+  const int64_t rank = x->has_shape ? static_cast<int64_t>(x->shape.size()) : e.rank_hint ? e.rank_hint(*x) : -1;
   n.attributes["axis"] = ir::Attribute::of_int(-1);
   if (axis == -1 || (rank > 0 && axis == rank - 1)) {
     e.note(n, "axis is the last: the same on one axis (" + n.op_type + "-13)");
@@ -406,13 +407,13 @@ Status check_opset_upgrade(const ir::Graph& g, int64_t to) {
   return Status::ok();
 }
 
-Expected<OpsetUpgrade> upgrade_opset(ir::Graph& g, int64_t to) {
+Expected<OpsetUpgrade> upgrade_opset(ir::Graph& g, int64_t to, const RankHint& rank_hint) {
   OpsetUpgrade out;
   out.from = g.opset();
   out.to = std::max(out.from, to);
   if (out.from >= to) return out;
   QT_RETURN_IF_ERROR(check_opset_upgrade(g, to));
-  Edit edit{g, out.from, to, out};
+  Edit edit{g, out.from, to, out, rank_hint};
   std::vector<ir::Node*> nodes;
   for (const auto& n : g.nodes())
     if (default_domain(*n)) nodes.push_back(n.get());

@@ -5,6 +5,7 @@
 // has (QDQ: 10, per-channel DequantizeLinear: 13, dynamic: 11).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,10 +43,15 @@ struct OpsetUpgrade {
 // error names the op, the node and both opsets.
 Status check_opset_upgrade(const ir::Graph& graph, int64_t to);
 
+// The rank of a value the graph does not declare (qconvert: as the profile
+// observed it), or -1 when unknown. With it a pre-13 Softmax over the last
+// axis of such a value keeps its one node.
+using RankHint = std::function<int64_t(const ir::Value&)>;
+
 // Checks, then rewrites every node and sets the graph's ai.onnx opset to
 // `to` (and its IR version to at least the one that opset came with). A
 // graph already at `to` or newer is left as it is. On error the graph is
 // unchanged.
-Expected<OpsetUpgrade> upgrade_opset(ir::Graph& graph, int64_t to);
+Expected<OpsetUpgrade> upgrade_opset(ir::Graph& graph, int64_t to, const RankHint& rank_hint = nullptr);
 
 }  // namespace quant::passes

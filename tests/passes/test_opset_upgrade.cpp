@@ -381,3 +381,21 @@ TEST_CASE("An attribute of the wrong type is refused, not misread", "[passes][op
   REQUIRE_FALSE(up.has_value());
   CHECK(up.status().message() == "opset upgrade 9 -> 10: Slice node 'n': attribute 'starts' has the wrong type");
 }
+
+TEST_CASE("A rank hint keeps a Softmax over the last axis of an undeclared value as one node", "[passes][opset_upgrade]") {
+  auto build = [](Graph& g) {
+    Model m(g, 9, {2, 5});
+    Value* r = m.g.add_value("r");  // no declared shape
+    m.g.add_node("Relu", {m.x}, {r}, "relu");
+    m.op("Softmax", {r});  // axis 1: the last of a rank-2 value
+  };
+  Graph hinted, blind;
+  build(hinted);
+  build(blind);
+  auto up = quant::passes::upgrade_opset(hinted, 13, [](const Value& v) -> int64_t { return v.name() == "r" ? 2 : -1; });
+  REQUIRE(up.has_value());
+  CHECK(hinted.nodes().size() == 2);
+  CHECK(up->same_values.empty());
+  REQUIRE(quant::passes::upgrade_opset(blind, 13).has_value());
+  CHECK(blind.nodes().size() == 5);  // Relu, Flatten, Shape, Softmax, Reshape
+}
