@@ -15,6 +15,7 @@
 #include "libquant/ir/signature.h"
 #include "libquant/onnx/model_io.h"
 #include "libquant/passes/dynamic.h"
+#include "libquant/passes/opset_upgrade.h"
 #include "libquant/passes/prepare.h"
 #include "libquant/passes/qdq.h"
 #include "libquant/passes/qoperator.h"
@@ -199,6 +200,41 @@ Status prepare_graph(const Flags& f, quant::ir::Graph& graph, std::vector<std::s
   return quant::passes::fold_batchnorm(graph, notes);
 }
 
+// Brings the model to the opset its output needs (DESIGN "Opset upgrade"):
+// one warning line, and the report's notes list every rewritten node. Values
+// the upgrade adds that hold a profiled value's elements share its entry.
+Status upgrade_opset(const Flags& f, quant::ir::Graph& graph, const quant::passes::OpsetNeed& need,
+                     std::vector<std::string>& notes, quant::profile::Profile* profile) {
+  const int64_t from = graph.opset();
+  if (from >= need.wanted) return Status::ok();
+  // Ranks do not depend on the batch: the profile's first-sample shapes give them.
+  quant::passes::RankHint rank_of_profiled;
+  if (profile)
+    rank_of_profiled = [profile](const quant::ir::Value& v) -> int64_t {
+      auto it = profile->tensors.find(v.name());
+      return it == profile->tensors.end() ? -1 : static_cast<int64_t>(it->second.shape.size());
+    };
+  auto up = quant::passes::upgrade_opset(graph, need.wanted, rank_of_profiled);
+  if (!up && from >= need.required) {
+    // The output can be written at the model's own opset, less well.
+    spdlog::warn("{}: {} needs opset {}, and {}; {}", f.model, need.why, need.wanted, up.status().message(), need.fallback);
+    notes.push_back(need.why + " needs opset " + std::to_string(need.wanted) + ", and " + up.status().message() + "; " +
+                    need.fallback);
+    return Status::ok();
+  }
+  if (!up) return up.status().with_context(f.model);
+  spdlog::warn("{}: upgraded from opset {} to {} for {} ({} nodes rewritten; --report lists them)", f.model, from,
+               need.wanted, need.why, up->notes.size());
+  notes.push_back("opset upgraded from " + std::to_string(from) + " to " + std::to_string(need.wanted) + " for " + need.why);
+  for (const auto& n : up->notes) notes.push_back("opset upgrade: " + n);
+  if (profile)
+    for (const auto& [added, same] : up->same_values) {
+      auto it = profile->tensors.find(same);
+      if (it != profile->tensors.end()) profile->tensors.emplace(added, it->second);
+    }
+  return Status::ok();
+}
+
 void add_target_metadata(const Flags& f, quant::ir::Graph& graph) {
   graph.metadata.emplace_back("qtool.target", f.target);
   std::string overrides;
@@ -211,7 +247,6 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
   WeightBytes bytes{quant::passes::initializer_bytes(*graph), 0};
   std::vector<std::string> notes;
-  QT_RETURN_IF_ERROR(prepare_graph(f, *graph, notes));
   quant::passes::DynamicOptions opt;
   opt.weights = f.weights == "int4" ? quant::DType::Int4 : quant::DType::Int8;
   if (f.weights == "int4") opt.group_size = f.group_size;
@@ -220,6 +255,8 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
   opt.uint8_weights = f.weights == "uint8";
   opt.exclude_nodes.insert(f.exclude_nodes.begin(), f.exclude_nodes.end());
   opt.exclude_ops.insert(f.exclude_ops.begin(), f.exclude_ops.end());
+  QT_RETURN_IF_ERROR(upgrade_opset(f, *graph, quant::passes::dynamic_opset_need(opt), notes, nullptr));
+  QT_RETURN_IF_ERROR(prepare_graph(f, *graph, notes));
   auto report = quant::passes::quantize_dynamic(*graph, opt);
   if (!report) return report.status().with_context(f.model);
   report->notes.insert(report->notes.begin(), notes.begin(), notes.end());
@@ -263,6 +300,7 @@ Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetS
     if (!found) return Status::bad_input("--exclude-node '" + name + "': " + f.model + " has no node of that name");
   }
   std::vector<std::string> notes;
+  QT_RETURN_IF_ERROR(upgrade_opset(f, *graph, quant::passes::qdq_opset_need(opt), notes, &profile));
   QT_RETURN_IF_ERROR(prepare_graph(f, *graph, notes));
   quant::passes::QuantizeReport int4_report;
   if (f.weights == "int4") {

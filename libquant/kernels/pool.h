@@ -39,10 +39,16 @@ void pool_output_shape(AutoPad auto_pad, bool ceil_mode, std::span<const int64_t
 
 // MaxPool: each output is the max over the window's taps that fall inside the
 // input; padding never takes part (ONNX: "maximum number of elements exclude
-// pad"). As in ONNX Runtime, the running max starts at the lowest finite float
-// and is updated with `v > max`, so NaN inputs are skipped, and a window with
-// no tap inside the input (only possible with pads >= kernel, which callers
-// should reject) yields numeric_limits<float>::lowest(). Allocates nothing.
+// pad"). Non-finite values follow ONNX Runtime's CPU MaxPool, not IEEE
+// maximum: its MLAS scalar kernels reduce with m = std::max(m, v) and its
+// Indices/dilation path with `if (v > m) m = v`, both from m = lowest(). So
+// NaN never replaces m (a NaN tap is skipped), +inf wins, and a window whose
+// taps are all NaN or all -inf - or that has no tap inside the input (only
+// possible with pads >= kernel, which callers should reject) - yields
+// numeric_limits<float>::lowest(). (MLAS's SSE 2-D kernel can instead keep a
+// NaN, depending on where it sits in the window, as MAXPS returns its second
+// operand; that order-dependent result is not followed.) Every fast path
+// (pool_fast.h, pool_max_2d.h) gives the same bits. Allocates nothing.
 void max_pool_f32(const PoolGeometry& g, const float* x, float* y);
 
 // MaxPool for every element type MaxPool-12 takes (float, double, int8,
@@ -68,8 +74,9 @@ void lp_pool_f32(const PoolGeometry& g, float p, const float* x, float* y);
 void average_pool_f32(const PoolGeometry& g, bool count_include_pad, const float* x, float* y);
 
 // GlobalAveragePool / GlobalMaxPool: x[N, C, spatial] -> y[N, C], spatial
-// being the product of all spatial dims (>= 1). The max skips NaN like
-// max_pool_f32.
+// being the product of all spatial dims (>= 1). The max follows max_pool_f32
+// (NaN skipped; all NaN or all -inf: lowest()); the average is IEEE float
+// arithmetic, as AveragePool's: a NaN, or +inf with -inf, gives NaN.
 // Planes split over `threads` threads (in_parts); each sums its values in order, so the bits do not depend on it.
 void global_average_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, float* y, int threads = 1);
 void global_max_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, float* y);

@@ -54,6 +54,11 @@ void max_plane_2d(const PoolGeometry& g, const float* x, float* y) {
 
 }  // namespace
 
+void max_pool_2d_f32_portable(const PoolGeometry& g, const float* x, float* y) {
+  const int64_t in_plane = volume(g.in_spatial), out_plane = volume(g.out_spatial);
+  for (int64_t p = 0; p < g.batch * g.channels; ++p) max_plane_2d(g, x + p * in_plane, y + p * out_plane);
+}
+
 void max_pool_f32_fast(const PoolGeometry& g, const float* x, float* y, int threads) {
   const int64_t in_plane = volume(g.in_spatial), out_plane = volume(g.out_spatial);
   const bool direct_2d = g.kernel.size() == 2 && g.dilations[0] == 1 && g.dilations[1] == 1;

@@ -10,6 +10,11 @@ namespace quant::kernels {
 // max_pool_f32, with a direct 2-D path (no dilation) and the planes split over threads.
 void max_pool_f32_fast(const PoolGeometry& g, const float* x, float* y, int threads);
 
+// The portable direct 2-D path of max_pool_f32_fast (2-D, no dilation), which
+// that function takes where AVX-512 does not cover the geometry; exposed so
+// that tests check it on hosts where AVX-512 takes every case.
+void max_pool_2d_f32_portable(const PoolGeometry& g, const float* x, float* y);
+
 // average_pool_f32 with the planes split over threads.
 void average_pool_f32_fast(const PoolGeometry& g, bool count_include_pad, const float* x, float* y, int threads);
 

@@ -275,9 +275,9 @@ std::string DynamicBuilder::rewrite_conv(ir::Node* n) {
 
 Expected<QuantizeReport> DynamicBuilder::run() {
   const bool int4 = o_.weights == DType::Int4;
-  if (!int4 && g_.opset() < 11)
-    return Status::bad_input("dynamic quantization needs opset >= 11 (DynamicQuantizeLinear), the model has " +
-                             std::to_string(g_.opset()));
+  if (const OpsetNeed need = dynamic_opset_need(o_); g_.opset() < need.required)
+    return Status::bad_input("dynamic quantization needs opset >= " + std::to_string(need.required) + " (" + need.why +
+                             "), the model has " + std::to_string(g_.opset()));
   if (int4) QT_RETURN_IF_ERROR(check_group_size(o_.group_size));
   QT_ASSIGN_OR_RETURN(auto order, g_.topological_order());
   std::vector<ir::Node*> rewritten;
@@ -311,6 +311,11 @@ Expected<QuantizeReport> DynamicBuilder::run() {
 }
 
 }  // namespace
+
+OpsetNeed dynamic_opset_need(const DynamicOptions& o) {
+  if (o.weights == DType::Int4) return {};
+  return {11, 11, "DynamicQuantizeLinear", ""};
+}
 
 Status check_group_size(int64_t group_size) {
   if (group_size < 16 || group_size > 256 || (group_size & (group_size - 1)) != 0)

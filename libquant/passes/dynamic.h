@@ -34,6 +34,7 @@
 
 #include "libquant/core/status.h"
 #include "libquant/ir/graph.h"
+#include "libquant/passes/opset_upgrade.h"
 #include "libquant/passes/qdq.h"
 
 namespace quant::passes {
@@ -60,6 +61,10 @@ struct DynamicOptions {
 // Checks the group size: a power of two from 16 to 256 (MatMulNBits needs a
 // power of two >= 16; torchao's scheme uses 32..256). bad_input otherwise.
 Status check_group_size(int64_t group_size);
+
+// int8 needs DynamicQuantizeLinear (opset 11); int4 (com.microsoft
+// MatMulNBits) needs nothing of ai.onnx.
+OpsetNeed dynamic_opset_need(const DynamicOptions& options);
 
 // Rewrites every MatMul / Gemm (and Conv for int8) with a constant float
 // weight. Nodes it cannot rewrite stay float, with the reason in the report.

@@ -457,7 +457,9 @@ Status QdqBuilder::quantize_bias(ir::Node* node, size_t bias_input, const ir::Va
 }
 
 Expected<QuantizeReport> QdqBuilder::run() {
-  if (g_.opset() < 10) return Status::bad_input("QDQ output needs opset >= 10, the model has " + std::to_string(g_.opset()));
+  if (const OpsetNeed need = qdq_opset_need(o_); g_.opset() < need.required)
+    return Status::bad_input("QDQ output needs opset >= " + std::to_string(need.required) + ", the model has " +
+                             std::to_string(g_.opset()));
   QT_ASSIGN_OR_RETURN(auto order, g_.topological_order());
 
   // Decide first, rewrite after, so decisions see the original graph.
@@ -565,6 +567,14 @@ Expected<QuantizeReport> QdqBuilder::run() {
 }
 
 }  // namespace
+
+OpsetNeed qdq_opset_need(const QuantizeOptions& o) {
+  // QuantizeLinear/DequantizeLinear-10; DequantizeLinear-13 added `axis`.
+  const bool any_per_channel = o.per_channel || std::any_of(o.per_channel_by_op.begin(), o.per_channel_by_op.end(),
+                                                            [](const auto& kv) { return kv.second; });
+  if (!any_per_channel) return {10, 10, "QuantizeLinear/DequantizeLinear", ""};
+  return {10, 13, "per-channel DequantizeLinear", "weights stay per tensor"};
+}
 
 Expected<QuantizeReport> insert_qdq(ir::Graph& graph, const profile::Profile& profile, const QuantizeOptions& options) {
   QdqBuilder builder(graph, profile, options);

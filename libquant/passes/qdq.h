@@ -11,6 +11,7 @@
 #include "libquant/calib/range.h"
 #include "libquant/core/status.h"
 #include "libquant/ir/graph.h"
+#include "libquant/passes/opset_upgrade.h"
 #include "libquant/profile/profile.h"
 
 namespace quant::passes {
@@ -74,6 +75,10 @@ struct QuantizeReport {
   std::vector<TensorDecision> tensors;
   std::vector<std::string> notes;  // graph rewrites: folds, fallbacks
 };
+
+// QuantizeLinear/DequantizeLinear need opset 10; per-channel weights need
+// DequantizeLinear-13's axis (below 13 they are written per tensor).
+OpsetNeed qdq_opset_need(const QuantizeOptions& options);
 
 // Inserts QuantizeLinear/DequantizeLinear pairs on the float activations that
 // quantizable nodes read and write, integer weights (+ DequantizeLinear) and

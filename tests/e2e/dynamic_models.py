@@ -5,7 +5,7 @@ maths written out in numpy to check qrun's outputs against.
     dynamic_models.py make DIR
         DIR/linear.onnx  x[2,3,70] -> MatMul W[70,37] -> Relu -> MatMul W[37,5]
         DIR/gemm.onnx    x[4,70] -> Gemm(W[9,70], C[9], transB=1, alpha=0.7, beta=1.3)
-        DIR/old.onnx     opset 10 MatMul (DynamicQuantizeLinear needs 11)
+        DIR/old.onnx     opset 10 MatMul (DynamicQuantizeLinear needs 11: upgraded)
         DIR/linear_in/, DIR/gemm_in/  three .npy samples each
     dynamic_models.py check MODEL.onnx INPUT_DIR QRUN_OUT_DIR int8|int4 GROUP
         recomputes every output with the scheme (int8: DynamicQuantizeLinear

@@ -119,6 +119,9 @@ expect_refused "--group-size applies to --weights int4 only" "$o" \
 expect_refused "takes no --profile" "$o" "$bin/qconvert" "$tmp/m/linear.onnx" --dynamic --profile "$tmp/p.json" -o "$o"
 expect_refused "--profile is required" "$o" "$bin/qconvert" "$tmp/m/linear.onnx" -o "$o"
 expect_refused "--format does not apply" "$o" "$bin/qconvert" "$tmp/m/linear.onnx" --dynamic --format qoperator -o "$o"
-expect_refused "needs opset >= 11" "$o" "$bin/qconvert" "$tmp/m/old.onnx" --dynamic -o "$o"
+# An opset 10 model is upgraded to DynamicQuantizeLinear's opset 11, with one warning.
+"$bin/qconvert" "$tmp/m/old.onnx" --dynamic -o "$tmp/old_int8.onnx" 2>"$tmp/old.err" || fail "opset 10 --dynamic failed"
+grep -q "upgraded from opset 10 to 11 for DynamicQuantizeLinear" "$tmp/old.err" || fail "no upgrade warning: $(cat "$tmp/old.err")"
+$py "$src/tests/interop/check_model.py" "$tmp/old_int8.onnx"
 expect_refused "weights" "$o" "$bin/qconvert" "$tmp/m/linear.onnx" --dynamic --weights int2 -o "$o"
 echo "dynamic ok"
