@@ -204,7 +204,7 @@ Status prepare_graph(const Flags& f, quant::ir::Graph& graph, std::vector<std::s
 // one warning line, and the report's notes list every rewritten node. Values
 // the upgrade adds that hold a profiled value's elements share its entry.
 Status upgrade_opset(const Flags& f, quant::ir::Graph& graph, const quant::passes::OpsetNeed& need,
-                     std::vector<std::string>& notes, quant::profile::Profile* profile) {
+                     std::vector<std::string>& notes, quant::profile::Profile* profile, bool announce = true) {
   const int64_t from = graph.opset();
   if (from >= need.wanted) return Status::ok();
   // Ranks do not depend on the batch: the profile's first-sample shapes give them.
@@ -217,14 +217,16 @@ Status upgrade_opset(const Flags& f, quant::ir::Graph& graph, const quant::passe
   auto up = quant::passes::upgrade_opset(graph, need.wanted, rank_of_profiled);
   if (!up && from >= need.required) {
     // The output can be written at the model's own opset, less well.
-    spdlog::warn("{}: {} needs opset {}, and {}; {}", f.model, need.why, need.wanted, up.status().message(), need.fallback);
+    if (announce)
+      spdlog::warn("{}: {} needs opset {}, and {}; {}", f.model, need.why, need.wanted, up.status().message(), need.fallback);
     notes.push_back(need.why + " needs opset " + std::to_string(need.wanted) + ", and " + up.status().message() + "; " +
                     need.fallback);
     return Status::ok();
   }
   if (!up) return up.status().with_context(f.model);
-  spdlog::warn("{}: upgraded from opset {} to {} for {} ({} nodes rewritten; --report lists them)", f.model, from,
-               need.wanted, need.why, up->notes.size());
+  if (announce)
+    spdlog::warn("{}: upgraded from opset {} to {} for {} ({} nodes rewritten; --report lists them)", f.model, from,
+                 need.wanted, need.why, up->notes.size());
   notes.push_back("opset upgraded from " + std::to_string(from) + " to " + std::to_string(need.wanted) + " for " + need.why);
   for (const auto& n : up->notes) notes.push_back("opset upgrade: " + n);
   if (profile)
@@ -276,7 +278,7 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
 // on top of --exclude-node (the accuracy search's candidates); `qdq_only`
 // skips the QOperator emission (the search evaluates the QDQ form).
 Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetSpec& target,
-                                    const quant::profile::Profile& profile, const std::vector<std::string>& moved,
+                                    quant::profile::Profile profile, const std::vector<std::string>& moved,
                                     bool qdq_only) {
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
   Conversion c;
@@ -300,7 +302,8 @@ Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetS
     if (!found) return Status::bad_input("--exclude-node '" + name + "': " + f.model + " has no node of that name");
   }
   std::vector<std::string> notes;
-  QT_RETURN_IF_ERROR(upgrade_opset(f, *graph, quant::passes::qdq_opset_need(opt), notes, &profile));
+  // The search's candidates (qdq_only) upgrade as the final conversion does, without repeating its warning.
+  QT_RETURN_IF_ERROR(upgrade_opset(f, *graph, quant::passes::qdq_opset_need(opt), notes, &profile, !qdq_only));
   QT_RETURN_IF_ERROR(prepare_graph(f, *graph, notes));
   quant::passes::QuantizeReport int4_report;
   if (f.weights == "int4") {
