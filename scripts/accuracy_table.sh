@@ -10,15 +10,22 @@
 # and evaluated on inputs/. Each model's first row, "input-u8", is the float
 # model run on its input rounded to uint8 with the profile's range
 # (scripts/round_inputs.py): what rounding the input alone already costs.
+# A segmentation model (NAME/calib/ and NAME/masks.npy instead of labels.npy,
+# fpn_text_digits) is measured by its probability map thresholded at 0.5
+# (tests/zoo/iou.py): its "top-1" column holds the IoU of the quantized map
+# with float's ("IoU 0.953"), its accuracy columns the IoU of the float and
+# the quantized map with the ground-truth masks.
 #   scripts/accuracy_table.sh [MODEL.onnx DATA_DIR]...
 #
 # With --target (repeatable), the accuracy of each target's model as that
 # target computes it, one row per target and model: qprofile, qconvert
 # --target T, then qrun QUANT --reference FLOAT --data DIR --target T --json
 # (qrun's integer kernels with the target's arithmetic). SNR of the first
-# output vs float in dB and top-1 agreement with float; "ORT" says whether
-# ONNX Runtime (CPU) loads and runs the model ("ok", or "fail"). A target
-# qconvert or qrun cannot handle yet prints "-" and the start of the error.
+# output vs float in dB and top-1 agreement with float (a segmentation model:
+# the IoU of its thresholded map with float's, both as qrun computes them);
+# "ORT" says whether ONNX Runtime (CPU) loads and runs the model ("ok", or
+# "fail"). A target qconvert or qrun cannot handle yet prints "-" and the
+# start of the error.
 #   scripts/accuracy_table.sh --target T [--target T2 ...] [MODEL.onnx DATA_DIR]...
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -35,43 +42,53 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# model|profiling data|evaluation data|labels (may be empty)
+# model|profiling data|evaluation data|labels (may be empty)|masks (segmentation models, else empty)
 models=()
 if (($#)); then
-  while (($# >= 2)); do models+=("$1|$2|$2|"); shift 2; done
+  while (($# >= 2)); do models+=("$1|$2|$2||"); shift 2; done
 else
-  models+=("$repo/samples/digits_cnn.onnx|$repo/samples/digits/calib|$repo/samples/digits/test|$repo/samples/digits/test_labels.npy")
+  models+=("$repo/samples/digits_cnn.onnx|$repo/samples/digits/calib|$repo/samples/digits/test|$repo/samples/digits/test_labels.npy|")
   for m in "$zoo"/*/model.onnx; do
     [ -e "$m" ] || continue
     d=$(dirname "$m")
     [ -d "$d/inputs" ] || continue
     if [ -d "$d/calib" ] && [ -f "$d/labels.npy" ]; then
-      models+=("$m|$d/calib|$d/inputs|$d/labels.npy")
+      models+=("$m|$d/calib|$d/inputs|$d/labels.npy|")
+    elif [ -d "$d/calib" ] && [ -f "$d/masks.npy" ]; then
+      models+=("$m|$d/calib|$d/inputs||$d/masks.npy")
     else
-      models+=("$m|$d/inputs|$d/inputs|")
+      models+=("$m|$d/inputs|$d/inputs||")
     fi
   done
 fi
+
+# iou_fields QUANT_DIR FLOAT_DIR MASKS: "SNR IOU_VS_FLOAT FLOAT_IOU QUANT_IOU" (tests/zoo/iou.py, no gate).
+iou_fields() {
+  /usr/bin/python3 "$repo/tests/zoo/iou.py" "$name" "$1" "$2" --masks "$3" --fields || true
+}
 
 if ((${#targets[@]})); then
   # Profiles once per model, then every target on every model.
   format='%-16s %-28s %8s %9s %5s\n'
   printf "$format" target model "SNR dB" "top-1" "ORT"
   for entry in "${models[@]}"; do
-    IFS='|' read -r model profile_data data labels <<<"$entry"
+    IFS='|' read -r model profile_data data labels masks <<<"$entry"
     name=$(basename "$model" .onnx)
     [ "$name" = model ] && name=$(basename "$(dirname "$model")")
     "$build/qprofile" "$model" --data "$profile_data" -o "$tmp/$name.json" --quiet
+    # A segmentation model's IoU needs the float maps (qrun's float arithmetic, as its --reference).
+    [ -z "$masks" ] || "$build/qrun" "$model" --data "$data" -o "$tmp/$name.float" --quiet >/dev/null
   done
   for target in "${targets[@]}"; do
     for entry in "${models[@]}"; do
-      IFS='|' read -r model profile_data data labels <<<"$entry"
+      IFS='|' read -r model profile_data data labels masks <<<"$entry"
       name=$(basename "$model" .onnx)
       [ "$name" = model ] && name=$(basename "$(dirname "$model")")
       q="$tmp/$name.target.onnx"
+      rm -rf "$tmp/target_out"
       if ! "$build/qconvert" "$model" --profile "$tmp/$name.json" -o "$q" --target "$target" >/dev/null 2>"$tmp/err" ||
          ! "$build/qrun" "$q" --reference "$model" --data "$data" --target "$target" --json --quiet \
-           >"$tmp/run.json" 2>>"$tmp/err"; then
+           ${masks:+-o "$tmp/target_out"} >"$tmp/run.json" 2>>"$tmp/err"; then
         printf '%-16s %-28s %8s %9s  %s\n' "$target" "$name" "-" "-" "$( (grep -m1 -i error "$tmp/err" || head -n1 "$tmp/err") | head -c 120)"
         continue
       fi
@@ -81,6 +98,10 @@ d = json.load(open(sys.argv[1]))
 snr = d.get("snr_db")
 print("%.2f" % snr if isinstance(snr, (int, float)) else "-", "%.2f%%" % (100 * d["top1_agreement"]))
 ' "$tmp/run.json")
+      if [ -n "$masks" ]; then
+        read -r _ iou _ < <(iou_fields "$tmp/target_out" "$tmp/$name.float" "$masks")
+        agree="IoU $iou"
+      fi
       ort=ok
       rm -rf "$tmp/ort_out"
       node "$repo/tests/interop/ort_run.js" "$q" "$data" "$tmp/ort_out" >/dev/null 2>&1 || ort=fail
@@ -92,8 +113,21 @@ fi
 
 format='%-28s %-11s %-16s %8s %9s %8s %8s\n'
 printf "$format" model calibration schema "SNR dB" "top-1" "acc f32" "acc q"
+# row CALIBRATION SCHEMA OUT_DIR: the table's row for the outputs in OUT_DIR against float's.
+# Gates off: the table reports, tests/zoo/test_zoo_digits.sh gates.
+row() {
+  local snr agree facc qacc
+  if [ -n "$masks" ]; then
+    read -r snr agree facc qacc < <(iou_fields "$3" "$tmp/$name.float" "$masks")
+    agree="IoU $agree"
+  else
+    read -r snr agree facc qacc < <(/usr/bin/python3 "$repo/tests/zoo/agreement.py" "$name" "$3" "$tmp/$name.float" \
+      ${labels:+--labels "$labels"} --fields --min-agreement 0 --max-drop inf)
+  fi
+  printf "$format" "$name" "$1" "$2" "$snr" "$agree" "$facc" "$qacc"
+}
 for entry in "${models[@]}"; do
-  IFS='|' read -r model profile_data data labels <<<"$entry"
+  IFS='|' read -r model profile_data data labels masks <<<"$entry"
   name=$(basename "$model" .onnx)
   [ "$name" = model ] && name=$(basename "$(dirname "$model")")
   "$build/qprofile" "$model" --data "$profile_data" -o "$tmp/$name.json" --quiet
@@ -103,9 +137,7 @@ for entry in "${models[@]}"; do
   rm -rf "$tmp/$name.rounded" "$tmp/$name.rounded_out"
   if /usr/bin/python3 "$repo/scripts/round_inputs.py" "$model" "$tmp/$name.json" "$data" "$tmp/$name.rounded" 2>/dev/null &&
      node "$repo/tests/interop/ort_run.js" "$model" "$tmp/$name.rounded" "$tmp/$name.rounded_out" >/dev/null; then
-    read -r snr agree facc qacc < <(/usr/bin/python3 "$repo/tests/zoo/agreement.py" "$name" "$tmp/$name.rounded_out" \
-      "$tmp/$name.float" ${labels:+--labels "$labels"} --fields --min-agreement 0 --max-drop inf)
-    printf "$format" "$name" "input-u8" "(float model)" "$snr" "$agree" "$facc" "$qacc"
+    row input-u8 "(float model)" "$tmp/$name.rounded_out"
   fi
   for calib in minmax percentile kl mse; do
     for schema in asymmetric symmetric symmetric-uint8 power2-scale; do
@@ -116,10 +148,7 @@ for entry in "${models[@]}"; do
         printf '%-28s %-11s %-16s %8s %9s  %s\n' "$name" "$calib" "$schema" "-" "-" "$(head -c 120 "$tmp/err")"
         continue
       fi
-      # Gates off: the table reports, tests/zoo/test_zoo_digits.sh gates.
-      read -r snr agree facc qacc < <(/usr/bin/python3 "$repo/tests/zoo/agreement.py" "$name" "$tmp/$name.quant" \
-        "$tmp/$name.float" ${labels:+--labels "$labels"} --fields --min-agreement 0 --max-drop inf)
-      printf "$format" "$name" "$calib" "$schema" "$snr" "$agree" "$facc" "$qacc"
+      row "$calib" "$schema" "$tmp/$name.quant"
     done
   done
 done

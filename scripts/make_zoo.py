@@ -4,7 +4,8 @@ classifier, randomly initialised with a fixed seed, with random inputs and
 PyTorch's outputs as .npy, for tests/zoo/test_zoo.sh and
 scripts/accuracy_table.sh; and the same architectures trained on
 scikit-learn's digits (NAME_digits, see below), for
-tests/zoo/test_zoo_digits.sh.
+tests/zoo/test_zoo_digits.sh, with a DBNet-style segmentation model trained
+on canvases of digits (fpn_text_digits).
 
 Random weights alone make poor test models for quantization: BatchNorm with
 its initial running statistics (mean 0, variance 1) does not normalise, so
@@ -43,6 +44,28 @@ channels for the CNNs, or cut into 16 patches of 8x8 pixels (input
                                              qrun --labels reads it)
     DIR/NAME_digits/DONE                    (also float test accuracy, epochs,
                                              wall and CPU seconds)
+
+A trained detection/segmentation head (DIR/fpn_text_digits/): a DBNet-style
+FPN (strided Conv+BN+ReLU stages, lateral 1x1 convs, a top-down path by
+ConvTranspose and nearest Resize, the scales brought together by Resize and
+Concat, two ConvTranspose heads for a probability map P and a threshold map T,
+joined by DBNet's binarization Sigmoid(50 (P - T)) into the output map),
+trained on synthetic "text": 64x64 noisy canvases with 2-5 digits pasted at
+random places and sizes; a pixel's target is whether it belongs to a digit's
+stroke (recipe, numerics and figures in the comment above SEGMENTATION_MODELS).
+Its metric is the IoU of the map thresholded at 0.5 (tests/zoo/iou.py), not
+top-1. Same layout as the digits models with masks instead of labels:
+    DIR/fpn_text_digits/model.onnx          (input [1, 3, 64, 64], output
+                                             [1, 1, 64, 64] probabilities)
+    DIR/fpn_text_digits/calib/NNNN.npy      (the first 200 training canvases)
+    DIR/fpn_text_digits/inputs/NNNN.npy     (100 held-out canvases, of the
+                                             test digits)
+    DIR/fpn_text_digits/expected/NNNN.out0.npy  (PyTorch's maps on them)
+    DIR/fpn_text_digits/masks.npy           (uint8 [100, 1, 64, 64], 1 =
+                                             digit pixel: mask i belongs to
+                                             the i-th file of inputs/)
+    DIR/fpn_text_digits/DONE                (also the float IoU vs the masks,
+                                             epochs, wall and CPU seconds)
 """
 import argparse
 import os
@@ -192,6 +215,170 @@ DIGITS_MODELS = {
 }
 
 
+
+# A detection/segmentation head (fpn_text_digits): an FPN in the way of DBNet,
+# the text detector (Liao et al., "Real-time Scene Text Detection with
+# Differentiable Binarization", 2020), trained on a synthetic text-detection
+# task: SEG_SIZE x SEG_SIZE canvases of a noisy background (a random colour, a
+# linear gradient and Gaussian noise of a random strength) with SEG_GLYPHS
+# digits of scikit-learn's digits pasted at random places, sizes (SEG_GLYPH_PX
+# pixels square, upsampled bilinearly) and colours (the background's colour
+# moved by 0.6-1.2 per channel, all up or all down), blended by the digit's
+# intensity. The target is the digit pixels: a pixel is foreground where a
+# pasted digit's intensity (0..1) exceeds 0.5. Training canvases use the
+# training digits, held-out canvases the test digits (the split of
+# samples/digits), each from its own seed.
+#
+# The network: four stride-2 stages of two Conv+BN+ReLU (16, 32, 48, 64
+# channels; 1/2..1/16), lateral 1x1 convs to 32 channels on 1/4..1/16, a
+# top-down path (1/16 -> 1/8 by ConvTranspose, 1/8 -> 1/4 by nearest Resize,
+# each added to the lateral), a 3x3 conv per level to 8 channels, brought to
+# 1/4 (nearest x2 and bilinear x4 Resize) and concatenated; then DBNet's two
+# heads (Conv+BN+ReLU, ConvTranspose x2 +BN+ReLU, ConvTranspose x2 to one
+# channel at the input's resolution): a probability map P = Sigmoid(.) and a
+# threshold map T = Sigmoid(.), joined by DBNet's differentiable binarization
+# B = Sigmoid(k (P - T)) with the paper's k = 50 (SEG_AMPLIFICATION). B is
+# the output (DBNet keeps P at inference for speed; B, P thresholded by T made
+# differentiable, crosses 0.5 where P = T). The exporter keeps the heads'
+# BatchNorms after ConvTranspose as BatchNormalization nodes (it folds them into
+# Conv only). 141k parameters. Loss: BCE on P
+# and BCE on B (DBNet: BCE on P, Dice on B and L1 on T towards a map that
+# rises near text borders; T is learnt here through B alone). AdamW with the
+# one-cycle schedule of digits recipe 4, batch SEG_BATCH, one thread.
+#
+# Numerics: B's logits k (P - T) span -50..50, so an error e in P - T moves
+# them by 50 e: one 8-bit step of P or T (1/255) alone is 0.2 there. With
+# qconvert's defaults (qrun --per-layer, 20 held-out canvases) the heads'
+# last ConvTranspose outputs (the logits of P and T) keep 18.0 and 13.2 dB vs
+# float, P - T 17.8 dB, B 9.3 dB: the heads' 8-bit error, amplified by k, flips
+# pixels (16% of float's foreground pixels have |k (P - T)| < 0.4).
+# Measured 2026-11-26 with qrun (tests/zoo/iou.py, the 100 held-out canvases):
+# float IoU vs the masks 0.725; with qconvert's defaults (target ort-x86) 9.3 dB
+# SNR of B vs float and IoU 0.717 vs float's map (0.620 vs the masks); with
+# int16 activations (--target tflite-int16x8) 34.8 dB and 0.988 (0.723); 8-bit
+# with KL calibration instead of minmax 18.2 dB and 0.911 (ONNX Runtime,
+# scripts/accuracy_table.sh).
+# The same network exporting P instead (one head, BCE on P) reached IoU 0.81
+# and kept 34.4 dB / 0.987 with the defaults: a model that quantizes well, of
+# no use to show a precision search. The levels' 3x3 convs have no BatchNorm
+# or ReLU, so the Concat joins tensors of different ranges, as FPN necks do.
+SEG_SIZE = 64
+SEG_TRAIN = 1536
+SEG_TEST = 100
+SEG_CALIB = 200
+SEG_GLYPHS = (2, 5)
+SEG_GLYPH_PX = (12, 28)
+SEG_TRAIN_SEED = 1
+SEG_TEST_SEED = 2
+SEG_BATCH = 32
+# DBNet's amplifying factor k of the differentiable binarization.
+SEG_AMPLIFICATION = 50.0
+MIN_SEG_IOU = 0.6
+
+
+def conv_bn_relu(cin, cout, stride):
+    return torch.nn.Sequential(torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False), torch.nn.BatchNorm2d(cout),
+                               torch.nn.ReLU())
+
+
+def probability_head(cin, inner):
+    """DBNet's head: Conv+BN+ReLU, ConvTranspose x2+BN+ReLU, ConvTranspose x2 to
+    one channel of logits at 4x the resolution of its input."""
+    return torch.nn.Sequential(
+        conv_bn_relu(cin, inner, 1),
+        torch.nn.ConvTranspose2d(inner, inner, 2, 2), torch.nn.BatchNorm2d(inner), torch.nn.ReLU(),
+        torch.nn.ConvTranspose2d(inner, 1, 2, 2))
+
+
+class FpnText(torch.nn.Module):
+    """DBNet-style FPN with probability and threshold heads (see above). In
+    training mode it returns the logits of P and of the approximate binary map,
+    k (P - T) (the losses take logits: numerically stable); in eval mode (and
+    the exported graph) the approximate binary map Sigmoid(k (P - T)), the
+    model's output."""
+
+    def __init__(self, channels=(16, 32, 48, 64), inner=32):
+        super().__init__()
+        c = (3,) + channels
+        self.stages = torch.nn.ModuleList(
+            torch.nn.Sequential(conv_bn_relu(c[k], c[k + 1], 2), conv_bn_relu(c[k + 1], c[k + 1], 1))
+            for k in range(len(channels)))
+        self.lateral = torch.nn.ModuleList(torch.nn.Conv2d(ch, inner, 1) for ch in channels[1:])
+        self.top_down = torch.nn.ConvTranspose2d(inner, inner, 2, 2)
+        self.level_out = torch.nn.ModuleList(torch.nn.Conv2d(inner, inner // 4, 3, padding=1) for _ in channels[1:])
+        self.probability = probability_head(3 * (inner // 4), inner // 2)
+        self.threshold = probability_head(3 * (inner // 4), inner // 2)
+
+    def forward(self, x):
+        features = []
+        for stage in self.stages:
+            x = stage(x)
+            features.append(x)
+        c4, c8, c16 = features[1:]  # 1/4, 1/8, 1/16 of the input
+        interpolate = torch.nn.functional.interpolate
+        p16 = self.lateral[2](c16)
+        p8 = self.lateral[1](c8) + self.top_down(p16)
+        p4 = self.lateral[0](c4) + interpolate(p8, scale_factor=2.0, mode="nearest")
+        fused = torch.cat([self.level_out[0](p4),
+                           interpolate(self.level_out[1](p8), scale_factor=2.0, mode="nearest"),
+                           interpolate(self.level_out[2](p16), scale_factor=4.0, mode="bilinear", align_corners=False)],
+                          dim=1)
+        probability_logits = self.probability(fused)
+        threshold = torch.sigmoid(self.threshold(fused))
+        binary_logits = SEG_AMPLIFICATION * (torch.sigmoid(probability_logits) - threshold)
+        if self.training:
+            return probability_logits, binary_logits
+        return torch.sigmoid(binary_logits)
+
+
+# name: (recipe, build -> (model, opset, epochs, peak learning rate, weight decay))
+SEGMENTATION_MODELS = {
+    "fpn_text_digits": (1, lambda: (FpnText(), 13, 12, 3e-3, 5e-4)),
+}
+
+
+def text_canvases(glyphs, count, seed):
+    """`count` canvases float32 [count, 3, S, S] and their masks uint8
+    [count, 1, S, S] (S = SEG_SIZE), digits drawn from `glyphs` (8x8, 0..16)."""
+    rng = np.random.default_rng(seed)
+    images = np.empty((count, 3, SEG_SIZE, SEG_SIZE), np.float32)
+    masks = np.zeros((count, 1, SEG_SIZE, SEG_SIZE), np.uint8)
+    ramp = (np.arange(SEG_SIZE, dtype=np.float32) + 0.5) / SEG_SIZE - 0.5
+    for i in range(count):
+        colour = rng.uniform(-0.8, 0.8, 3).astype(np.float32)
+        slope = rng.uniform(-0.5, 0.5, (3, 2)).astype(np.float32)
+        canvas = (colour[:, None, None] + slope[:, 0, None, None] * ramp[:, None] + slope[:, 1, None, None] * ramp
+                  + rng.normal(0.0, rng.uniform(0.05, 0.3), (3, SEG_SIZE, SEG_SIZE)).astype(np.float32))
+        for _ in range(rng.integers(SEG_GLYPHS[0], SEG_GLYPHS[1] + 1)):
+            glyph = glyphs[int(rng.integers(len(glyphs)))] / 16.0
+            px = int(rng.integers(SEG_GLYPH_PX[0], SEG_GLYPH_PX[1] + 1))
+            alpha = torch.nn.functional.interpolate(glyph[None, None], size=(px, px), mode="bilinear",
+                                                    align_corners=False)[0, 0].numpy()
+            r, c = (int(v) for v in rng.integers(0, SEG_SIZE - px + 1, 2))
+            ink = colour + rng.choice([-1.0, 1.0]) * rng.uniform(0.6, 1.2, 3).astype(np.float32)
+            area = canvas[:, r:r + px, c:c + px]
+            area[...] = area * (1.0 - alpha) + ink[:, None, None] * alpha
+            masks[i, 0, r:r + px, c:c + px] |= (alpha > 0.5).astype(np.uint8)
+        images[i] = canvas
+    return torch.from_numpy(images), torch.from_numpy(masks)
+
+
+def one_cycle(model, optimizer, lr, steps, weight_decay=5e-4):
+    """Digits recipe 4's optimizer and its one-cycle schedule."""
+    if optimizer == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, nesterov=True, weight_decay=weight_decay)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    return opt, torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.25)
+
+
+def pooled_iou(probabilities, masks):
+    """IoU of the maps thresholded at 0.5 with the masks, pixels of all samples
+    pooled (tests/zoo/iou.py's definition)."""
+    predicted, truth = probabilities > 0.5, masks != 0
+    return float((predicted & truth).sum()) / max(1.0, float((predicted | truth).sum()))
+
+
 def save_npy(path, array):
     """Writes atomically, so that an interrupted run leaves no truncated file."""
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
@@ -266,20 +453,30 @@ def export(name, out_dir):
     print(f"make_zoo: {name}: exported in {seconds:.1f} s", file=sys.stderr)
 
 
-def digits_split(size=DIGITS_SIZE):
-    """scikit-learn's digits as model inputs: (x_train, y_train, x_test, y_test)
-    with x of shape [N, 3, size, size] (images) and the split of samples/digits."""
+def digits_8x8_split():
+    """scikit-learn's digits in the split of samples/digits: (train, y_train,
+    test, y_test), images float32 [N, 8, 8] with pixel values 0..16."""
     from sklearn.datasets import load_digits  # only the trained models need it
     digits = load_digits()
-    # Pixel values are 0..16: scaled to [-1, 1], then upsampled (bilinear is
-    # deterministic on CPU) and repeated over the 3 input channels.
-    x = torch.from_numpy(digits.images.astype(np.float32) / 8.0 - 1.0)[:, None]
-    x = torch.nn.functional.interpolate(x, size=(size, size), mode="bilinear",
-                                        align_corners=False).repeat(1, 3, 1, 1)
+    x = torch.from_numpy(digits.images.astype(np.float32))
     y = torch.from_numpy(digits.target.astype(np.int64))
     perm = torch.from_numpy(np.random.RandomState(DIGITS_SEED).permutation(len(x)))
     train, test = perm[:len(x) - DIGITS_TEST], perm[len(x) - DIGITS_TEST:]
     return x[train], y[train], x[test], y[test]
+
+
+def digits_split(size=DIGITS_SIZE):
+    """scikit-learn's digits as model inputs: (x_train, y_train, x_test, y_test)
+    with x of shape [N, 3, size, size] (images) and the split of samples/digits."""
+    x_train, y_train, x_test, y_test = digits_8x8_split()
+
+    def as_input(images):
+        # Pixel values are 0..16: scaled to [-1, 1], then upsampled (bilinear is
+        # deterministic on CPU) and repeated over the 3 input channels.
+        x = (images / 8.0 - 1.0)[:, None]
+        return torch.nn.functional.interpolate(x, size=(size, size), mode="bilinear",
+                                               align_corners=False).repeat(1, 3, 1, 1)
+    return as_input(x_train), y_train, as_input(x_test), y_test
 
 
 def as_patches(images):
@@ -314,12 +511,7 @@ def train_digits(model, x, y, epochs, lr, recipe, optimizer):
     if recipe == 3:
         opt, schedule, smoothing = torch.optim.Adam(model.parameters(), lr=lr), None, 0.0
     else:
-        if optimizer == "sgd":
-            opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, nesterov=True, weight_decay=5e-4)
-        else:
-            opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=5e-4)
-        schedule = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.25)
-        smoothing = 0.1
+        (opt, schedule), smoothing = one_cycle(model, optimizer, lr, steps), 0.1
     model.train()
     for _ in range(epochs):
         order = torch.randperm(len(x), generator=order_gen)
@@ -335,7 +527,7 @@ def train_digits(model, x, y, epochs, lr, recipe, optimizer):
 
 
 def export_digits(name, out_dir):
-    start, cpu_start = time.time(), time.process_time()
+    started = time.time(), time.process_time()
     recipe, build = DIGITS_MODELS[name]
     torch.manual_seed(DIGITS_SEED)
     model, form, opset, epochs, lr, size, optimizer = build()
@@ -346,11 +538,39 @@ def export_digits(name, out_dir):
     with torch.no_grad():
         logits = model(x_test)
     accuracy = float((logits.argmax(dim=1) == y_test).float().mean())
-    if accuracy < MIN_DIGITS_ACCURACY:
-        raise RuntimeError(f"{name}: float test accuracy {accuracy:.4f} is below {MIN_DIGITS_ACCURACY} "
-                           f"(the recipe no longer trains it)")
-
+    require_trained(name, "float test accuracy", accuracy, MIN_DIGITS_ACCURACY)
     d = os.path.join(out_dir, name)
+    write_trained(d, model, opset, x_train[:DIGITS_CALIB], x_test, logits, ("labels.npy", y_test))
+    write_done(d, name, started, f"test accuracy {accuracy:.4f}",
+               torch=torch.__version__, torchvision=torchvision.__version__, opset=opset, seed=DIGITS_SEED,
+               recipe=recipe, optimizer=optimizer, size=size, epochs=epochs, lr=f"{lr:g}", accuracy=f"{accuracy:.4f}")
+
+
+def write_done(d, name, started, figure, **fields):
+    """Writes a trained model's DONE ("key value" lines: `fields`, then wall
+    and CPU seconds since `started`, a (time.time(), time.process_time())
+    pair) and says so with `figure`, its float metric."""
+    seconds, cpu = time.time() - started[0], time.process_time() - started[1]
+    with open(os.path.join(d, "DONE"), "w") as f:
+        for key, value in fields.items():
+            f.write(f"{key} {value}\n")
+        f.write(f"seconds {seconds:.1f}\ncpu_seconds {cpu:.1f}\n")
+    print(f"make_zoo: {name}: trained ({fields['epochs']} epochs, {figure}) and exported in "
+          f"{seconds:.1f} s ({cpu:.1f} s CPU)", file=sys.stderr)
+
+
+def require_trained(name, metric, value, floor):
+    """Fails the export of a model whose float metric is below `floor`: a
+    recipe that no longer trains it."""
+    if value < floor:
+        raise RuntimeError(f"{name}: {metric} {value:.4f} is below {floor} (the recipe no longer trains it)")
+
+
+def write_trained(d, model, opset, calib, inputs, outputs, truth):
+    """A trained model's directory but DONE: DONE removed first (a run
+    interrupted from here on leaves the model to re-export), model.onnx,
+    calib/NNNN.npy, inputs/NNNN.npy and expected/NNNN.out0.npy (one sample
+    per file), and the ground truth, truth = (file name, tensor)."""
     for sub in ("calib", "inputs", "expected"):
         # Emptied first: no stale samples of an older recipe stay behind.
         shutil.rmtree(os.path.join(d, sub), ignore_errors=True)
@@ -360,23 +580,53 @@ def export_digits(name, out_dir):
         os.remove(done)
     tmp_model = os.path.join(d, "model.onnx.tmp")
     # As in export(): gradients enabled, so the transformer exports its plain path.
-    torch.onnx.export(model, x_test[:1], tmp_model, opset_version=opset, input_names=["input"],
+    torch.onnx.export(model, inputs[:1], tmp_model, opset_version=opset, input_names=["input"],
                       output_names=["output"], do_constant_folding=True)
     os.replace(tmp_model, os.path.join(d, "model.onnx"))
-    for i in range(DIGITS_CALIB):
-        save_npy(os.path.join(d, "calib", f"{i:04d}.npy"), x_train[i:i + 1].numpy())
-    for i in range(len(x_test)):
-        save_npy(os.path.join(d, "inputs", f"{i:04d}.npy"), x_test[i:i + 1].numpy())
-        save_npy(os.path.join(d, "expected", f"{i:04d}.out0.npy"), logits[i:i + 1].numpy())
-    save_npy(os.path.join(d, "labels.npy"), y_test.numpy())
-    seconds, cpu = time.time() - start, time.process_time() - cpu_start
-    with open(done, "w") as f:
-        f.write(f"torch {torch.__version__}\ntorchvision {torchvision.__version__}\nopset {opset}\n"
-                f"seed {DIGITS_SEED}\nrecipe {recipe}\noptimizer {optimizer}\nsize {size}\nepochs {epochs}\n"
-                f"lr {lr:g}\n"
-                f"accuracy {accuracy:.4f}\nseconds {seconds:.1f}\ncpu_seconds {cpu:.1f}\n")
-    print(f"make_zoo: {name}: trained ({epochs} epochs, test accuracy {accuracy:.4f}) and exported in "
-          f"{seconds:.1f} s ({cpu:.1f} s CPU)", file=sys.stderr)
+    for i in range(len(calib)):
+        save_npy(os.path.join(d, "calib", f"{i:04d}.npy"), calib[i:i + 1].numpy())
+    for i in range(len(inputs)):
+        save_npy(os.path.join(d, "inputs", f"{i:04d}.npy"), inputs[i:i + 1].numpy())
+        save_npy(os.path.join(d, "expected", f"{i:04d}.out0.npy"), outputs[i:i + 1].numpy())
+    save_npy(os.path.join(d, truth[0]), truth[1].numpy())
+
+
+def export_segmentation(name, out_dir):
+    """Trains a SEGMENTATION_MODELS entry on text_canvases and exports it (the
+    digits layout with masks.npy for labels.npy; see the module docstring)."""
+    started = time.time(), time.process_time()
+    recipe, build = SEGMENTATION_MODELS[name]
+    torch.manual_seed(DIGITS_SEED)
+    model, opset, epochs, lr, weight_decay = build()
+    train_glyphs, _, test_glyphs, _ = digits_8x8_split()
+    x_train, m_train = text_canvases(train_glyphs, SEG_TRAIN, SEG_TRAIN_SEED)
+    x_test, m_test = text_canvases(test_glyphs, SEG_TEST, SEG_TEST_SEED)
+    target = m_train.float()
+    order_gen = torch.Generator().manual_seed(DIGITS_SEED)
+    batches = len(x_train) // SEG_BATCH  # the last partial batch is dropped: BatchNorm on few samples is noisy
+    opt, schedule = one_cycle(model, "adamw", lr, epochs * batches, weight_decay)
+    model.train()
+    for _ in range(epochs):
+        order = torch.randperm(len(x_train), generator=order_gen)
+        for b in range(batches):
+            idx = order[b * SEG_BATCH:(b + 1) * SEG_BATCH]
+            opt.zero_grad()
+            bce = torch.nn.functional.binary_cross_entropy_with_logits
+            probability_logits, binary_logits = model(x_train[idx])
+            (bce(probability_logits, target[idx]) + bce(binary_logits, target[idx])).backward()
+            opt.step()
+            schedule.step()
+    model.eval()
+    with torch.no_grad():
+        probabilities = model(x_test)
+    iou = pooled_iou(probabilities, m_test)
+    require_trained(name, "float IoU on the held-out canvases", iou, MIN_SEG_IOU)
+    d = os.path.join(out_dir, name)
+    write_trained(d, model, opset, x_train[:SEG_CALIB], x_test, probabilities, ("masks.npy", m_test))
+    write_done(d, name, started, f"held-out IoU {iou:.4f}",
+               torch=torch.__version__, opset=opset, seed=DIGITS_SEED, recipe=recipe, optimizer="adamw",
+               weight_decay=f"{weight_decay:g}", size=SEG_SIZE, training_canvases=SEG_TRAIN, epochs=epochs,
+               lr=f"{lr:g}", iou=f"{iou:.4f}")
 
 
 def main():
@@ -385,7 +635,7 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated model names (default: all)")
     ap.add_argument("--force", action="store_true", help="re-export models that are already there")
     args = ap.parse_args()
-    known = list(MODELS) + list(DIGITS_MODELS)
+    known = list(MODELS) + list(DIGITS_MODELS) + list(SEGMENTATION_MODELS)
     names = [n for n in args.only.split(",") if n] or known
     for n in names:
         if n not in known:
@@ -395,11 +645,17 @@ def main():
     # Same bits on every run of a machine (CPU kernels; the thread count is fixed below).
     torch.use_deterministic_algorithms(True)
     for n in names:
-        recipe, export_one = (RECIPE, export) if n in MODELS else (DIGITS_MODELS[n][0], export_digits)
+        if n in MODELS:
+            recipe, export_one = RECIPE, export
+        elif n in DIGITS_MODELS:
+            recipe, export_one = DIGITS_MODELS[n][0], export_digits
+        else:
+            recipe, export_one = SEGMENTATION_MODELS[n][0], export_segmentation
         if not args.force and recipe_of(os.path.join(args.out, n, "DONE")) == recipe:
             continue
-        # Digits recipe 4 trains on one thread (see DIGITS_MODELS).
-        torch.set_num_threads(1 if n in DIGITS_MODELS and recipe >= 4 else threads)
+        # Digits recipe 4 and the segmentation models train on one thread (see DIGITS_MODELS).
+        one_thread = (n in DIGITS_MODELS and recipe >= 4) or n in SEGMENTATION_MODELS
+        torch.set_num_threads(1 if one_thread else threads)
         export_one(n, args.out)
     return 0
 

@@ -4,10 +4,15 @@
 # 2-layer transformer encoder, random weights (fixed seed), exported to ONNX
 # with 8 random inputs and PyTorch's outputs as .npy; and the same
 # architectures trained within minutes of CPU on scikit-learn's digits (NAME_digits:
-# calibration and test images, labels; see scripts/make_zoo.py).
+# calibration and test images, labels; see scripts/make_zoo.py), and a
+# DBNet-style segmentation model trained on canvases of digits
+# (fpn_text_digits: ground-truth masks instead of labels).
 # The models are too big to commit: they go to ${ZOO_DIR:-.cache/zoo}
 # (gitignored). Installs Debian's python3-torch, python3-torchvision and
-# python3-sklearn when missing (a fresh CI machine): several hundred MB. Idempotent: models
+# python3-sklearn when missing (a fresh CI machine): several hundred MB; and
+# libopenblas0-pthread: torch's libblas.so.3 is otherwise Debian's unoptimised
+# reference BLAS (libblas3), since OpenBLAS is only a recommendation of
+# python3-torch and the install below skips recommendations. Idempotent: models
 # already exported are skipped. Extra arguments go to make_zoo.py
 # (--only NAME,..., --force). Runs that overlap (zoo tests under ctest -j)
 # take turns on a lock in the zoo directory, so a model is exported once.
@@ -20,7 +25,7 @@ mkdir -p "$zoo"
 exec 9>"$zoo/.lock"
 flock 9
 
-pkgs=(python3-torch python3-torchvision python3-sklearn python3-numpy python3-onnx)
+pkgs=(python3-torch python3-torchvision python3-sklearn python3-numpy python3-onnx libopenblas0-pthread)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -15,7 +15,8 @@
 # for each TARGET (default: every built-in target, qconvert --list-targets) on
 # the digits CNN and the zoo ($QTOOL_ZOO, default .cache/zoo), one row per
 # target and one column per model, each cell "SNR vs float in dB / top-1
-# agreement with float" as qrun computes with the target's arithmetic; "-"
+# agreement with float" as qrun computes with the target's arithmetic (a
+# segmentation model: "IoU 0.953", its thresholded map's IoU with float's); "-"
 # where qconvert or qrun could not handle the target.
 set -euo pipefail
 export LC_ALL=C
@@ -54,8 +55,10 @@ for line in open(sys.argv[1]).read().splitlines()[1:]:
     f = line.split()
     if len(f) < 4:
         continue
-    target, model, snr, agree = f[:4]
-    ort = f[4] if len(f) > 4 and f[4] in ("ok", "fail") else "?"
+    target, model, snr = f[:3]
+    ort = f[-1] if len(f) > 4 and f[-1] in ("ok", "fail") else "?"
+    # A segmentation model's agreement is two words ("IoU 0.953").
+    agree = " ".join(f[3:-1] if ort != "?" else f[3:4])
     if target not in rows:
         rows.append(target)
     if model not in models:

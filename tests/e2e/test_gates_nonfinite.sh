@@ -52,7 +52,7 @@ PY
 "$bin/qrun" "$tmp/identity.onnx" --data "$tmp/neg" --reference "$tmp/identity.onnx" --min-snr 25 --min-cosine 0.99 \
   --quiet >/dev/null || fail "identical finite outputs fail the gates"
 
-# The Python gate helpers: compare_outputs.py (every interop test) and the zoo's agreement.py.
+# The Python gate helpers: compare_outputs.py (every interop test) and the zoo's agreement.py and iou.py.
 "$bin/qrun" "$tmp/sqrt.onnx" --data "$tmp/neg" -o "$tmp/out_sqrt" --quiet >/dev/null
 "$bin/qrun" "$tmp/identity.onnx" --data "$tmp/neg" -o "$tmp/out_id" --quiet >/dev/null
 compare=("/usr/bin/python3" "$src/tests/interop/compare_outputs.py")
@@ -65,10 +65,15 @@ for check in "--atol 1e30" "--min-snr -1000" "--top1" ""; do
 done
 "${compare[@]}" "$tmp/out_id" "$tmp/out_id" --atol 0 --min-snr 100 --top1 >/dev/null ||
   fail "compare_outputs.py fails identical finite outputs"
-code=0
-/usr/bin/python3 "$src/tests/zoo/agreement.py" nan "$tmp/out_sqrt" "$tmp/out_id" --min-agreement 0 --max-drop 100 \
-  >"$tmp/agree.txt" 2>&1 || code=$?
-[ "$code" -eq 1 ] || fail "agreement.py exited $code on NaN outputs: $(cat "$tmp/agree.txt")"
-/usr/bin/python3 "$src/tests/zoo/agreement.py" same "$tmp/out_id" "$tmp/out_id" >/dev/null ||
-  fail "agreement.py fails identical finite outputs"
+# Their own gates off (iou.py has none by default): only the NaN fails.
+for gate in "agreement.py --min-agreement 0 --max-drop 100" iou.py; do
+  code=0
+  # shellcheck disable=SC2086
+  /usr/bin/python3 "$src/tests/zoo/"$gate nan "$tmp/out_sqrt" "$tmp/out_id" >"$tmp/gate.txt" 2>&1 || code=$?
+  [ "$code" -eq 1 ] || fail "${gate%% *} exited $code on NaN outputs: $(cat "$tmp/gate.txt")"
+  grep -qF "hold NaN or Inf" "$tmp/gate.txt" || fail "${gate%% *} does not say why: $(cat "$tmp/gate.txt")"
+  # shellcheck disable=SC2086
+  /usr/bin/python3 "$src/tests/zoo/"$gate same "$tmp/out_id" "$tmp/out_id" >/dev/null ||
+    fail "${gate%% *} fails identical finite outputs"
+done
 echo "gates on non-finite outputs ok"

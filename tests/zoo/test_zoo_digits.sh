@@ -11,18 +11,27 @@
 # hold for the quantized model as ONNX Runtime computes it on x86 CPUs
 # without VNNI (qrun --target ort-x86-avx2, bit-exact with ONNX Runtime there,
 # whatever this host has): qconvert's default target ort-x86 bounds weight
-# pairs so that nothing saturates (docs/targets.md).
+# pairs so that nothing saturates (docs/targets.md). The segmentation model
+# fpn_text_digits has masks, not labels: it is gated on the IoU of its
+# thresholded probability map with float's and on SNR (tests/zoo/iou.py).
 set -euo pipefail
 bin=${QTOOL_BIN:?QTOOL_BIN must point at the build directory}
 src=${QTOOL_SOURCE_DIR:?QTOOL_SOURCE_DIR must point at the repository}
 export ZOO_DIR=${ZOO_DIR:-$src/.cache/zoo}
 models=(resnet18_digits mobilenet_v2_digits shufflenet_v2_x0_5_digits efficientnet_b0_digits
-        squeezenet1_1_digits transformer_encoder_digits)
+        squeezenet1_1_digits transformer_encoder_digits fpn_text_digits)
 [ -f "$src/.cache/ort/node_modules/onnxruntime-node/package.json" ] || "$src/scripts/setup_ort.sh"
 bash "$src/scripts/make_zoo.sh" --only "$(IFS=,; echo "${models[*]}")"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=()
+# int16_run: the model converted with int16 activations ($t/q16.onnx) and run by ONNX Runtime into $t/quant16.
+int16_run() {
+  "$bin/qconvert" "$d/model.onnx" --profile "$t/profile.json" --activations int16 -o "$t/q16.onnx" >/dev/null 2>"$t/err" &&
+    node "$src/tests/interop/ort_run.js" "$t/q16.onnx" "$d/inputs" "$t/quant16" >/dev/null 2>>"$t/err" && return 0
+  echo "FAIL $name int16: $(head -n1 "$t/err")"
+  return 1
+}
 for name in "${models[@]}"; do
   d="$ZOO_DIR/$name"
   t="$tmp/$name"
@@ -34,6 +43,21 @@ for name in "${models[@]}"; do
      ! "$bin/qrun" "$t/q.onnx" --data "$d/inputs" -o "$t/avx2" --target ort-x86-avx2 --quiet >/dev/null 2>>"$t/err"; then
     echo "FAIL $name: $(head -n1 "$t/err")"
     failed+=("$name")
+    continue
+  fi
+  if [ "$name" = fpn_text_digits ]; then
+    # No labels: IoU of the map thresholded at 0.5 with float's, and SNR. DBNet's binarization Sigmoid(50 (P - T))
+    # amplifies the 8-bit error of its two heads (scripts/make_zoo.py): measured 2026-11-26 0.717 IoU and 9.3 dB,
+    # both in ONNX Runtime (AVX-512 VNNI) and as ORT without VNNI; gated ~2 dB under. With int16 activations
+    # (qconvert --activations int16, ONNX Runtime) 0.988 and 34.8 dB, gated ~3 dB under: what a precision
+    # search should reach, and a check that the 8-bit figures are the model's and not qtool's arithmetic.
+    /usr/bin/python3 "$src/tests/zoo/iou.py" "$name" "$t/quant" "$t/float" --masks "$d/masks.npy" \
+      --min-iou 0.65 --min-snr 7 || failed+=("$name")
+    /usr/bin/python3 "$src/tests/zoo/iou.py" "$name (as ORT without VNNI)" "$t/avx2" "$t/float" --masks "$d/masks.npy" \
+      --min-iou 0.65 --min-snr 7 || failed+=("$name (AVX2)")
+    int16_run || { failed+=("$name int16"); continue; }
+    /usr/bin/python3 "$src/tests/zoo/iou.py" "$name int16 activations" "$t/quant16" "$t/float" --masks "$d/masks.npy" \
+      --min-iou 0.97 --min-snr 31.5 || failed+=("$name int16")
     continue
   fi
   # The depthwise networks (mobilenet_v2, shufflenet_v2_x0_5, efficientnet_b0) were trained briefly until
@@ -79,12 +103,7 @@ PY
     echo "NOTE $name: float logits heavy-tailed (max row norm ${tail}x the median): 8-bit figures not gated, int16 gated"
     /usr/bin/python3 "$src/tests/zoo/agreement.py" "$name 8-bit (not gated)" "$t/quant" "$t/float" --labels "$d/labels.npy" \
       --min-agreement 0 --max-drop 100 || true
-    if ! "$bin/qconvert" "$d/model.onnx" --profile "$t/profile.json" --activations int16 -o "$t/q16.onnx" >/dev/null 2>"$t/err" ||
-       ! node "$src/tests/interop/ort_run.js" "$t/q16.onnx" "$d/inputs" "$t/quant16" >/dev/null 2>>"$t/err"; then
-      echo "FAIL $name int16: $(head -n1 "$t/err")"
-      failed+=("$name int16")
-      continue
-    fi
+    int16_run || { failed+=("$name int16"); continue; }
     /usr/bin/python3 "$src/tests/zoo/agreement.py" "$name int16 activations" "$t/quant16" "$t/float" --labels "$d/labels.npy" \
       --min-agreement 0.99 --max-drop 1 --min-snr 20 || failed+=("$name int16")
     continue
