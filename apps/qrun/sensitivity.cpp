@@ -36,7 +36,6 @@ nlohmann::json score_json(const VariantScore& s) {
 Expected<SensitivityResult> measure_sensitivity(const SensitivityInputs& in) {
   SensitivityResult r;
   r.samples = static_cast<int64_t>(in.samples.size());
-  // Inputs and reference outputs once; every variant reuses them.
   QT_ASSIGN_OR_RETURN(auto model, quant::onnx_io::load_model(in.model_path));
   QT_ASSIGN_OR_RETURN(auto layers, quant::passes::find_quant_layers(*model));
   if (layers.empty()) return Status::bad_input(in.model_path + ": no quantized layer (no node reads a DequantizeLinear)");
@@ -46,7 +45,8 @@ Expected<SensitivityResult> measure_sensitivity(const SensitivityInputs& in) {
     QT_ASSIGN_OR_RETURN(auto x, quant::io::load_sample(sample, in.input_names));
     inputs.push_back(std::move(x));
   }
-  // The float pass feeds the layer-alone measurements too.
+  // Inputs and float outputs once, for every variant; the float pass feeds
+  // the layer-alone measurements too.
   auto evaluator = quant::tune::Evaluator::create(*in.reference, std::move(inputs), {}, in.setup, alone->reference_observer(),
                                                   [&] { return alone->end_sample(); });
   if (!evaluator) return evaluator.status().with_context("reference");

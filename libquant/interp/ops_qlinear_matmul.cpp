@@ -164,6 +164,8 @@ std::shared_ptr<PackedB> pack_constant_b(const ir::Node& node) {
   const ir::Value* zv = node.input(kBZero);
   const Tensor* b = bv ? ir::constant_data(bv) : nullptr;
   const Tensor* bz = zv ? ir::constant_data(zv) : nullptr;
+  const Tensor* az = node.input(kAZero) ? ir::constant_data(node.input(kAZero)) : nullptr;
+  if (az && is_16bit(az->dtype())) return p;  // the 16-bit kernel reads b as it is
   if (!b || !bz || b->rank() != 2 || b->dtype() != bz->dtype() || !is_8bit(b->dtype()) ||
       (bz->size() != 1 && bz->size() != b->dim(1)))
     return p;
