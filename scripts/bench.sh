@@ -4,7 +4,9 @@
 # Builds are not triggered here: run scripts/setup.sh first.
 # speed needs the zoo (scripts/make_zoo.sh) and ONNX Runtime (scripts/setup_ort.sh);
 # BENCH_MODELS (default "resnet18 mobilenet_v2"), BENCH_THREADS ("1 2"),
-# BENCH_RUNS (timed runs per sample, 3) and BENCH_SAMPLES (4) tune it.
+# BENCH_RUNS (timed runs per sample, 3) and BENCH_SAMPLES (4) tune it;
+# QTOOL_ISA=portable|avx2|avx512|vnni runs qrun's kernels capped at that ISA
+# (libquant/kernels/cpu.h), e.g. the AVX2 paths on an AVX-512 host.
 set -euo pipefail
 export LC_ALL=C  # "." decimal points in EPOCHREALTIME and printf, which awk reads
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -114,6 +116,14 @@ bench_speed() {
     done
     "$bin/qprofile" "$dir/model.onnx" --data "$w/data" -o "$w/profile.json" --quiet
     "$bin/qconvert" "$dir/model.onnx" --profile "$w/profile.json" -o "$w/int8.onnx" >/dev/null
+    if [ -z "${isa_said:-}" ]; then
+      # Which ISA each side ran: qrun's from its bench line (QTOOL_ISA caps it),
+      # ONNX Runtime's from the host's flags (it picks its own kernels).
+      local qisa
+      qisa=$("$bin/qrun" "$w/int8.onnx" --data "$w/data" --limit 1 --bench 1 --quiet | sed -n 's/.*, isa \([a-z0-9+-]*\)).*/\1/p')
+      echo "ISA: qrun ${qisa:-?}${QTOOL_ISA:+ (QTOOL_ISA=$QTOOL_ISA)}; ONNX Runtime: host $(grep -o -E 'avx512_vnni|avx512f|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+      isa_said=1
+    fi
     local ort1=""
     for t in $threads_list; do
       local qf of qi oi pin

@@ -1,4 +1,5 @@
 #include "apps/common/cli.h"
+#include "libquant/kernels/cpu.h"
 
 #if defined(__linux__)
 #include <sched.h>
@@ -54,6 +55,13 @@ void describe_tool(CLI::App& app, const std::string& name, const std::string& ex
 bool parse_flags(CLI::App& app, int argc, char** argv, int& exit_now) {
   try {
     app.parse(argc, argv);
+    // QTOOL_ISA caps the kernels' ISA (libquant/kernels/cpu.h): a typo must
+    // not silently run another path than the one asked for.
+    if (std::string bad = quant::kernels::isa_env_error(); !bad.empty()) {
+      std::fprintf(stderr, "error: %s\n", bad.c_str());
+      exit_now = kExitBadInput;
+      return false;
+    }
     return true;
   } catch (const CLI::CallForHelp& e) {
     exit_now = app.exit(e);

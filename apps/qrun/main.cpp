@@ -18,6 +18,7 @@
 #include "apps/qrun/sensitivity.h"
 #include "libquant/interp/compare.h"
 #include "libquant/interp/session.h"
+#include "libquant/kernels/cpu.h"
 #include "libquant/io/npy.h"
 #include "libquant/onnx/model_io.h"
 #include "libquant/passes/lower_plan.h"
@@ -75,7 +76,8 @@ Status bench_sample(const quant::interp::Session& session, const std::vector<Ten
 }
 
 // For scripts/bench.sh. With --json the line goes to stderr, so that stdout
-// stays one JSON document.
+// stays one JSON document. The ISA is the widest the kernels used
+// (kernels/cpu.h: the host's, capped by QTOOL_ISA).
 void print_bench(BenchTimes t, int threads, bool json) {
   std::vector<double>& ms = t.wall_ms;
   if (ms.empty()) return;
@@ -84,8 +86,9 @@ void print_bench(BenchTimes t, int threads, bool json) {
   for (double v : ms) sum += v;
   const double n = static_cast<double>(ms.size());
   std::fprintf(json ? stderr : stdout,
-               "bench: %.3f ms per sample (median %.3f ms, min %.3f ms, cpu %.3f ms per sample, %zu runs, %d threads)\n",
-               sum / n, ms[ms.size() / 2], ms.front(), t.cpu_ms / n, ms.size(), threads);
+               "bench: %.3f ms per sample (median %.3f ms, min %.3f ms, cpu %.3f ms per sample, %zu runs, %d threads, isa %s)\n",
+               sum / n, ms[ms.size() / 2], ms.front(), t.cpu_ms / n, ms.size(), threads,
+               quant::kernels::effective_isa().c_str());
 }
 
 // Counts of correct predictions for one model.

@@ -13,6 +13,7 @@
 #include "libquant/kernels/eltwise_f32.h"
 #include "libquant/kernels/spatial.h"
 #include "libquant/kernels/threadpool.h"
+#include "libquant/kernels/cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -84,8 +85,7 @@ __attribute__((target("avx512f,bmi2"))) void depthwise_row_avx512(const Depthwis
 }
 
 RowKernel pick_row_kernel() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("bmi2")) return depthwise_row_avx512;
+  if (cpu_supports("avx512f") && cpu_supports("bmi2")) return depthwise_row_avx512;
   return nullptr;
 }
 
@@ -112,8 +112,7 @@ __attribute__((target("avx2,fma"))) void row_update_avx2(float* y, const float* 
 
 RowUpdate pick_row_update() {
 #ifdef QTOOL_HAVE_AVX2_PATH
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return row_update_avx2;
+  if (cpu_supports("avx2") && cpu_supports("fma")) return row_update_avx2;
 #endif
   return row_update_portable;
 }

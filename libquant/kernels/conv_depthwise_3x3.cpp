@@ -3,6 +3,7 @@
 // the rest of a row through the border path). Both are compiled with target
 // attributes and picked at run time, as the GEMM micro-kernels are.
 #include "libquant/kernels/conv_depthwise_3x3.h"
+#include "libquant/kernels/cpu.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -375,9 +376,8 @@ const Depthwise3x3Isa kAvx512{"avx512", dwconv3x3_f32_avx512};
 
 std::vector<const Depthwise3x3Isa*> supported_depthwise_3x3_isas() {
   std::vector<const Depthwise3x3Isa*> isas;
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isas.push_back(&kAvx2);
-  if (__builtin_cpu_supports("avx512f")) isas.push_back(&kAvx512);
+  if (cpu_supports("avx2") && cpu_supports("fma")) isas.push_back(&kAvx2);
+  if (cpu_supports("avx512f")) isas.push_back(&kAvx512);
   return isas;
 }
 

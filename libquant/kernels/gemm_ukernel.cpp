@@ -1,4 +1,5 @@
 #include "libquant/kernels/gemm_ukernel.h"
+#include "libquant/kernels/cpu.h"
 
 #include <algorithm>
 
@@ -45,9 +46,8 @@ void store_tile_scalar(const float* acc, int nr, float* c, int64_t ldc, int m_va
 std::vector<const GemmIsa*> supported_gemm_isas() {
   std::vector<const GemmIsa*> isas{&kPortable};
 #if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  if (kGemmIsaAvx2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isas.push_back(kGemmIsaAvx2);
-  if (kGemmIsaAvx512 && __builtin_cpu_supports("avx512f")) isas.push_back(kGemmIsaAvx512);
+  if (kGemmIsaAvx2 && cpu_supports("avx2") && cpu_supports("fma")) isas.push_back(kGemmIsaAvx2);
+  if (kGemmIsaAvx512 && cpu_supports("avx512f")) isas.push_back(kGemmIsaAvx512);
 #endif
   return isas;
 }

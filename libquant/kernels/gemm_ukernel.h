@@ -9,7 +9,7 @@
 // the kernel always computes the full tile and stores only the valid part.
 //
 // Kernel names spell type, ISA and tile (XNNPACK's convention). The ISA is
-// chosen at run time (__builtin_cpu_supports); the portable kernel is plain
+// chosen at run time (kernels/cpu.h, capped by QTOOL_ISA); the portable kernel is plain
 // C++ and runs anywhere.
 #pragma once
 

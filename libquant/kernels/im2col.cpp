@@ -1,4 +1,5 @@
 #include "libquant/kernels/im2col.h"
+#include "libquant/kernels/cpu.h"
 
 #include <algorithm>
 #include <cassert>
@@ -49,8 +50,7 @@ __attribute__((target("avx512f"))) void copy_run_avx512(float* d, const float* s
 
 bool has_avx512_bmi2() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("bmi2");
+  return cpu_supports("avx512f") && cpu_supports("bmi2");
 #else
   return false;
 #endif

@@ -1,4 +1,5 @@
 #include "libquant/kernels/pool_max_2d.h"
+#include "libquant/kernels/cpu.h"
 
 #include <algorithm>
 #include <cstring>
@@ -26,7 +27,7 @@ struct F32Lanes {
   using Vec = __m512;
   static constexpr int64_t kLanes = 16;
   // BW too: pool_plane is compiled for both, and the compiler may use it anywhere there.
-  static bool cpu() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
+  static bool cpu() { return cpu_supports("avx512f") && cpu_supports("avx512bw"); }
   __attribute__((target("avx512f"))) static Vec load(const T* p) { return _mm512_loadu_ps(p); }
   __attribute__((target("avx512f"))) static void store(T* p, Vec v) { _mm512_storeu_ps(p, v); }
   __attribute__((target("avx512f"))) static void store_first(T* p, Vec v, int64_t n) {
@@ -49,7 +50,7 @@ struct ByteLanes {
   using T = Byte;
   using Vec = __m512i;
   static constexpr int64_t kLanes = 64;
-  static bool cpu() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
+  static bool cpu() { return cpu_supports("avx512f") && cpu_supports("avx512bw"); }
   __attribute__((target("avx512f,avx512bw"))) static Vec load(const T* p) { return _mm512_loadu_si512(p); }
   __attribute__((target("avx512f,avx512bw"))) static void store(T* p, Vec v) { _mm512_storeu_si512(p, v); }
   __attribute__((target("avx512f,avx512bw"))) static void store_first(T* p, Vec v, int64_t n) {

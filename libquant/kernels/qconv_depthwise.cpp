@@ -25,6 +25,7 @@
 #include "libquant/kernels/qconv_fast.h"
 #include "libquant/kernels/spatial.h"
 #include "libquant/kernels/threadpool.h"
+#include "libquant/kernels/cpu.h"
 
 namespace quant::kernels::detail {
 namespace {
@@ -355,10 +356,9 @@ using VnniPlaneFn = void (*)(const Spatial3&, const TX*, int32_t, const int32_t*
 template <class TX>
 VnniPlaneFn<TX> vnni_plane_fn(const Spatial3& s) {
   static const bool cpu = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-           __builtin_cpu_supports("avx512vbmi");
+    return cpu_supports("avx512f") && cpu_supports("avx512bw") &&
+           cpu_supports("avx512vl") && cpu_supports("avx512vnni") &&
+           cpu_supports("avx512vbmi");
   }();
   if (!cpu || !padded_path(s)) return nullptr;
   const bool s1 = s.strides[2] == 1;
@@ -381,9 +381,8 @@ using PlaneFn = void (*)(const Spatial3&, const TX*, int32_t, const int32_t*, ui
 template <class TX>
 PlaneFn<TX> best_plane_fn() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) return plane_avx512<TX>;
-  if (__builtin_cpu_supports("avx2")) return plane_avx2<TX>;
+  if (cpu_supports("avx512f") && cpu_supports("avx512bw")) return plane_avx512<TX>;
+  if (cpu_supports("avx2")) return plane_avx2<TX>;
 #endif
   return plane_default<TX>;
 }

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "libquant/kernels/qconv_shape.h"
+#include "libquant/kernels/cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -55,7 +56,7 @@ __attribute__((target("avx2"))) int32_t dot_avx2(const uint8_t* a, const int8_t*
 }
 
 bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
+  static const bool has = cpu_supports("avx2");
   return has;
 }
 #endif

@@ -1,4 +1,5 @@
 #include "libquant/kernels/qgemm_ukernel.h"
+#include "libquant/kernels/cpu.h"
 
 #include <cmath>
 #include <tuple>
@@ -75,17 +76,10 @@ void q_finish_scalar(const int32_t* acc, int64_t acc_stride, int64_t rows, int64
 std::vector<const QGemmIsa*> supported_qgemm_isas() {
   std::vector<const QGemmIsa*> isas{&kPortable};
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (kQGemmIsaAvx2 && __builtin_cpu_supports("avx2")) isas.push_back(kQGemmIsaAvx2);
-  // GCC 12's __builtin_cpu_supports has no "avxvnni": read CPUID leaf 7
-  // subleaf 1, EAX bit 4 (AVX-VNNI), with the OS's AVX state checked by avx2.
-  if (kQGemmIsaAvxVnni && __builtin_cpu_supports("avx2")) {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(1));
-    if (eax & (1u << 4)) isas.push_back(kQGemmIsaAvxVnni);
-  }
-  if (kQGemmIsaAvx512Vnni && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+  if (kQGemmIsaAvx2 && cpu_supports("avx2")) isas.push_back(kQGemmIsaAvx2);
+  if (kQGemmIsaAvxVnni && cpu_supports("avxvnni")) isas.push_back(kQGemmIsaAvxVnni);
+  if (kQGemmIsaAvx512Vnni && cpu_supports("avx512f") && cpu_supports("avx512bw") &&
+      cpu_supports("avx512vl") && cpu_supports("avx512vnni"))
     isas.push_back(kQGemmIsaAvx512Vnni);
 #endif
   return isas;

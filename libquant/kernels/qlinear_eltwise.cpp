@@ -1,4 +1,5 @@
 #include "libquant/kernels/qlinear_eltwise.h"
+#include "libquant/kernels/cpu.h"
 
 #include <cmath>
 #include <limits>
@@ -77,8 +78,7 @@ __attribute__((target("avx2,fma"))) void qlinear_add_avx2(const T* a, const T* b
 }
 
 bool has_avx2_fma() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return cpu_supports("avx2") && cpu_supports("fma");
 }
 
 }  // namespace

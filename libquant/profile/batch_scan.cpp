@@ -1,4 +1,5 @@
 #include "libquant/profile/batch_scan.h"
+#include "libquant/kernels/cpu.h"
 
 #include <immintrin.h>
 
@@ -67,7 +68,7 @@ inline int64_t bin_of(float v, double scale, int64_t first, int64_t last) {
 constexpr int64_t kCellLimit = int64_t{1} << 26;
 
 #if defined(__x86_64__)
-bool cpu_has_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+bool cpu_has_avx2() { return kernels::cpu_supports("avx2") && kernels::cpu_supports("fma"); }
 
 __attribute__((target("avx2,fma"))) BatchStats scan_batch_avx2(const float* x, int64_t n) {
   const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
@@ -188,7 +189,7 @@ __attribute__((target("avx2,fma"))) void count_cells_avx2(const float* x, int64_
     if (std::isfinite(x[i])) counts[bin_of(x[i], scale_d, first, last)]++;
 }
 
-bool cpu_has_avx512() { return __builtin_cpu_supports("avx512f"); }
+bool cpu_has_avx512() { return kernels::cpu_supports("avx512f"); }
 
 // scan_batch_avx2's statistics and count_cells_avx2's bins in one pass, 16
 // values at a time. kChecked masks NaN/Inf lanes out of everything; without it

@@ -1,0 +1,96 @@
+#include "libquant/kernels/cpu.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace quant::kernels {
+namespace {
+
+bool parse_cap(const char* s, IsaCap& cap) {
+  if (!s || !*s || std::strcmp(s, "vnni") == 0) cap = IsaCap::Vnni;
+  else if (std::strcmp(s, "avx512") == 0) cap = IsaCap::Avx512;
+  else if (std::strcmp(s, "avx2") == 0) cap = IsaCap::Avx2;
+  else if (std::strcmp(s, "portable") == 0) cap = IsaCap::Portable;
+  else return false;
+  return true;
+}
+
+bool host_avxvnni() {
+#if defined(__x86_64__)
+  // CPUID leaf 7 subleaf 1, EAX bit 4 (AVX-VNNI); the OS's AVX state is
+  // checked through avx2.
+  if (!__builtin_cpu_supports("avx2")) return false;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(1));
+  return (eax & (1u << 4)) != 0;
+#else
+  return false;
+#endif
+}
+
+bool host_supports(const char* f) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (std::strcmp(f, "avx2") == 0) return __builtin_cpu_supports("avx2");
+  if (std::strcmp(f, "fma") == 0) return __builtin_cpu_supports("fma");
+  if (std::strcmp(f, "bmi2") == 0) return __builtin_cpu_supports("bmi2");
+  if (std::strcmp(f, "avx512f") == 0) return __builtin_cpu_supports("avx512f");
+  if (std::strcmp(f, "avx512bw") == 0) return __builtin_cpu_supports("avx512bw");
+  if (std::strcmp(f, "avx512vl") == 0) return __builtin_cpu_supports("avx512vl");
+  if (std::strcmp(f, "avx512vbmi") == 0) return __builtin_cpu_supports("avx512vbmi");
+  if (std::strcmp(f, "avx512vnni") == 0) return __builtin_cpu_supports("avx512vnni");
+  if (std::strcmp(f, "avxvnni") == 0) return host_avxvnni();
+#else
+  (void)f;
+#endif
+  return false;
+}
+
+// The lowest cap a feature needs to stay enabled.
+IsaCap level_of(const char* f) {
+  if (std::strcmp(f, "avx512vnni") == 0 || std::strcmp(f, "avxvnni") == 0) return IsaCap::Vnni;
+  if (std::strncmp(f, "avx512", 6) == 0) return IsaCap::Avx512;
+  return IsaCap::Avx2;
+}
+
+}  // namespace
+
+IsaCap isa_cap() {
+  static const IsaCap cap = [] {
+    IsaCap c = IsaCap::Vnni;
+    if (!parse_cap(std::getenv("QTOOL_ISA"), c)) c = IsaCap::Vnni;  // reported by isa_env_error()
+    return c;
+  }();
+  return cap;
+}
+
+bool cpu_supports(const char* feature) {
+  return static_cast<int>(isa_cap()) >= static_cast<int>(level_of(feature)) && host_supports(feature);
+}
+
+const char* isa_cap_name(IsaCap cap) {
+  switch (cap) {
+    case IsaCap::Portable: return "portable";
+    case IsaCap::Avx2: return "avx2";
+    case IsaCap::Avx512: return "avx512";
+    case IsaCap::Vnni: return "vnni";
+  }
+  return "?";
+}
+
+std::string effective_isa() {
+  if (cpu_supports("avx512vnni")) return "avx512-vnni";
+  if (cpu_supports("avx512f") && cpu_supports("avx512bw")) return cpu_supports("avxvnni") ? "avx512+avx-vnni" : "avx512";
+  if (cpu_supports("avxvnni")) return "avx-vnni";
+  if (cpu_supports("avx2") && cpu_supports("fma")) return "avx2";
+  return "portable";
+}
+
+std::string isa_env_error() {
+  const char* s = std::getenv("QTOOL_ISA");
+  IsaCap cap;
+  if (parse_cap(s, cap)) return "";
+  return std::string("QTOOL_ISA=") + s + " is not one of portable, avx2, avx512, vnni";
+}
+
+}  // namespace quant::kernels

@@ -1,0 +1,37 @@
+// The CPU features the kernels may use: the host's, capped by the
+// environment variable QTOOL_ISA so that any ISA path can be run and measured
+// on a host that has a wider one (DESIGN "Kernels"):
+//   QTOOL_ISA=portable  no SIMD path (plain C++)
+//   QTOOL_ISA=avx2      AVX2 + FMA (+ BMI2): as an AVX2-only x86 host (AMD Zen 1-3, Intel before Skylake-X)
+//   QTOOL_ISA=avx512    AVX-512 F/BW/VL/VBMI as well, no VNNI of either kind (Skylake-X)
+//   QTOOL_ISA=vnni      everything the host has (the default when unset)
+// The cap only removes features: asking for more than the host has gives
+// the host's. It is read once, at the first question; every kernel's
+// dispatch asks here instead of __builtin_cpu_supports.
+#pragma once
+
+#include <string>
+
+namespace quant::kernels {
+
+enum class IsaCap { Portable, Avx2, Avx512, Vnni };
+
+// Whether the kernels may use `feature`: one of the names
+// __builtin_cpu_supports takes ("avx2", "fma", "bmi2", "avx512f",
+// "avx512bw", "avx512vl", "avx512vbmi", "avx512vnni") or "avxvnni" (read
+// from CPUID, which GCC 12's builtin does not know). Unknown names: false.
+bool cpu_supports(const char* feature);
+
+// The cap in force, and its name ("portable", "avx2", "avx512", "vnni").
+IsaCap isa_cap();
+const char* isa_cap_name(IsaCap cap);
+// The widest level the kernels use on this host under the cap: what a
+// benchmark reports as the ISA it ran ("portable", "avx2", "avx512",
+// "avx512-vnni" or "avx-vnni").
+std::string effective_isa();
+
+// An error message when QTOOL_ISA is set to something else than the four
+// names above (the apps turn it into exit code 2), else empty.
+std::string isa_env_error();
+
+}  // namespace quant::kernels

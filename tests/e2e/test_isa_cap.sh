@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# QTOOL_ISA caps the kernels' ISA (libquant/kernels/cpu.h), so that the AVX2
+# and portable paths run on hosts that have AVX-512 (issue 22). Integer
+# results are the same bits on every path; float outputs and profiles stay
+# within rounding of each other; the bench line names the ISA used; a value
+# that is not an ISA is refused.
+source "$(dirname "$0")/lib.sh"
+py=/usr/bin/python3
+"$bin/qprofile" "$model" --data "$samples/digits/calib" -o "$tmp/p.json" --quiet
+"$bin/qconvert" "$model" --profile "$tmp/p.json" -o "$tmp/u8.onnx"
+"$bin/qconvert" "$model" --profile "$tmp/p.json" -o "$tmp/s8.onnx" --target ort-x86-vnni
+host=$(grep -o -E 'avx512vnni|avx512_vnni|avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')
+for isa in portable avx2 avx512 vnni; do
+  for m in u8 s8; do
+    QTOOL_ISA=$isa "$bin/qrun" "$tmp/$m.onnx" --data "$samples/digits/test" --limit 40 -o "$tmp/$isa.$m" --quiet >/dev/null
+  done
+  QTOOL_ISA=$isa "$bin/qrun" "$model" --data "$samples/digits/test" --limit 40 -o "$tmp/$isa.f32" --quiet >/dev/null
+  QTOOL_ISA=$isa "$bin/qprofile" "$model" --data "$samples/digits/calib" -o "$tmp/$isa.profile.json" --quiet
+  line=$(QTOOL_ISA=$isa "$bin/qrun" "$tmp/u8.onnx" --data "$samples/digits/test" --limit 2 --bench 1 --quiet)
+  case $isa in
+    portable) want=portable ;;
+    avx2) want=$([[ $host == *avx2* ]] && echo avx2 || echo portable) ;;
+    *) want="" ;;  # depends on the host's AVX-512 flavour
+  esac
+  [ -z "$want" ] || grep -q "isa $want)" <<<"$line" || fail "QTOOL_ISA=$isa: bench line says: $line"
+done
+$py - "$tmp" <<'PY' || fail "the ISA paths disagree"
+import glob, json, os, sys
+import numpy as np
+d = sys.argv[1]
+for m in ("u8", "s8"):
+    for f in sorted(glob.glob(f"{d}/vnni.{m}/*.npy")):
+        ref = np.load(f)
+        for isa in ("portable", "avx2", "avx512"):
+            got = np.load(f.replace("/vnni.", f"/{isa}."))
+            assert np.array_equal(ref, got), f"{m} {isa} {os.path.basename(f)}: integer paths differ"
+for f in sorted(glob.glob(f"{d}/vnni.f32/*.npy")):
+    ref = np.load(f)
+    for isa in ("portable", "avx2", "avx512"):
+        got = np.load(f.replace("/vnni.", f"/{isa}."))
+        assert np.allclose(ref, got, rtol=1e-4, atol=1e-5), f"f32 {isa} {os.path.basename(f)}"
+# Float kernels sum in another order per ISA, so profiles agree to rounding;
+# VNNI changes only integer kernels, so avx512 and vnni profile the same bits.
+tensors = lambda isa: json.load(open(f"{d}/{isa}.profile.json"))["tensors"]
+ref = tensors("vnni")
+assert tensors("avx512") == ref, "profiles under avx512 and vnni differ"
+for isa in ("portable", "avx2"):
+    got = tensors(isa)
+    assert got.keys() == ref.keys(), isa
+    for k, t in ref.items():
+        for field in ("min", "max"):
+            assert abs(got[k][field] - t[field]) <= 1e-4 * max(1.0, abs(t[field])), (isa, k, field, got[k][field], t[field])
+PY
+expect_exit 2 "QTOOL_ISA=sse4 is not one of portable, avx2, avx512, vnni" env QTOOL_ISA=sse4 "$bin/qrun" "$model" --data "$samples/digits/test" --limit 1
+expect_exit 2 "QTOOL_ISA=AVX2 is not one of" env QTOOL_ISA=AVX2 "$bin/qprofile" "$model" --data "$samples/digits/calib" -o "$tmp/x.json"
+[ ! -e "$tmp/x.json" ] || fail "qprofile wrote a profile under a bad QTOOL_ISA"
+echo "isa cap ok"
