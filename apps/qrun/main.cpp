@@ -353,7 +353,7 @@ Status run(const Flags& f) {
   }
   std::vector<std::string> input_names;
   for (const auto* v : graph->inputs) input_names.push_back(v->name());
-  QT_ASSIGN_OR_RETURN(auto samples, qtool::collect_samples(f.data));
+  QT_ASSIGN_OR_RETURN(auto samples, qtool::collect_samples(f.data, !graph->inputs.empty()));
   std::vector<int64_t> labels;
   if (!f.labels.empty()) {
     QT_ASSIGN_OR_RETURN(labels, read_labels(f.labels));
