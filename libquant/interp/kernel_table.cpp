@@ -84,6 +84,7 @@ constexpr std::array kKernels = {
     KernelEntry{"", "Selu", make_selu},
     KernelEntry{"", "Celu", make_celu},
     KernelEntry{"", "ThresholdedRelu", make_thresholded_relu},
+    KernelEntry{"", "Shrink", make_shrink},
     KernelEntry{"", "HardSigmoid", make_hard_sigmoid},
     KernelEntry{"", "HardSwish", make_hard_swish},
     KernelEntry{"", "Gelu", make_gelu},
@@ -161,6 +162,21 @@ constexpr std::array kKernels = {
     KernelEntry{"", "ConvTranspose", make_conv_transpose},
     KernelEntry{"", "Resize", make_resize},
     KernelEntry{"", "Upsample", make_upsample},
+    // signal processing (ops_spectral.cpp)
+    KernelEntry{"", "DFT", make_dft},
+    KernelEntry{"", "STFT", make_stft},
+    KernelEntry{"", "HannWindow", make_hann_window},
+    KernelEntry{"", "HammingWindow", make_hamming_window},
+    KernelEntry{"", "BlackmanWindow", make_blackman_window},
+    KernelEntry{"", "MelWeightMatrix", make_mel_weight_matrix},
+    // generators (ops_random.cpp)
+    KernelEntry{"", "Bernoulli", make_bernoulli},
+    KernelEntry{"", "RandomUniformLike", make_random_uniform_like},
+    KernelEntry{"", "RandomUniform", make_random_uniform},
+    // detection and sampling (ops_detection.cpp)
+    KernelEntry{"", "NonMaxSuppression", make_non_max_suppression},
+    KernelEntry{"", "RoiAlign", make_roi_align},
+    KernelEntry{"", "GridSample", make_grid_sample},
     // rnn-control (ops-ctrl)
     KernelEntry{"", "RNN", make_rnn},
     KernelEntry{"", "GRU", make_gru},

@@ -123,6 +123,22 @@ KernelResult make_elu(const KernelContext&);
 KernelResult make_selu(const KernelContext&);
 KernelResult make_celu(const KernelContext&);
 KernelResult make_thresholded_relu(const KernelContext&);
+KernelResult make_shrink(const KernelContext&);
+// ops_spectral.cpp: signal processing (opset 17)
+KernelResult make_dft(const KernelContext&);
+KernelResult make_stft(const KernelContext&);
+KernelResult make_hann_window(const KernelContext&);
+KernelResult make_hamming_window(const KernelContext&);
+KernelResult make_blackman_window(const KernelContext&);
+KernelResult make_mel_weight_matrix(const KernelContext&);
+// ops_random.cpp: generator ops
+KernelResult make_bernoulli(const KernelContext&);
+KernelResult make_random_uniform_like(const KernelContext&);
+KernelResult make_random_uniform(const KernelContext&);
+// ops_detection.cpp: detection and sampling (NonMaxSuppression, RoiAlign, GridSample)
+KernelResult make_non_max_suppression(const KernelContext&);
+KernelResult make_roi_align(const KernelContext&);
+KernelResult make_grid_sample(const KernelContext&);
 KernelResult make_hard_sigmoid(const KernelContext&);
 KernelResult make_hard_swish(const KernelContext&);
 KernelResult make_gelu(const KernelContext&);

@@ -154,10 +154,32 @@ std::optional<Failure> run_sets(const fs::path& dir, const quant::ir::Graph& gra
   return std::nullopt;
 }
 
+// ONNX 1.12 wrote some models whose declared input shape disagrees with their
+// own test data: test_castlike_*BFLOAT16* declare 'like' as [3,4] and feed
+// [1] (CastLike reads only its type). The ONNX backend runner does not check
+// declared shapes; here an input whose first data set contradicts its
+// declared shape is taken as having none, so that the operator is what the
+// test checks. Inputs that agree keep their check.
+void drop_contradicted_shapes(const fs::path& dir, quant::ir::Graph& graph) {
+  auto sets = sorted_dirs(dir, "test_data_set_");
+  if (sets.empty()) return;
+  const auto files = sorted_files(sets.front(), "input_");
+  for (size_t k = 0; k < files.size() && k < graph.inputs.size(); ++k) {
+    quant::ir::Value& v = *graph.inputs[k];
+    if (!v.has_shape) continue;
+    auto t = quant::io::read_tensor_pb(files[k].string());
+    if (!t) continue;
+    bool agrees = t->rank() == static_cast<int64_t>(v.shape.size());
+    for (size_t i = 0; agrees && i < v.shape.size(); ++i) agrees = v.shape[i] < 0 || v.shape[i] == t->shape()[i];
+    if (!agrees) v.has_shape = false;
+  }
+}
+
 // Runs one test directory; nullopt when it passes.
 std::optional<Failure> run_test(const fs::path& dir) {
   auto graph = quant::onnx_io::load_model((dir / "model.onnx").string());
   if (!graph) return refusal(graph.status());
+  drop_contradicted_shapes(dir, **graph);
   auto session = quant::interp::Session::create(**graph);
   if (!session) return refusal(session.status());
   return run_sets(dir, **graph, **session);
