@@ -46,7 +46,8 @@ Expected<DType> read_dtype(const ir::Node& node, std::optional<DType> fallback, 
   if (node.find_attribute("dtype")) t = dtype_from_onnx(static_cast<int>(node.attr_int("dtype", 1)));
   if (!t) return Status::bad_input(node.op_type + " dtype " + std::to_string(node.attr_int("dtype", 1)) + " is not supported");
   const bool is_float_type = *t == DType::Float32 || *t == DType::Float64;
-  if (float_only ? !is_float_type : (*t == DType::Float16 || *t == DType::BFloat16 || *t == DType::Int4 || *t == DType::UInt4))
+  if (float_only ? !is_float_type
+                 : (*t == DType::Float16 || *t == DType::BFloat16 || *t == DType::Int4 || *t == DType::UInt4 || *t == DType::String))
     return Status::bad_input(node.op_type + " dtype " + std::string(dtype_name(*t)) + " is not supported");
   return *t;
 }

@@ -29,7 +29,8 @@ Expected<double> read_float_scalar(const ir::Node& node, const Tensor& t, const 
 Expected<DType> read_output_datatype(const ir::Node& node) {
   const int64_t code = node.attr_int("output_datatype", 1);
   std::optional<DType> t = dtype_from_onnx(static_cast<int>(code));
-  if (!t || *t == DType::Bool || *t == DType::Float16 || *t == DType::BFloat16 || *t == DType::Int4 || *t == DType::UInt4)
+  if (!t || *t == DType::Bool || *t == DType::Float16 || *t == DType::BFloat16 || *t == DType::Int4 || *t == DType::UInt4 ||
+      *t == DType::String)
     return Status::bad_input(node.op_type + " output_datatype " + std::to_string(code) + " is not supported");
   return *t;
 }
