@@ -108,6 +108,15 @@ TEST_CASE("STFT: frames are windowed DFTs", "[interp][spectral]") {
   CHECK(y2.data<float>()[0] == Approx(2.5f));  // 1 - 2 + 3 + 0.5
 }
 
+TEST_CASE("STFT of a complex signal, two-sided", "[interp][spectral]") {
+  // One frame of [1, i]: X[0] = 1 + i, X[1] = 1 - i.
+  NodeSpec s{"STFT", 17, {f32({1, 2, 2}, {1, 0, 0, 1}), i64({}, {1}), Tensor(), i64({}, {2})}};
+  s.attributes["onesided"] = Attribute::of_int(0);
+  Tensor y = run_one(s);
+  CHECK(y.shape() == Dims{1, 1, 2, 2});
+  check_close(values_of<float>(y), {1, 1, 1, -1});
+}
+
 TEST_CASE("STFT refusals", "[interp][spectral]") {
   Tensor sig = f32({1, 4, 1}, {1, 2, 3, 4});
   CHECK_THAT(run_error({"STFT", 17, {sig, i64({}, {1})}}), Catch::Contains("window or a frame_length"));
