@@ -35,18 +35,6 @@ Expected<DType> read_output_datatype(const ir::Node& node) {
   return *t;
 }
 
-// Writes double values to a new tensor of type t (numeric types; integers truncate).
-Expected<Tensor> tensor_from_doubles(DType t, Dims shape, const std::vector<double>& v) {
-  QT_ASSIGN_OR_RETURN(Tensor y, Tensor::create(t, std::move(shape)));
-  QT_RETURN_IF_ERROR(dispatch_numeric(t, [&](auto tag) {
-    using T = decltype(tag);
-    T* p = y.data<T>();
-    for (size_t i = 0; i < v.size(); ++i) p[i] = static_cast<T>(v[i]);
-    return Status::ok();
-  }));
-  return y;
-}
-
 // Signals are [batch, ..., 1 | 2] float32: the last axis holds the real part or (re, im).
 Status check_signal(const ir::Node& node, const Tensor& x, int64_t min_rank) {
   QT_RETURN_IF_ERROR(require_dtype(node, x, DType::Float32, "input"));
@@ -174,10 +162,13 @@ KernelResult make_window(const KernelContext& ctx, double a0, double a1, double 
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     QT_ASSIGN_OR_RETURN(int64_t size, read_int_scalar(node, *in[0], "size"));
     QT_RETURN_IF_ERROR(check_computed_shape(node, Dims{size}));
-    std::vector<double> w(static_cast<size_t>(size));
-    kernels::cosine_sum_window(size, periodic, a0, a1, a2, w.data());
-    QT_ASSIGN_OR_RETURN(out[0], tensor_from_doubles(t, {size}, w));
-    return Status::ok();
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(t, {size}));
+    return dispatch_numeric(t, [&](auto tag) {
+      using T = decltype(tag);
+      T* w = out[0].data<T>();
+      for (int64_t i = 0; i < size; ++i) w[i] = static_cast<T>(kernels::cosine_sum_window_value(i, size, periodic, a0, a1, a2));
+      return Status::ok();
+    });
   });
 }
 
@@ -213,10 +204,11 @@ KernelResult make_mel_weight_matrix(const KernelContext& ctx) {
         return Status::bad_input("MelWeightMatrix edge frequencies " + std::to_string(lower) + ".." + std::to_string(upper) +
                                  " Hz fall outside the " + std::to_string(rows) + " bins of dft_length " +
                                  std::to_string(dft_length) + " at sample_rate " + std::to_string(sample_rate));
-    std::vector<double> w(static_cast<size_t>(rows * mel_bins));
-    kernels::mel_weight_matrix(edges, mel_bins, rows, w.data());
-    QT_ASSIGN_OR_RETURN(out[0], tensor_from_doubles(t, {rows, mel_bins}, w));
-    return Status::ok();
+    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(t, {rows, mel_bins}));
+    return dispatch_numeric(t, [&](auto tag) {
+      kernels::mel_weight_matrix(edges, mel_bins, out[0].data<decltype(tag)>());
+      return Status::ok();
+    });
   });
 }
 

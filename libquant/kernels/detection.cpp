@@ -174,22 +174,17 @@ float denormalize(float v, int64_t size, bool align_corners) {
 }
 
 // Reflects v into [lo, hi] as often as needed (padding_mode "reflection").
+// In double, without an integer conversion, so that any finite v is defined.
 float reflect(float v, float lo, float hi) {
-  const float range = hi - lo;
+  const double range = static_cast<double>(hi) - lo;
   if (range <= 0) return lo;
-  if (v < lo) {
-    const float d = lo - v;
-    const int64_t k = static_cast<int64_t>(d / range);
-    const float r = d - static_cast<float>(k) * range;
-    return k % 2 == 0 ? lo + r : hi - r;
-  }
-  if (v > hi) {
-    const float d = v - hi;
-    const int64_t k = static_cast<int64_t>(d / range);
-    const float r = d - static_cast<float>(k) * range;
-    return k % 2 == 0 ? hi - r : lo + r;
-  }
-  return v;
+  if (v >= lo && v <= hi) return v;
+  const double d = v < lo ? static_cast<double>(lo) - v : static_cast<double>(v) - hi;
+  const double r = std::fmod(d, range);
+  const bool even = std::fmod(std::floor(d / range), 2.0) == 0.0;  // reflections so far
+  const double near_edge = v < lo ? lo : hi, far_edge = v < lo ? hi : lo;
+  const double s = v < lo ? 1.0 : -1.0;  // the direction from the near edge into the range
+  return static_cast<float>(even ? near_edge + s * r : far_edge - s * r);
 }
 
 // Cubic convolution weights of the 4 taps around a point at fraction t

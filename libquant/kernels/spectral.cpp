@@ -38,16 +38,11 @@ void dft_f32(const float* x, int64_t x_stride, int64_t x_len, bool complex_input
   }
 }
 
-void cosine_sum_window(int64_t size, bool periodic, double a0, double a1, double a2, double* w) {
+double cosine_sum_window_value(int64_t t, int64_t size, bool periodic, double a0, double a1, double a2) {
   const int64_t denominator = periodic ? size : size - 1;
-  if (denominator <= 0) {
-    for (int64_t t = 0; t < size; ++t) w[t] = a0 - a1 + a2;
-    return;
-  }
-  for (int64_t t = 0; t < size; ++t) {
-    const double a = 2.0 * std::numbers::pi * static_cast<double>(t) / static_cast<double>(denominator);
-    w[t] = a0 - a1 * std::cos(a) + a2 * std::cos(2.0 * a);
-  }
+  if (denominator <= 0) return a0 - a1 + a2;
+  const double a = 2.0 * std::numbers::pi * static_cast<double>(t) / static_cast<double>(denominator);
+  return a0 - a1 * std::cos(a) + a2 * std::cos(2.0 * a);
 }
 
 std::vector<int64_t> mel_bin_edges(int64_t num_mel_bins, int64_t dft_length, int64_t sample_rate, double lower_hz,
@@ -62,22 +57,6 @@ std::vector<int64_t> mel_bin_edges(int64_t num_mel_bins, int64_t dft_length, int
     edges[i] = static_cast<int64_t>(std::floor(static_cast<double>(dft_length + 1) * hz / static_cast<double>(sample_rate)));
   }
   return edges;
-}
-
-void mel_weight_matrix(const std::vector<int64_t>& edges, int64_t num_mel_bins, int64_t rows, double* w) {
-  std::fill(w, w + rows * num_mel_bins, 0.0);
-  for (int64_t i = 0; i < num_mel_bins; ++i) {
-    const int64_t left = edges[static_cast<size_t>(i)], center = edges[static_cast<size_t>(i) + 1],
-                  right = edges[static_cast<size_t>(i) + 2];
-    if (center == left) {
-      w[center * num_mel_bins + i] = 1.0;
-    } else {
-      for (int64_t j = left; j <= center; ++j)
-        w[j * num_mel_bins + i] = static_cast<double>(j - left) / static_cast<double>(center - left);
-    }
-    for (int64_t j = center; j < right; ++j)
-      w[j * num_mel_bins + i] = static_cast<double>(right - j) / static_cast<double>(right - center);
-  }
 }
 
 }  // namespace quant::kernels

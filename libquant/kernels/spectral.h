@@ -4,6 +4,7 @@
 // Standard library only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -31,7 +32,7 @@ void dft_f32(const float* x, int64_t x_stride, int64_t x_len, bool complex_input
 //   w[t] = a0 - a1 cos(2 pi t / N) + a2 cos(4 pi t / N),  N = periodic ? size : size - 1.
 // A symmetric window of size 1 is [a0 - a1 + a2] (N = 0 would divide by zero;
 // numpy's reference gives NaN there, the limit of the formula is taken instead).
-void cosine_sum_window(int64_t size, bool periodic, double a0, double a1, double a2, double* w);
+double cosine_sum_window_value(int64_t t, int64_t size, bool periodic, double a0, double a1, double a2);
 
 // The bin index of each of the num_mel_bins + 2 triangle edges of
 // MelWeightMatrix (opset 17): mel(f) = 2595 log10(1 + f / 700), the edges
@@ -42,9 +43,24 @@ void cosine_sum_window(int64_t size, bool periodic, double a0, double a1, double
 std::vector<int64_t> mel_bin_edges(int64_t num_mel_bins, int64_t dft_length, int64_t sample_rate, double lower_hz,
                                    double upper_hz);
 
-// The [floor(dft_length / 2) + 1, num_mel_bins] weights (row-major) from the
-// edges: triangle i rises from edges[i] to 1 at edges[i+1] and falls to
-// edges[i+2]. Every edge must be < the row count (the caller checks).
-void mel_weight_matrix(const std::vector<int64_t>& edges, int64_t num_mel_bins, int64_t rows, double* w);
+// The [floor(dft_length / 2) + 1, num_mel_bins] weights (row-major, w zeroed
+// by the caller) from the edges: triangle i rises from edges[i] to 1 at
+// edges[i+1] and falls to edges[i+2]. Every edge must be < the row count (the
+// caller checks). T: the output_datatype's element type.
+template <class T>
+void mel_weight_matrix(const std::vector<int64_t>& edges, int64_t num_mel_bins, T* w) {
+  for (int64_t i = 0; i < num_mel_bins; ++i) {
+    const int64_t left = edges[static_cast<size_t>(i)], center = edges[static_cast<size_t>(i) + 1],
+                  right = edges[static_cast<size_t>(i) + 2];
+    if (center == left) {
+      w[center * num_mel_bins + i] = T(1);
+    } else {
+      for (int64_t j = left; j <= center; ++j)
+        w[j * num_mel_bins + i] = static_cast<T>(static_cast<double>(j - left) / static_cast<double>(center - left));
+    }
+    for (int64_t j = center; j < right; ++j)
+      w[j * num_mel_bins + i] = static_cast<T>(static_cast<double>(right - j) / static_cast<double>(right - center));
+  }
+}
 
 }  // namespace quant::kernels

@@ -134,6 +134,14 @@ TEST_CASE("GridSample: outside points by padding mode; align_corners 0 geometry"
   CHECK(values_of<float>(grid_sample(x, mid, "nearest", "zeros", 0))[0] == Approx(10.0f));  // 0.5 rounds to even 0
   // Bicubic between two pixels with border padding: symmetric taps give the mean.
   CHECK(values_of<float>(grid_sample(x, mid, "bicubic", "border", 0))[0] == Approx(15.0f));
+  // Reflected twice: align_corners 1 maps 4.0 to pixel 2.5, 1.5 past the edge
+  // at 1 -> back to 0.5. Far-off points reflect without overflow.
+  Tensor twice = f32({1, 1, 1, 2}, {4.0f, 0});
+  CHECK(values_of<float>(grid_sample(x, twice, "bilinear", "reflection", 1))[0] == Approx(15.0f));
+  Tensor far = f32({1, 1, 1, 2}, {1e30f, -1e30f});
+  const float v = values_of<float>(grid_sample(x, far, "bicubic", "reflection", 0))[0];
+  CHECK(std::isfinite(v));
+  CHECK(values_of<float>(grid_sample(x, far, "bilinear", "zeros", 0))[0] == 0.0f);
   // Half a pixel outside with zeros: bilinear blends with the zero padding.
   Tensor half = f32({1, 1, 1, 2}, {-1.0f, 0});
   CHECK(values_of<float>(grid_sample(x, half, "bilinear", "zeros", 0))[0] == Approx(5.0f));
