@@ -25,7 +25,7 @@ void add_batch_flags(CLI::App& app, DataFlags& flags) {
   app.add_option("--shard", flags.shard, "profile only the I-th of N interleaved parts (0 <= I < N), e.g. 0/4");
 }
 
-quant::Expected<std::vector<quant::io::SampleSource>> collect_samples(const DataFlags& flags) {
+quant::Expected<std::vector<quant::io::SampleSource>> collect_samples(const DataFlags& flags, bool model_has_inputs) {
   if (flags.dirs.empty() && flags.inputs.empty()) return quant::Status::bad_input("no data: give --data DIR or --input NAME=FILE");
   if (!flags.dirs.empty() && !flags.inputs.empty())
     return quant::Status::bad_input("--data and --input cannot be combined");
@@ -43,6 +43,7 @@ quant::Expected<std::vector<quant::io::SampleSource>> collect_samples(const Data
   } else {
     for (const auto& dir : flags.dirs) {
       quant::io::DatasetOptions opt;
+      opt.model_has_inputs = model_has_inputs;
       opt.limit = flags.limit ? flags.limit - std::min(flags.limit, all.size()) : 0;
       if (flags.limit && opt.limit == 0) break;
       QT_ASSIGN_OR_RETURN(auto samples, quant::io::list_samples(dir, opt));
@@ -61,7 +62,7 @@ quant::Expected<std::vector<quant::io::SampleSource>> collect_samples(const Data
 quant::Expected<DataReader> DataReader::create(const DataFlags& flags, const quant::ir::Graph& graph,
                                                const std::string& model_path) {
   DataReader r;
-  QT_ASSIGN_OR_RETURN(r.samples_, collect_samples(flags));
+  QT_ASSIGN_OR_RETURN(r.samples_, collect_samples(flags, !graph.inputs.empty()));
   QT_ASSIGN_OR_RETURN(r.image_, quant::io::parse_image_options(flags.image_size, flags.mean, flags.std, flags.layout,
                                                               flags.channels));
   r.batch_ = std::max<size_t>(flags.batch, 1);

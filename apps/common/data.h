@@ -32,7 +32,8 @@ void add_image_flags(CLI::App& app, DataFlags& flags);
 void add_batch_flags(CLI::App& app, DataFlags& flags);
 
 // Every sample the flags name, in order (--limit first, then --shard); an error if there is none.
-quant::Expected<std::vector<quant::io::SampleSource>> collect_samples(const DataFlags& flags);
+// A model without inputs takes sample folders that hold no input file (io::DatasetOptions).
+quant::Expected<std::vector<quant::io::SampleSource>> collect_samples(const DataFlags& flags, bool model_has_inputs = true);
 
 // Samples grouped into model runs: one run per --batch samples, stacked along dim 0.
 // Loading is const and touches no shared state, so several threads may load runs at once.

@@ -176,6 +176,11 @@ Status write_outputs(const std::string& dir, const std::string& stem, const std:
   if (ec) return Status::bad_input(dir + ": cannot create output directory (" + ec.message() + ")");
   for (size_t k = 0; k < outs.size(); ++k) {
     std::string path = (std::filesystem::path(dir) / (stem + ".out" + std::to_string(k) + ".npy")).string();
+    // Sequences, optionals and strings have no .npy form: said, and skipped.
+    if (!outs[k].is_tensor() || outs[k].dtype() == quant::DType::String) {
+      spdlog::warn("{}: output {} is a {}: not written (no .npy form)", stem, k, quant::describe_value(outs[k]));
+      continue;
+    }
     QT_RETURN_IF_ERROR(quant::io::write_npy(path, outs[k]));
   }
   return Status::ok();
@@ -356,7 +361,7 @@ Status run(const Flags& f) {
   }
   std::vector<std::string> input_names;
   for (const auto* v : graph->inputs) input_names.push_back(v->name());
-  QT_ASSIGN_OR_RETURN(auto samples, qtool::collect_samples(f.data));
+  QT_ASSIGN_OR_RETURN(auto samples, qtool::collect_samples(f.data, !graph->inputs.empty()));
   std::vector<int64_t> labels;
   if (!f.labels.empty()) {
     QT_ASSIGN_OR_RETURN(labels, read_labels(f.labels));

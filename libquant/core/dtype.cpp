@@ -9,6 +9,8 @@ std::optional<DType> dtype_from_onnx(int onnx_type) {
     return DType::name;
     QT_DTYPES(QT_DTYPE_FROM)
 #undef QT_DTYPE_FROM
+    case 8:
+      return DType::String;
     default:
       return std::nullopt;
   }
@@ -19,6 +21,7 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   if (name == str) return DType::n;
   QT_DTYPES(QT_DTYPE_BY_NAME)
 #undef QT_DTYPE_BY_NAME
+  if (name == "string") return DType::String;
   return std::nullopt;
 }
 

@@ -35,6 +35,9 @@ enum class DType : int {
 #define QT_DTYPE_ENUM(name, num, ctype, size, str) name = num,
   QT_DTYPES(QT_DTYPE_ENUM)
 #undef QT_DTYPE_ENUM
+  // ONNX STRING: the elements are std::string, which a Tensor keeps apart
+  // from its bytes (Tensor::string_values); size 0 here, no arithmetic on them.
+  String = 8,
 };
 
 constexpr size_t dtype_size(DType t) {
@@ -45,6 +48,7 @@ constexpr size_t dtype_size(DType t) {
     QT_DTYPES(QT_DTYPE_SIZE)
 #undef QT_DTYPE_SIZE
     case DType::Undefined:
+    case DType::String:
       return 0;
   }
   return 0;
@@ -57,6 +61,8 @@ constexpr std::string_view dtype_name(DType t) {
     return str;
     QT_DTYPES(QT_DTYPE_NAME)
 #undef QT_DTYPE_NAME
+    case DType::String:
+      return "string";
     case DType::Undefined:
       return "undefined";
   }

@@ -113,6 +113,7 @@ Tensor::Tensor(DType dtype, Dims shape) : dtype_(dtype), shape_(std::move(shape)
   g_allocations.fetch_add(1, std::memory_order_relaxed);
   std::memset(p, 0, bytes);
   data_.reset(p);
+  if (dtype_ == DType::String) strings_ = std::make_shared<const std::vector<std::string>>(static_cast<size_t>(size_));
 }
 
 Expected<Tensor> Tensor::create(DType dtype, Dims shape) {
@@ -122,6 +123,56 @@ Expected<Tensor> Tensor::create(DType dtype, Dims shape) {
 
 Tensor::Tensor(const Tensor& other) : Tensor(other.dtype_, other.shape_) {
   if (other.data_) std::memcpy(data_.get(), other.data_.get(), byte_size());
+  kind_ = other.kind_;
+  elem_dtype_ = other.elem_dtype_;
+  items_ = other.items_;
+  strings_ = other.strings_;
+}
+
+Tensor Tensor::strings(Dims shape, std::vector<std::string> values) {
+  Tensor t(DType::String, std::move(shape));
+  assert(static_cast<int64_t>(values.size()) == t.size());
+  t.strings_ = std::make_shared<const std::vector<std::string>>(std::move(values));
+  return t;
+}
+
+const std::vector<std::string>& Tensor::string_values() const {
+  static const std::vector<std::string> kNone;
+  return strings_ ? *strings_ : kNone;
+}
+
+Tensor Tensor::sequence(DType elem, std::vector<Tensor> items) {
+  Tensor t;
+  t.kind_ = Kind::Sequence;
+  t.elem_dtype_ = elem;
+  t.items_ = std::make_shared<const std::vector<Tensor>>(std::move(items));
+  return t;
+}
+
+Tensor Tensor::optional(std::optional<Tensor> value) {
+  Tensor t;
+  t.kind_ = Kind::Optional;
+  std::vector<Tensor> items;
+  if (value) items.push_back(std::move(*value));
+  t.items_ = std::make_shared<const std::vector<Tensor>>(std::move(items));
+  return t;
+}
+
+const std::vector<Tensor>& Tensor::items() const {
+  static const std::vector<Tensor> kNone;
+  return items_ ? *items_ : kNone;
+}
+
+std::string describe_value(const Tensor& t) {
+  switch (t.kind()) {
+    case Tensor::Kind::Tensor:
+      return t.empty() ? std::string("no value") : std::string(dtype_name(t.dtype())) + " " + dims_to_string(t.shape());
+    case Tensor::Kind::Sequence:
+      return "sequence of " + std::to_string(t.items().size()) + " " + std::string(dtype_name(t.elem_dtype())) + " tensors";
+    case Tensor::Kind::Optional:
+      return t.items().empty() ? std::string("optional (empty)") : "optional of " + describe_value(t.items()[0]);
+  }
+  return "";
 }
 
 Tensor& Tensor::operator=(const Tensor& other) {

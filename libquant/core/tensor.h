@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,6 +44,26 @@ Status check_tensor_size(DType dtype, std::span<const int64_t> dims);
 
 class Tensor {
  public:
+  // What a value holds: a tensor, or one of ONNX's non-tensor types, a
+  // sequence of tensors (opset 11) or an optional (opset 15) holding a tensor,
+  // a sequence or nothing. The interpreter carries all three in the same
+  // value slots; a sequence or optional has no dtype, shape or data of its own.
+  enum class Kind : uint8_t { Tensor, Sequence, Optional };
+  // A sequence whose tensors all have element type `elem` (kept for an empty one).
+  static Tensor sequence(DType elem, std::vector<Tensor> items);
+  // An optional holding `value`, or nothing.
+  static Tensor optional(std::optional<Tensor> value);
+  Kind kind() const { return kind_; }
+  bool is_tensor() const { return kind_ == Kind::Tensor; }
+  // A sequence's tensors, or an optional's value (none or one); empty for a tensor.
+  const std::vector<Tensor>& items() const;
+  // The element type of a sequence's tensors (Undefined for a tensor or an optional).
+  DType elem_dtype() const { return elem_dtype_; }
+  // A string tensor (DType::String) of `shape` holding `values` in row-major order.
+  static Tensor strings(Dims shape, std::vector<std::string> values);
+  // The elements of a string tensor; empty for other types.
+  const std::vector<std::string>& string_values() const;
+
   Tensor() = default;
   // Zero-filled tensor of the given type and shape; the shape must be sane
   // (asserted). Shapes that come from user input use create().
@@ -71,7 +92,8 @@ class Tensor {
   int64_t dim(int64_t i) const { return shape_[static_cast<size_t>(i)]; }
   int64_t size() const { return size_; }
   size_t byte_size() const { return static_cast<size_t>(size_) * dtype_size(dtype_); }
-  bool empty() const { return dtype_ == DType::Undefined; }
+  // No value at all (an omitted optional input); a sequence or optional is not empty.
+  bool empty() const { return dtype_ == DType::Undefined && kind_ == Kind::Tensor; }
 
   // Same bytes, new shape with the same element count (Reshape).
   void reshape(Dims shape);
@@ -100,7 +122,14 @@ class Tensor {
   Dims shape_;
   int64_t size_ = 0;
   std::unique_ptr<std::byte[], AlignedFree> data_;
+  Kind kind_ = Kind::Tensor;
+  DType elem_dtype_ = DType::Undefined;
+  std::shared_ptr<const std::vector<Tensor>> items_;  // immutable once made: copies share it
+  std::shared_ptr<const std::vector<std::string>> strings_;  // DType::String elements, shared likewise
 };
+
+// "float32 [2,3]", "sequence of 2 float32 tensors", "optional (empty)": for messages.
+std::string describe_value(const Tensor& t);
 
 // Quantization parameters attached to a tensor: real = scale * (q - zero_point).
 // Per-tensor when scale has one element; per-channel along `axis` otherwise;

@@ -123,6 +123,35 @@ KernelResult make_elu(const KernelContext&);
 KernelResult make_selu(const KernelContext&);
 KernelResult make_celu(const KernelContext&);
 KernelResult make_thresholded_relu(const KernelContext&);
+KernelResult make_shrink(const KernelContext&);
+// ops_spectral.cpp: signal processing (opset 17)
+KernelResult make_dft(const KernelContext&);
+KernelResult make_stft(const KernelContext&);
+KernelResult make_hann_window(const KernelContext&);
+KernelResult make_hamming_window(const KernelContext&);
+KernelResult make_blackman_window(const KernelContext&);
+KernelResult make_mel_weight_matrix(const KernelContext&);
+// ops_sequence.cpp: sequence and optional values (SequenceMap in ops_control.cpp)
+KernelResult make_sequence_empty(const KernelContext&);
+KernelResult make_sequence_construct(const KernelContext&);
+KernelResult make_sequence_insert(const KernelContext&);
+KernelResult make_sequence_at(const KernelContext&);
+KernelResult make_sequence_erase(const KernelContext&);
+KernelResult make_sequence_length(const KernelContext&);
+KernelResult make_split_to_sequence(const KernelContext&);
+KernelResult make_concat_from_sequence(const KernelContext&);
+KernelResult make_optional(const KernelContext&);
+KernelResult make_optional_has_element(const KernelContext&);
+KernelResult make_optional_get_element(const KernelContext&);
+KernelResult make_sequence_map(const KernelContext&);
+// ops_random.cpp: generator ops
+KernelResult make_bernoulli(const KernelContext&);
+KernelResult make_random_uniform_like(const KernelContext&);
+KernelResult make_random_uniform(const KernelContext&);
+// ops_detection.cpp: detection and sampling (NonMaxSuppression, RoiAlign, GridSample)
+KernelResult make_non_max_suppression(const KernelContext&);
+KernelResult make_roi_align(const KernelContext&);
+KernelResult make_grid_sample(const KernelContext&);
 KernelResult make_hard_sigmoid(const KernelContext&);
 KernelResult make_hard_swish(const KernelContext&);
 KernelResult make_gelu(const KernelContext&);
@@ -254,5 +283,7 @@ Dims pool_output_dims(const kernels::PoolGeometry& g);
 
 // Normalizes a possibly negative axis against `rank`; error names the node.
 Expected<int64_t> normalize_axis(const ir::Node& node, int64_t axis, int64_t rank);
+// Elements [start, start + len) of t along `axis` (in range; ops_sequence.cpp).
+Tensor slice_along(const Tensor& t, int64_t axis, int64_t start, int64_t len);
 
 }  // namespace quant::interp

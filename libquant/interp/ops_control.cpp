@@ -1,4 +1,4 @@
-// If, Loop, Scan: control flow over subgraphs. Each body (a GRAPH attribute,
+// If, Loop, Scan, SequenceMap: control flow over subgraphs. Each body (a GRAPH attribute,
 // kept serialized on the node so that export round-trips it) is imported at
 // prepare time and gets its own nested Session; values of enclosing graphs
 // that a body reads become the kernel's implicit inputs (Kernel::implicit_inputs),
@@ -220,18 +220,10 @@ class LoopKernel final : public ControlKernel {
 
 // Slice `index` of t along `axis`, the axis removed.
 Tensor take_slice(const Tensor& t, int64_t axis, int64_t index) {
-  Dims shape = t.shape();
-  const int64_t len = shape[static_cast<size_t>(axis)];
+  Tensor out = slice_along(t, axis, index, 1);
+  Dims shape = out.shape();
   shape.erase(shape.begin() + axis);
-  Tensor out(t.dtype(), shape);  // a part of t: no larger than a tensor that exists
-  const size_t es = dtype_size(t.dtype());
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < t.rank(); ++d)
-    if (d != axis) (d < axis ? outer : inner) *= t.dim(d);
-  const auto* src = static_cast<const char*>(t.raw());
-  auto* dst = static_cast<char*>(out.raw());
-  for (int64_t o = 0; o < outer; ++o)
-    std::memcpy(dst + o * inner * es, src + ((o * len + index) * inner) * es, static_cast<size_t>(inner) * es);
+  out.reshape(std::move(shape));
   return out;
 }
 
@@ -383,8 +375,60 @@ class ScanKernel final : public ControlKernel {
   std::vector<int64_t> in_axes_, in_dirs_, out_axes_, out_dirs_;
 };
 
+// SequenceMap (opset 17): runs the body once per element of the first input
+// sequence; every other input that is a sequence (of the same length) gives
+// its i-th element, a tensor input is passed whole. Output k is the sequence
+// of the body's output k over the iterations.
+class SequenceMapKernel final : public ControlKernel {
+ public:
+  static KernelResult create(const KernelContext& ctx) {
+    const ir::Node& node = ctx.node;
+    std::unique_ptr<SequenceMapKernel> k(new SequenceMapKernel(node));
+    QT_ASSIGN_OR_RETURN(k->body_, load_body(ctx, "body", k->implicit_));
+    if (node.inputs.empty()) return Status::bad_input("SequenceMap needs an input sequence");
+    if (k->body_.formal_inputs != node.inputs.size())
+      return Status::bad_input("SequenceMap body takes " + std::to_string(k->body_.formal_inputs) + " inputs, the node has " +
+                               std::to_string(node.inputs.size()));
+    if (k->body_.output_count() != node.outputs.size())
+      return Status::bad_input("SequenceMap body makes " + std::to_string(k->body_.output_count()) + " outputs, the node has " +
+                               std::to_string(node.outputs.size()));
+    return std::unique_ptr<Kernel>(std::move(k));
+  }
+
+  Status run(std::span<const Tensor* const> in, std::vector<Tensor>& out) const override {
+    const size_t explicit_count = node_.inputs.size();
+    QT_RETURN_IF_ERROR(require_inputs(node_, in, explicit_count));
+    if (in[0]->kind() != Tensor::Kind::Sequence) return Status::bad_input("SequenceMap input 0 must be a sequence");
+    const size_t count = in[0]->items().size();
+    for (size_t j = 1; j < explicit_count; ++j)
+      if (in[j]->kind() == Tensor::Kind::Sequence && in[j]->items().size() != count)
+        return Status::bad_input("SequenceMap input " + std::to_string(j) + " has " + std::to_string(in[j]->items().size()) +
+                                 " elements, input 0 has " + std::to_string(count));
+    std::vector<std::vector<Tensor>> results(out.size());
+    std::vector<const Tensor*> formal(explicit_count);
+    for (size_t i = 0; i < count; ++i) {
+      for (size_t j = 0; j < explicit_count; ++j)
+        formal[j] = in[j]->kind() == Tensor::Kind::Sequence ? &in[j]->items()[i] : in[j];
+      auto r = run_body(body_, formal, in, explicit_count);
+      if (!r) return r.status().with_context("body, element " + std::to_string(i));
+      for (size_t k = 0; k < out.size() && k < r->size(); ++k) results[k].push_back(std::move((*r)[k]));
+    }
+    for (size_t k = 0; k < out.size(); ++k) {
+      const DType elem = results[k].empty() ? declared_dtype(body_.graph->outputs[k]) : results[k][0].dtype();
+      out[k] = Tensor::sequence(elem, std::move(results[k]));
+    }
+    return Status::ok();
+  }
+
+ private:
+  explicit SequenceMapKernel(const ir::Node& node) : node_(node) {}
+  const ir::Node& node_;
+  Body body_;
+};
+
 }  // namespace
 
+KernelResult make_sequence_map(const KernelContext& ctx) { return SequenceMapKernel::create(ctx); }
 KernelResult make_if(const KernelContext& ctx) { return IfKernel::create(ctx); }
 KernelResult make_loop(const KernelContext& ctx) { return LoopKernel::create(ctx); }
 KernelResult make_scan(const KernelContext& ctx) { return ScanKernel::create(ctx); }

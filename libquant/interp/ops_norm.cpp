@@ -1,13 +1,13 @@
 // BatchNormalization, LayerNormalization, InstanceNormalization, LRN,
 // MeanVarianceNormalization, Dropout.
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "libquant/interp/dispatch.h"
 #include "libquant/interp/ops.h"
 #include "libquant/kernels/norm.h"
+#include "libquant/kernels/random.h"
 
 namespace quant::interp {
 namespace {
@@ -37,22 +37,6 @@ Expected<double> scalar_input(const ir::Node& node, const Tensor& t, const char*
     return Status::bad_input(node.op_type + " " + what + " of type " + std::string(dtype_name(t.dtype())) + " is not supported");
   return t.as_double(0);
 }
-
-// Uniform [0, 1) doubles equal to numpy's legacy np.random.seed(s);
-// np.random.uniform(0, 1, n) (MT19937 seeded with init_genrand, 53-bit
-// samples from two 32-bit draws), so that a seeded training-mode Dropout
-// reproduces the ONNX reference's mask.
-class NumpyUniform {
- public:
-  explicit NumpyUniform(uint32_t seed) : mt_(seed) {}
-  double next() {
-    const uint64_t a = mt_() >> 5, b = mt_() >> 6;
-    return (static_cast<double>(a) * 67108864.0 + static_cast<double>(b)) / 9007199254740992.0;
-  }
-
- private:
-  std::mt19937 mt_;
-};
 
 }  // namespace
 
@@ -304,7 +288,7 @@ KernelResult make_dropout(const KernelContext& ctx) {
     }
     return dispatch_float(x.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
-      NumpyUniform uniform(seed);
+      kernels::NumpyUniform uniform(seed);
       const double scale = 1.0 / (1.0 - ratio);
       for (int64_t i = 0; i < x.size(); ++i) {
         const bool keep = uniform.next() >= ratio;

@@ -1,6 +1,9 @@
 // MaxPool (opset 8-12, with Indices), AveragePool (opset 7-19),
 // GlobalAveragePool, GlobalMaxPool, LpPool (opset 2-18), GlobalLpPool,
 // MaxUnpool (opset 9-11).
+#include <algorithm>
+#include <cstring>
+
 #include "libquant/interp/int_args.h"
 #include "libquant/interp/ops.h"
 #include "libquant/interp/output.h"
@@ -145,24 +148,47 @@ KernelResult make_maxunpool(const KernelContext& ctx) {
     QT_RETURN_IF_ERROR(require_dtype(node, idx, DType::Int64, "indices"));
     if (x.rank() != static_cast<int64_t>(sp) + 2) return Status::bad_input("MaxUnpool input rank does not match kernel_shape");
     if (idx.shape() != x.shape()) return Status::bad_input("MaxUnpool indices must have the input's shape");
-    Dims shape{x.dim(0), x.dim(1)};
+    // MaxUnpool (opset 11): the indices address the shape inferred from the
+    // pooling attributes; an output_shape input only pads that result at the
+    // end of each spatial axis (the ONNX reference op_max_unpool.py places the
+    // inferred block at the origin of a zero output of output_shape).
+    Dims inferred{x.dim(0), x.dim(1)};
     for (size_t i = 0; i < sp; ++i)
-      shape.push_back((x.shape()[i + 2] - 1) * strides[i] + kernel_shape[i] - pads[i] - pads[i + sp]);
+      inferred.push_back((x.shape()[i + 2] - 1) * strides[i] + kernel_shape[i] - pads[i] - pads[i + sp]);
+    QT_RETURN_IF_ERROR(check_computed_shape(node, inferred));
+    Dims shape = inferred;
     if (in.size() > 2 && in[2]) {
-      QT_ASSIGN_OR_RETURN(Dims given, read_int_list(node, *in[2], "output_shape"));
-      if (given.size() != shape.size() || given[0] != shape[0] || given[1] != shape[1])
-        return Status::bad_input("MaxUnpool output_shape " + dims_to_string(given) + " does not fit input " +
-                                 dims_to_string(x.shape()));
-      shape = given;
+      QT_ASSIGN_OR_RETURN(shape, read_int_list(node, *in[2], "output_shape"));
+      bool fits = shape.size() == inferred.size() && shape[0] == inferred[0] && shape[1] == inferred[1];
+      for (size_t i = 2; fits && i < shape.size(); ++i) fits = shape[i] >= inferred[i];
+      if (!fits)
+        return Status::bad_input("MaxUnpool output_shape " + dims_to_string(shape) + " is smaller than the unpooled shape " +
+                                 dims_to_string(inferred) + " of input " + dims_to_string(x.shape()));
+      QT_RETURN_IF_ERROR(check_computed_shape(node, shape));
     }
-    QT_RETURN_IF_ERROR(check_computed_shape(node, shape));
-    const int64_t count = element_count(shape);
+    const int64_t count = element_count(inferred);
     for (int64_t i = 0; i < idx.size(); ++i)
       if (idx.data<int64_t>()[i] < 0 || idx.data<int64_t>()[i] >= count)
         return Status::bad_input("MaxUnpool index " + std::to_string(idx.data<int64_t>()[i]) + " is outside the output " +
-                                 dims_to_string(shape));
+                                 dims_to_string(inferred));
+    QT_ASSIGN_OR_RETURN(Tensor unpooled, Tensor::create(DType::Float32, inferred));
+    kernels::max_unpool_f32(x.data<float>(), idx.data<int64_t>(), x.size(), unpooled.data<float>(), count);
+    if (shape == inferred) {
+      out[0] = std::move(unpooled);
+      return Status::ok();
+    }
     QT_ASSIGN_OR_RETURN(out[0], Tensor::create(DType::Float32, shape));
-    kernels::max_unpool_f32(x.data<float>(), idx.data<int64_t>(), x.size(), out[0].data<float>(), count);
+    // Copy row by row (the last axis) into the origin corner of the zeroed output.
+    const int64_t row = inferred.back(), rows = count / std::max<int64_t>(row, 1);
+    for (int64_t r = 0; r < rows && row > 0; ++r) {
+      int64_t src = r, dst = 0, stride = 1;
+      for (size_t d = inferred.size() - 1; d-- > 0;) {
+        dst += (src % inferred[d]) * stride;
+        src /= inferred[d];
+        stride *= shape[d];
+      }
+      std::memcpy(out[0].data<float>() + dst * shape.back(), unpooled.data<float>() + r * row, static_cast<size_t>(row) * sizeof(float));
+    }
     return Status::ok();
   });
 }

@@ -109,6 +109,11 @@ KernelResult make_celu(const KernelContext& c) {
 KernelResult make_thresholded_relu(const KernelContext& c) {
   return make_unary(c, UnaryOp::ThresholdedRelu, kFloatTypes, {c.node.attr_float("alpha", 1.0f)});
 }
+// Shrink (opset 9): every numeric type; integers are computed in double and
+// truncated back, as the other integer activations here are.
+KernelResult make_shrink(const KernelContext& c) {
+  return make_unary(c, UnaryOp::Shrink, kNumericTypes, {c.node.attr_float("lambd", 0.5f), c.node.attr_float("bias", 0.0f)});
+}
 KernelResult make_hard_sigmoid(const KernelContext& c) {
   return make_unary(c, UnaryOp::HardSigmoid, kFloatTypes,
                     {c.node.attr_float("alpha", 0.2f), c.node.attr_float("beta", 0.5f)});

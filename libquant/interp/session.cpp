@@ -404,6 +404,18 @@ void Session::give_back(Buffers buffers, const std::vector<std::pair<DType, int6
 namespace {
 
 Status check_input(const ir::Value& v, const Tensor& t) {
+  // A value declared with no type at all (an outer-scope name read by an
+  // If/Loop body) takes any kind; a declared one must match, except that an
+  // optional also takes a bare tensor or sequence as its present value (a
+  // Loop's optional carried value after the body returned the sequence).
+  const bool declared = v.kind != Tensor::Kind::Tensor || v.dtype != DType::Undefined || v.has_shape;
+  if (declared && t.kind() != v.kind && v.kind != Tensor::Kind::Optional) {
+    const auto kind_name = [](Tensor::Kind k) {
+      return k == Tensor::Kind::Tensor ? "a tensor" : k == Tensor::Kind::Sequence ? "a sequence" : "an optional";
+    };
+    return Status::bad_input("input '" + v.name() + "' is " + describe_value(t) + ", the model expects " + kind_name(v.kind));
+  }
+  if (!t.is_tensor()) return Status::ok();
   if (v.dtype != DType::Undefined && t.dtype() != v.dtype) {
     return Status::bad_input("input '" + v.name() + "' has type " + std::string(dtype_name(t.dtype())) +
                              ", the model expects " + std::string(dtype_name(v.dtype)));

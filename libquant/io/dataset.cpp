@@ -77,7 +77,7 @@ Expected<std::vector<SampleSource>> list_samples(const std::string& dir, const D
     std::string name = e.path().filename().string();
     if (e.is_directory(ec)) {
       QT_ASSIGN_OR_RETURN(SampleSource s, folder_sample(e.path()));
-      if (s.files.empty())
+      if (s.files.empty() && options.model_has_inputs)
         return Status::bad_input(e.path().string() + ": sample folder holds no <input-name>.npy or input_<k>.pb files");
       folders.push_back(std::move(s));
     } else if (ends_with(name, ".npy") && e.is_regular_file(ec)) {

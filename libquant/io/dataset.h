@@ -20,6 +20,9 @@ struct SampleSource {
 
 struct DatasetOptions {
   size_t limit = 0;  // 0 = all samples
+  // For a model without inputs (the ONNX node test test_constant): a sample
+  // folder holding no input file is a sample (one run), not an error.
+  bool model_has_inputs = true;
 };
 
 // Lists the samples of a --data directory, sorted by name (byte order):

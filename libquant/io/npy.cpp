@@ -273,7 +273,7 @@ std::string serialize_npy(const Tensor& tensor) {
       descr = "<f4";
       break;
     }
-    case DType::Undefined: descr = "|u1"; break;
+    case DType::Undefined: case DType::String: descr = "|u1"; break;  // refused by write_npy
   }
 
   // As numpy's _write_array_header: sorted keys, repr values, then spare
@@ -302,6 +302,8 @@ std::string serialize_npy(const Tensor& tensor) {
 
 Status write_npy(const std::string& path, const Tensor& tensor) {
   if (tensor.empty()) return Status::internal(path + ": cannot write an untyped (empty) tensor");
+  if (!tensor.is_tensor() || tensor.dtype() == DType::String)
+    return Status::bad_input(path + ": a " + describe_value(tensor) + " value has no .npy form");
   return write_file_atomic(path, serialize_npy(tensor));
 }
 

@@ -1,6 +1,6 @@
 #include "libquant/io/tensor_proto.h"
 
-#include <onnx/onnx_pb.h>
+#include <onnx/onnx-data_pb.h>
 
 #include <algorithm>
 #include <cassert>
@@ -69,7 +69,7 @@ void fill_typed_fields(const onnx::TensorProto& p, Tensor& t) {
       // int32_data holds the packed bytes, two values per entry's low byte.
       unpack_int4(t, [&](int64_t k) { return p.int32_data(static_cast<int>(k)); });
       break;
-    case DType::Undefined: assert(false); break;
+    case DType::Undefined: case DType::String: assert(false); break;
   }
 }
 
@@ -147,6 +147,13 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string
   }
   if (p.has_segment()) return Status::bad_input("tensor '" + p.name() + "' is segmented, which qtool does not support");
   Dims shape(p.dims().begin(), p.dims().end());
+  if (*dtype == DType::String) {
+    QT_ASSIGN_OR_RETURN(int64_t n, checked_element_count(shape));
+    if (p.string_data_size() != n)
+      return Status::bad_input("tensor '" + p.name() + "' has " + std::to_string(p.string_data_size()) +
+                               " strings, expected " + std::to_string(n) + " for shape " + dims_to_string(shape));
+    return Tensor::strings(std::move(shape), std::vector<std::string>(p.string_data().begin(), p.string_data().end()));
+  }
   // Every size is checked against the data actually present before allocating.
   if (Status st = check_tensor_size(*dtype, shape); !st) return st.with_context("tensor '" + p.name() + "'");
   const int64_t n = element_count(shape);
@@ -184,6 +191,10 @@ void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto
   p->set_name(name);
   p->set_data_type(static_cast<int>(t.dtype()));
   for (int64_t d : t.shape()) p->add_dims(d);
+  if (t.dtype() == DType::String) {
+    for (const std::string& s : t.string_values()) p->add_string_data(s);
+    return;
+  }
   if (t.dtype() == DType::Int4 || t.dtype() == DType::UInt4) {
     std::string packed(static_cast<size_t>((t.size() + 1) / 2), '\0');
     const auto* v = t.data<uint8_t>();
@@ -206,6 +217,53 @@ Expected<Tensor> read_tensor_pb(const std::string& path, std::string* name) {
   auto t = tensor_from_proto(proto, dir);
   if (!t) return t.status().with_context(path);
   return t;
+}
+
+namespace {
+
+Expected<Tensor> sequence_from_proto(const onnx::SequenceProto& proto, const std::string& dir) {
+  if (proto.elem_type() != onnx::SequenceProto::UNDEFINED && proto.elem_type() != onnx::SequenceProto::TENSOR)
+    return Status::bad_input("sequences of sequences, maps, optionals or sparse tensors are not supported");
+  std::vector<Tensor> items;
+  DType elem = DType::Undefined;
+  for (const auto& tp : proto.tensor_values()) {
+    QT_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(tp, dir));
+    if (elem != DType::Undefined && t.dtype() != elem) return Status::bad_input("sequence tensors differ in type");
+    elem = t.dtype();
+    items.push_back(std::move(t));
+  }
+  return Tensor::sequence(elem, std::move(items));
+}
+
+}  // namespace
+
+Expected<Tensor> read_value_pb(const std::string& path, Tensor::Kind kind) {
+  if (kind == Tensor::Kind::Tensor) return read_tensor_pb(path);
+  QT_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  Expected<Tensor> value = Status::bad_input("no value");
+  if (kind == Tensor::Kind::Sequence) {
+    onnx::SequenceProto proto;
+    if (!proto.ParseFromString(bytes)) return Status::bad_input(path + ": not a valid ONNX SequenceProto (.pb) file");
+    value = sequence_from_proto(proto, dir);
+  } else {
+    onnx::OptionalProto proto;
+    if (!proto.ParseFromString(bytes)) return Status::bad_input(path + ": not a valid ONNX OptionalProto (.pb) file");
+    Expected<Tensor> inner = Status::bad_input("no value");
+    if (proto.has_tensor_value() || proto.has_sequence_value()) {
+      inner = proto.has_tensor_value() ? tensor_from_proto(proto.tensor_value(), dir)
+                                       : sequence_from_proto(proto.sequence_value(), dir);
+      if (!inner) return inner.status().with_context(path);
+      value = Tensor::optional(std::move(inner).value());
+    } else if (proto.elem_type() == onnx::OptionalProto::UNDEFINED || proto.elem_type() == onnx::OptionalProto::TENSOR ||
+               proto.elem_type() == onnx::OptionalProto::SEQUENCE) {
+      value = Tensor::optional(std::nullopt);
+    } else {
+      return Status::bad_input(path + ": optionals of maps or sparse tensors are not supported");
+    }
+  }
+  if (!value) return value.status().with_context(path);
+  return value;
 }
 
 }  // namespace quant::io

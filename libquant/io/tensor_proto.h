@@ -24,4 +24,8 @@ void tensor_to_proto(const Tensor& tensor, const std::string& name, onnx::Tensor
 // Reads a serialized TensorProto file (`input_0.pb` of the ONNX test layout).
 Expected<Tensor> read_tensor_pb(const std::string& path, std::string* name = nullptr);
 
+// Reads a test-data file holding a value of `kind`: a TensorProto, or a
+// SequenceProto / OptionalProto (onnx-data.proto) of tensors or sequences.
+Expected<Tensor> read_value_pb(const std::string& path, Tensor::Kind kind);
+
 }  // namespace quant::io

@@ -9,14 +9,15 @@
 
 namespace quant::ir {
 
-// A node attribute (ONNX AttributeProto). Subgraphs (If/Loop bodies) are held
-// as the serialized GraphProto bytes so that they round-trip untouched.
+// A node attribute (ONNX AttributeProto). Subgraphs (If/Loop bodies) and
+// types (Optional's `type`) are held as the serialized GraphProto / TypeProto
+// bytes so that they round-trip untouched.
 struct Attribute {
-  enum class Kind { Float, Int, String, Tensor, Graph, Floats, Ints, Strings, Graphs };
+  enum class Kind { Float, Int, String, Tensor, Graph, Floats, Ints, Strings, Graphs, Type };
   Kind kind = Kind::Int;
   float f = 0;
   int64_t i = 0;
-  std::string s;  // String, or serialized GraphProto for Graph
+  std::string s;  // String, or serialized GraphProto for Graph, TypeProto for Type
   std::shared_ptr<const quant::Tensor> t;
   std::vector<float> floats;
   std::vector<int64_t> ints;

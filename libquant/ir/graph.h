@@ -32,6 +32,13 @@ class Value {
   Dims shape;
   std::vector<std::string> dim_names;
 
+  // A sequence or optional value (ONNX sequence_type / optional_type): `kind`
+  // says which and `type_proto` keeps the declared TypeProto serialized so
+  // that export writes it back. dtype stays Undefined: passes leave such
+  // values alone.
+  Tensor::Kind kind = Tensor::Kind::Tensor;
+  std::string type_proto;
+
   Node* producer = nullptr;
   // Initializer data, when this Value is a constant of the graph.
   std::unique_ptr<Tensor> constant;

@@ -71,6 +71,8 @@ void unary_float(UnaryOp op, const T* x, T* y, int64_t n, const UnaryParams& p) 
     case UnaryOp::Celu:
       return map(x, y, n, [=](T v) { return v > zero ? v : alpha * std::expm1(v / alpha); });
     case UnaryOp::ThresholdedRelu: return map(x, y, n, [=](T v) { return v > alpha ? v : zero; });
+    case UnaryOp::Shrink:
+      return map(x, y, n, [=](T v) { return v < -alpha ? v + beta : (v > alpha ? v - beta : zero); });
     case UnaryOp::HardSigmoid:
       return map(x, y, n, [=](T v) {
         const T s = alpha * v + beta;

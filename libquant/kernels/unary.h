@@ -21,6 +21,7 @@ enum class UnaryOp {
   HardSwish,        // x * HardSigmoid(x) with alpha 1/6, beta 0.5
   GeluErf,          // 0.5 x (1 + erf(x / sqrt 2))                       (Gelu opset 20, approximate="none")
   GeluTanh,         // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))   (approximate="tanh")
+  Shrink,           // x < -alpha ? x + beta : x > alpha ? x - beta : 0     (Shrink opset 9, alpha = lambd, beta = bias)
 };
 
 // Attribute values of the activations; unused fields are ignored.

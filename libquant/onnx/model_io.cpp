@@ -17,15 +17,27 @@ using ir::Attribute;
 Status read_value_info(const onnx::ValueInfoProto& info, ir::Value* v) {
   if (!info.has_type()) return Status::ok();
   const auto& type = info.type();
+  if (type.has_sequence_type() || type.has_optional_type()) {
+    // Sequences (opset 11) and optionals (opset 15) of tensors or of sequences of tensors.
+    const onnx::TypeProto* inner = type.has_sequence_type() ? &type.sequence_type().elem_type() : &type.optional_type().elem_type();
+    if (inner->has_sequence_type()) inner = &inner->sequence_type().elem_type();
+    if (!inner->has_tensor_type())
+      return Status::bad_input("value '" + info.name() + "' is a sequence or optional of maps, which are not supported");
+    if (inner->tensor_type().elem_type() != 0 && !dtype_from_onnx(inner->tensor_type().elem_type()))
+      return Status::bad_input("value '" + info.name() + "' has unsupported element type " +
+                               std::to_string(inner->tensor_type().elem_type()));
+    v->kind = type.has_sequence_type() ? Tensor::Kind::Sequence : Tensor::Kind::Optional;
+    v->type_proto = type.SerializeAsString();
+    return Status::ok();
+  }
   if (!type.has_tensor_type()) {
-    return Status::bad_input("value '" + info.name() + "' is not a tensor (sequences, maps and optionals are not supported)");
+    return Status::bad_input("value '" + info.name() + "' is not a tensor (maps are not supported)");
   }
   const auto& tt = type.tensor_type();
   if (tt.elem_type() != 0) {
     auto dt = dtype_from_onnx(tt.elem_type());
     if (!dt)
-      return Status::bad_input("value '" + info.name() + "' has unsupported element type " + std::to_string(tt.elem_type()) +
-                               (tt.elem_type() == 8 ? " (string tensors are not supported)" : ""));
+      return Status::bad_input("value '" + info.name() + "' has unsupported element type " + std::to_string(tt.elem_type()));
     v->dtype = *dt;
   }
   if (tt.has_shape()) {
@@ -75,6 +87,10 @@ Expected<Attribute> read_attribute(const onnx::AttributeProto& a, const std::str
       out.kind = Attribute::Kind::Graphs;
       for (const auto& g : a.graphs()) out.strings.push_back(g.SerializeAsString());
       break;
+    case onnx::AttributeProto::TYPE_PROTO:
+      out.kind = Attribute::Kind::Type;
+      out.s = a.tp().SerializeAsString();
+      break;
     default:
       return Status::bad_input("attribute '" + a.name() + "' has a type qtool does not support (" +
                                std::to_string(static_cast<int>(a.type())) + ")");
@@ -112,11 +128,19 @@ void write_attribute(const std::string& key, const Attribute& a, onnx::Attribute
       p->set_type(onnx::AttributeProto::GRAPHS);
       for (const auto& s : a.strings) p->add_graphs()->ParseFromString(s);
       break;
+    case Attribute::Kind::Type:
+      p->set_type(onnx::AttributeProto::TYPE_PROTO);
+      p->mutable_tp()->ParseFromString(a.s);
+      break;
   }
 }
 
 void write_value_info(const ir::Value& v, onnx::ValueInfoProto* info) {
   info->set_name(v.name());
+  if (!v.type_proto.empty()) {
+    info->mutable_type()->ParseFromString(v.type_proto);
+    return;
+  }
   if (v.dtype == DType::Undefined) return;
   auto* tt = info->mutable_type()->mutable_tensor_type();
   tt->set_elem_type(static_cast<int>(v.dtype));

@@ -67,14 +67,37 @@ std::vector<fs::path> sorted_files(const fs::path& dir, const std::string& prefi
   return out;
 }
 
+Status compare_tensors(const Tensor& got, const Tensor& want, const std::string& where);
+
+// Sequences and optionals compare item by item.
 Status compare(const Tensor& got, const Tensor& want, size_t k) {
   const std::string where = "output " + std::to_string(k);
+  if (got.kind() != want.kind() || got.items().size() != want.items().size())
+    return Status::bad_input(where + " is " + quant::describe_value(got) + ", expected " + quant::describe_value(want));
+  if (got.is_tensor()) return compare_tensors(got, want, where);
+  for (size_t i = 0; i < got.items().size(); ++i) {
+    const Tensor& g = got.items()[i];
+    const Tensor& w = want.items()[i];
+    Status st = g.is_tensor() && w.is_tensor() ? compare_tensors(g, w, where + " item " + std::to_string(i)) : compare(g, w, k);
+    if (!st.is_ok()) return st;
+  }
+  return Status::ok();
+}
+
+Status compare_tensors(const Tensor& got, const Tensor& want, const std::string& where) {
   if (got.dtype() != want.dtype())
     return Status::bad_input(where + " has type " + std::string(quant::dtype_name(got.dtype())) + ", expected " +
                              std::string(quant::dtype_name(want.dtype())));
   if (got.shape() != want.shape())
     return Status::bad_input(where + " has shape " + quant::dims_to_string(got.shape()) + ", expected " +
                              quant::dims_to_string(want.shape()));
+  if (got.dtype() == quant::DType::String) {
+    for (int64_t i = 0; i < got.size(); ++i)
+      if (got.string_values()[static_cast<size_t>(i)] != want.string_values()[static_cast<size_t>(i)])
+        return Status::bad_input(where + "[" + std::to_string(i) + "] = '" + got.string_values()[static_cast<size_t>(i)] +
+                                 "', expected '" + want.string_values()[static_cast<size_t>(i)] + "'");
+    return Status::ok();
+  }
   const bool is_float = quant::is_float(got.dtype()) && got.dtype() != quant::DType::Float16 && got.dtype() != quant::DType::BFloat16;
   for (int64_t i = 0; i < got.size(); ++i) {
     if (is_float) {
@@ -128,9 +151,9 @@ std::optional<Failure> run_sets(const fs::path& dir, const quant::ir::Graph& gra
   for (const auto& set : sets) {
     std::vector<Tensor> inputs;
     for (const auto& f : sorted_files(set, "input_")) {
-      auto t = quant::io::read_tensor_pb(f.string());
-      if (!t) return Failure{"error", t.status().message()};
       const size_t k = inputs.size();
+      auto t = quant::io::read_value_pb(f.string(), k < graph.inputs.size() ? graph.inputs[k]->kind : Tensor::Kind::Tensor);
+      if (!t) return Failure{"error", t.status().message()};
       inputs.push_back(k < graph.inputs.size() ? relabel_bfloat16(std::move(t).value(), graph.inputs[k]->dtype)
                                                : std::move(t).value());
     }
@@ -143,7 +166,8 @@ std::optional<Failure> run_sets(const fs::path& dir, const quant::ir::Graph& gra
       return Failure{"mismatch", "produced " + std::to_string(outs->size()) + " outputs, expected " +
                                      std::to_string(expected.size())};
     for (size_t k = 0; k < expected.size(); ++k) {
-      auto want = quant::io::read_tensor_pb(expected[k].string());
+      auto want = quant::io::read_value_pb(expected[k].string(),
+                                           k < graph.outputs.size() ? graph.outputs[k]->kind : Tensor::Kind::Tensor);
       if (!want) return Failure{"error", want.status().message()};
       Tensor w = k < graph.outputs.size() ? relabel_bfloat16(std::move(want).value(), graph.outputs[k]->dtype)
                                           : std::move(want).value();
@@ -154,10 +178,32 @@ std::optional<Failure> run_sets(const fs::path& dir, const quant::ir::Graph& gra
   return std::nullopt;
 }
 
+// ONNX 1.12 wrote some models whose declared input shape disagrees with their
+// own test data: test_castlike_*BFLOAT16* declare 'like' as [3,4] and feed
+// [1] (CastLike reads only its type). The ONNX backend runner does not check
+// declared shapes; here an input whose first data set contradicts its
+// declared shape is taken as having none, so that the operator is what the
+// test checks. Inputs that agree keep their check.
+void drop_contradicted_shapes(const fs::path& dir, quant::ir::Graph& graph) {
+  auto sets = sorted_dirs(dir, "test_data_set_");
+  if (sets.empty()) return;
+  const auto files = sorted_files(sets.front(), "input_");
+  for (size_t k = 0; k < files.size() && k < graph.inputs.size(); ++k) {
+    quant::ir::Value& v = *graph.inputs[k];
+    if (!v.has_shape || !v.type_proto.empty()) continue;
+    auto t = quant::io::read_tensor_pb(files[k].string());
+    if (!t) continue;
+    bool agrees = t->rank() == static_cast<int64_t>(v.shape.size());
+    for (size_t i = 0; agrees && i < v.shape.size(); ++i) agrees = v.shape[i] < 0 || v.shape[i] == t->shape()[i];
+    if (!agrees) v.has_shape = false;
+  }
+}
+
 // Runs one test directory; nullopt when it passes.
 std::optional<Failure> run_test(const fs::path& dir) {
   auto graph = quant::onnx_io::load_model((dir / "model.onnx").string());
   if (!graph) return refusal(graph.status());
+  drop_contradicted_shapes(dir, **graph);
   auto session = quant::interp::Session::create(**graph);
   if (!session) return refusal(session.status());
   return run_sets(dir, **graph, **session);

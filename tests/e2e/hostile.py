@@ -135,7 +135,9 @@ elif kind == "pb_garbage":
 elif kind == "pb_short":
     open(out, "wb").write(TensorProto(name="x", data_type=TensorProto.FLOAT, dims=[1, 4], raw_data=b"\0" * 12).SerializeToString())
 elif kind == "pb_dtype":
-    open(out, "wb").write(helper.make_tensor("x", TensorProto.STRING, [1], [b"abc"]).SerializeToString())
+    open(out, "wb").write(TensorProto(name="x", data_type=TensorProto.COMPLEX64, dims=[1], raw_data=bytes(8)).SerializeToString())
+elif kind == "pb_strings_short":
+    open(out, "wb").write(TensorProto(name="x", data_type=TensorProto.STRING, dims=[2], string_data=[b"abc"]).SerializeToString())
 elif kind == "pb_absurd":
     open(out, "wb").write(TensorProto(name="x", data_type=TensorProto.FLOAT, dims=[1 << 31, 1 << 31], raw_data=b"").SerializeToString())
 elif kind == "npy_ok":

@@ -15,6 +15,7 @@ check() {
 }
 check pb_garbage "not a valid ONNX TensorProto (.pb) file"
 check pb_short "tensor 'x' has 12 bytes of data, expected 16 for shape [1,4] float32"
-check pb_dtype "tensor 'x' has data type 8, which qtool does not support"
+check pb_dtype "tensor 'x' has data type 14, which qtool does not support"
+check pb_strings_short "tensor 'x' has 1 strings, expected 2 for shape [2]"
 check pb_absurd "tensor 'x': shape [2147483648,2147483648] float32 needs more than"
 echo "robust pb ok"

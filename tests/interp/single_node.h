@@ -55,6 +55,7 @@ inline Expected<std::vector<Tensor>> run_node(const NodeSpec& spec) {
     }
     ir::Value* v = g.add_value("in" + std::to_string(i));
     v->dtype = spec.inputs[i].dtype();
+    v->kind = spec.inputs[i].kind();  // a sequence or optional input
     bool constant = i < spec.constant_inputs.size() && spec.constant_inputs[i];
     if (constant) {
       v->constant = std::make_unique<Tensor>(spec.inputs[i]);

@@ -348,9 +348,12 @@ TEST_CASE("Cast and CastLike between numbers, bool, float16 and bfloat16", "[int
   CHECK(like.dtype() == DType::Float64);
   CHECK(values_of<double>(like) == std::vector<double>{1, -2});
 
-  NodeSpec to_string{"Cast", 13, {x}};
+  NodeSpec to_string{"Cast", 13, {x}};  // strings: tests/interp/test_ops_sequence.cpp
   to_string.attributes["to"] = Attribute::of_int(8);
-  CHECK_THAT(run_error(to_string), Catch::Contains("string"));
+  CHECK(run_one(to_string).dtype() == DType::String);
+  NodeSpec to_float8{"Cast", 13, {x}};
+  to_float8.attributes["to"] = Attribute::of_int(17);
+  CHECK_THAT(run_error(to_float8), Catch::Contains("17"));
   NodeSpec no_to{"Cast", 13, {x}};
   CHECK_THAT(run_error(no_to), Catch::Contains("'to'"));
 }

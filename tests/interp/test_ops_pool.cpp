@@ -55,8 +55,15 @@ TEST_CASE("MaxUnpool inverts MaxPool's Indices", "[interp][pool]") {
   Tensor y = run_ok(s)[0];
   CHECK(y.shape() == Dims{1, 1, 2, 4});
   CHECK(values_of<float>(y) == std::vector<float>{0, 6, 5, 0, 0, 0, 0, 0});
-  s.inputs.push_back(i64({4}, {1, 1, 3, 4}));  // output_shape: indices address it directly
-  CHECK(run_ok(s)[0].shape() == Dims{1, 1, 3, 4});
+  // output_shape pads the unpooled [1,1,2,4] at the end of each axis; the
+  // indices still address the unpooled shape (ONNX reference op_max_unpool.py).
+  s.inputs.push_back(i64({4}, {1, 1, 3, 5}));
+  y = run_ok(s)[0];
+  CHECK(y.shape() == Dims{1, 1, 3, 5});
+  CHECK(values_of<float>(y) == std::vector<float>{0, 6, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  s.inputs[2] = i64({4}, {1, 1, 1, 4});
+  CHECK_THAT(run_node(s).status().message(), Catch::Contains("smaller than the unpooled shape"));
+  s.inputs[2] = i64({4}, {1, 1, 3, 4});
   s.inputs[1] = i64({1, 1, 1, 2}, {12, 0});
   auto bad = run_node(s);
   REQUIRE_FALSE(bad.has_value());

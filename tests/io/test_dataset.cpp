@@ -197,5 +197,13 @@ TEST_CASE("dataset: unusable directories are errors naming the directory", "[io]
     auto s = io::list_samples(d.str(), {});
     REQUIRE_FALSE(s.has_value());
     CHECK(message_of(s.status()).find(d / "s1" + ": sample folder holds no") == 0);
+    // A model without inputs (test_constant's layout): each folder is one run.
+    io::DatasetOptions none;
+    none.model_has_inputs = false;
+    auto runs = io::list_samples(d.str(), none);
+    REQUIRE(runs.has_value());
+    REQUIRE(runs->size() == 2);
+    CHECK((*runs)[1].stem == "s1");
+    CHECK((*runs)[1].files.empty());
   }
 }

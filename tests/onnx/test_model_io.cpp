@@ -12,6 +12,7 @@
 #include "libquant/io/npy.h"
 #include "libquant/io/tensor_proto.h"
 #include "libquant/onnx/model_io.h"
+#include "tests/skip.h"
 
 namespace {
 
@@ -210,4 +211,29 @@ TEST_CASE("hostile graphs are refused at import naming the node or value", "[onn
     w->add_dims(int64_t{1} << 40);
     CHECK_THAT(refused(m), Catch::Contains("initializer 'w': tensor 'w': shape [1099511627776] float32 needs more than"));
   }
+}
+
+TEST_CASE("sequence and optional types and TypeProto attributes round-trip", "[onnx]") {
+  // ONNX's own test_if_opt: an If whose branches build an Optional (its `type`
+  // attribute a TypeProto) of a sequence, read into an optional output.
+  const std::string model = "/usr/share/libonnx-testdata/data/node/test_if_opt/model.onnx";
+  if (!std::filesystem::exists(model)) QTOOL_SKIP("libonnx-testdata is not installed");
+  auto g1 = quant::onnx_io::load_model(model);
+  INFO(g1.status().message());
+  REQUIRE(g1.has_value());
+  REQUIRE((*g1)->outputs.size() == 1);
+  CHECK((*g1)->outputs[0]->kind == quant::Tensor::Kind::Optional);
+  CHECK((*g1)->outputs[0]->dtype == quant::DType::Undefined);  // passes leave it alone
+  const auto tmp = std::filesystem::temp_directory_path() / "qtool_roundtrip_if_opt.onnx";
+  REQUIRE(quant::onnx_io::save_model(**g1, tmp.string()).is_ok());
+  std::ifstream in(tmp, std::ios::binary);
+  onnx::ModelProto reread;
+  REQUIRE(reread.ParseFromIstream(&in));
+  REQUIRE_NOTHROW(onnx::checker::check_model(reread));
+  CHECK(reread.graph().output(0).type().has_optional_type());
+  auto g2 = quant::onnx_io::load_model(tmp.string());
+  INFO(g2.status().message());
+  REQUIRE(g2.has_value());
+  CHECK((*g2)->outputs[0]->kind == quant::Tensor::Kind::Optional);
+  std::filesystem::remove(tmp);
 }
