@@ -12,7 +12,7 @@ done
 [ "$(ls "$tmp/t1" | wc -l)" -eq 5 ] || fail "expected 5 outputs, got $(ls "$tmp/t1")"
 
 "$bin/qrun" "$model" --data "$samples/digits/test" --limit 2 --bench 3 --threads 2 --quiet >"$tmp/bench.txt"
-grep -Eq '^bench: [0-9.]+ ms per sample \(median [0-9.]+ ms, min [0-9.]+ ms, cpu [0-9.]+ ms per sample, 6 runs, 2 threads\)$' \
+grep -Eq '^bench: [0-9.]+ ms per sample \(median [0-9.]+ ms, min [0-9.]+ ms, cpu [0-9.]+ ms per sample, 6 runs, 2 threads, isa (portable|avx2|avx512|avx512-vnni|avx512\+avx-vnni|avx-vnni)\)$' \
   "$tmp/bench.txt" || fail "bench line missing or malformed: $(cat "$tmp/bench.txt")"
 # With --json the bench line goes to stderr and stdout stays one JSON document.
 "$bin/qrun" "$model" --data "$samples/digits/test" --limit 1 --bench 1 --json --quiet >"$tmp/b.json" 2>"$tmp/b.err"
