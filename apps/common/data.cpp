@@ -1,5 +1,7 @@
 #include "apps/common/data.h"
 
+#include "libquant/io/npy.h"
+
 #include <algorithm>
 
 namespace qtool {
@@ -115,6 +117,15 @@ std::string DataReader::file_of(size_t run, size_t k, size_t input) const {
   for (const auto& [name, path] : s.files)
     if (name == input_names_[input] || name == by_index) return path;
   return s.files.size() == 1 ? s.files[0].second : "sample " + s.stem;
+}
+
+quant::Expected<std::vector<int64_t>> read_labels(const std::string& path) {
+  QT_ASSIGN_OR_RETURN(quant::Tensor t, quant::io::read_npy(path));
+  if (t.dtype() != quant::DType::Int64 && t.dtype() != quant::DType::Int32)
+    return quant::Status::bad_input(path + ": labels must be an int64 or int32 array, got " + std::string(quant::dtype_name(t.dtype())));
+  std::vector<int64_t> labels(static_cast<size_t>(t.size()));
+  for (int64_t i = 0; i < t.size(); ++i) labels[static_cast<size_t>(i)] = t.as_int64(i);
+  return labels;
 }
 
 }  // namespace qtool

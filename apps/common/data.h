@@ -35,6 +35,9 @@ void add_batch_flags(CLI::App& app, DataFlags& flags);
 // A model without inputs takes sample folders that hold no input file (io::DatasetOptions).
 quant::Expected<std::vector<quant::io::SampleSource>> collect_samples(const DataFlags& flags, bool model_has_inputs = true);
 
+// Class labels (--labels): an int64 or int32 .npy, one per row of output 0.
+quant::Expected<std::vector<int64_t>> read_labels(const std::string& path);
+
 // Samples grouped into model runs: one run per --batch samples, stacked along dim 0.
 // Loading is const and touches no shared state, so several threads may load runs at once.
 class DataReader {

@@ -10,7 +10,6 @@
 
 #include "apps/common/cli.h"
 #include "apps/common/progress.h"
-#include "libquant/io/npy.h"
 #include "libquant/tune/evaluate.h"
 #include "libquant/tune/layer_alone.h"
 
@@ -40,14 +39,6 @@ nlohmann::json number(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(v > 0 ? "inf" : "-inf");
 }
 
-Expected<std::vector<int64_t>> read_labels(const std::string& path) {
-  QT_ASSIGN_OR_RETURN(quant::Tensor t, quant::io::read_npy(path));
-  if (t.dtype() != quant::DType::Int64 && t.dtype() != quant::DType::Int32)
-    return Status::bad_input(path + ": labels must be an int64 or int32 array");
-  std::vector<int64_t> labels(static_cast<size_t>(t.size()));
-  for (int64_t i = 0; i < t.size(); ++i) labels[static_cast<size_t>(i)] = t.as_int64(i);
-  return labels;
-}
 
 }  // namespace
 
@@ -95,7 +86,7 @@ Expected<SearchOutcome> run_search(const SearchFlags& f, const quant::ir::Graph&
   }
   std::vector<int64_t> labels;
   if (!f.labels.empty()) {
-    QT_ASSIGN_OR_RETURN(labels, read_labels(f.labels));
+    QT_ASSIGN_OR_RETURN(labels, qtool::read_labels(f.labels));
   }
   const quant::tune::RunSetup setup = quant::tune::run_setup(&target, std::nullopt, default_threads());
   // The ranking: each layer alone, measured during the float pass.

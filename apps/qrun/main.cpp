@@ -147,14 +147,6 @@ nlohmann::json json_number(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(v > 0 ? "inf" : "-inf");
 }
 
-Expected<std::vector<int64_t>> read_labels(const std::string& path) {
-  QT_ASSIGN_OR_RETURN(Tensor t, quant::io::read_npy(path));
-  if (t.dtype() != quant::DType::Int64 && t.dtype() != quant::DType::Int32)
-    return Status::bad_input(path + ": labels must be an int64 or int32 array, got " + std::string(quant::dtype_name(t.dtype())));
-  std::vector<int64_t> labels(static_cast<size_t>(t.size()));
-  for (int64_t i = 0; i < t.size(); ++i) labels[static_cast<size_t>(i)] = t.as_int64(i);
-  return labels;
-}
 
 void score(const Tensor& out, const std::vector<int64_t>& labels, int64_t first_row, Accuracy& acc) {
   const auto top1 = quant::interp::argmax_rows(out);  // empty for a scalar or empty output
@@ -364,7 +356,7 @@ Status run(const Flags& f) {
   QT_ASSIGN_OR_RETURN(auto samples, qtool::collect_samples(f.data, !graph->inputs.empty()));
   std::vector<int64_t> labels;
   if (!f.labels.empty()) {
-    QT_ASSIGN_OR_RETURN(labels, read_labels(f.labels));
+    QT_ASSIGN_OR_RETURN(labels, qtool::read_labels(f.labels));
     s.has_labels = true;
   }
   if (!f.out_dir.empty()) {
