@@ -10,6 +10,7 @@
 
 #include "apps/common/cli.h"
 #include "apps/common/progress.h"
+#include "libquant/passes/quant_points.h"
 #include "libquant/tune/evaluate.h"
 #include "libquant/tune/layer_alone.h"
 
@@ -94,12 +95,12 @@ Expected<SearchOutcome> run_search(const SearchFlags& f, const quant::ir::Graph&
   // The nodes the conversion touched: they read a dequantized tensor or feed a Q.
   std::vector<std::string> converted_nodes;
   for (const auto& n : converted->nodes()) {
-    if (n->op_type == "QuantizeLinear" || n->op_type == "DequantizeLinear" || n->name.empty()) continue;
+    if (quant::passes::is_quantize(n.get()) || quant::passes::is_dequantize(n.get()) || n->name.empty()) continue;
     bool touched = false;
     for (const auto* v : n->inputs)
-      touched |= v && v->producer && v->producer->op_type == "DequantizeLinear";
+      touched |= v && quant::passes::is_dequantize(v->producer);
     for (const auto* v : n->outputs)
-      for (const auto* c : v ? converted->consumers(v) : std::vector<quant::ir::Node*>{}) touched |= c->op_type == "QuantizeLinear";
+      for (const auto* c : v ? converted->consumers(v) : std::vector<quant::ir::Node*>{}) touched |= quant::passes::is_quantize(c);
     if (touched) converted_nodes.push_back(n->name);
   }
   QT_ASSIGN_OR_RETURN(auto alone, quant::tune::LayerAlone::create(*converted, float_graph, setup));

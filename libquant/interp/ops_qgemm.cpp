@@ -103,6 +103,8 @@ std::shared_ptr<PackedB> pack_constant_b(const ir::Node& node, bool trans_b) {
   const ir::Value* zv = node.input(kBZero);
   const Tensor* b = bv ? ir::constant_data(bv) : nullptr;
   const Tensor* bz = zv ? ir::constant_data(zv) : nullptr;
+  const Tensor* az = node.input(kAZero) ? ir::constant_data(node.input(kAZero)) : nullptr;
+  if (az && is_16bit(az->dtype())) return p;  // the 16-bit kernel reads B as it is
   if (!b || !bz || b->rank() != 2 || b->dtype() != bz->dtype() || !is_8bit(b->dtype())) return p;
   const int64_t n = trans_b ? b->dim(0) : b->dim(1), k = trans_b ? b->dim(1) : b->dim(0);
   if (bz->size() != 1 && bz->size() != n) return p;

@@ -8,9 +8,6 @@ namespace quant::passes {
 namespace {
 
 bool is_op(const ir::Node* n, const char* op) { return n && n->domain.empty() && n->op_type == op; }
-// com.microsoft Q/DQ (16-bit forms before opset 21) count as well.
-bool is_q(const ir::Node* n) { return n && n->op_type == "QuantizeLinear" && (n->domain.empty() || n->domain == "com.microsoft"); }
-bool is_dq(const ir::Node* n) { return n && n->op_type == "DequantizeLinear" && (n->domain.empty() || n->domain == "com.microsoft"); }
 
 // The node whose output `q` quantizes, looking through a fused Relu/Clip and
 // through DQ -> Q requantization pairs; nullptr for a graph input (or a
@@ -18,7 +15,7 @@ bool is_dq(const ir::Node* n) { return n && n->op_type == "DequantizeLinear" && 
 const ir::Node* quantized_producer(const ir::Node* q) {
   const ir::Node* p = q->input(0) ? q->input(0)->producer : nullptr;
   for (int steps = 0; p && steps < 8; ++steps) {
-    if (is_dq(p) && p->input(0) && is_q(p->input(0)->producer)) {
+    if (is_dequantize(p) && p->input(0) && is_quantize(p->input(0)->producer)) {
       const ir::Node* earlier = p->input(0)->producer;
       p = earlier->input(0) ? earlier->input(0)->producer : nullptr;
       continue;
@@ -34,30 +31,37 @@ const ir::Node* quantized_producer(const ir::Node* q) {
 
 bool reads_dq(const ir::Node& n) {
   for (const ir::Value* v : n.inputs)
-    if (v && is_dq(v->producer)) return true;
+    if (v && is_dequantize(v->producer)) return true;
   return false;
 }
 
 }  // namespace
+
+bool is_quantize(const ir::Node* n) {
+  return n && n->op_type == "QuantizeLinear" && (n->domain.empty() || n->domain == "com.microsoft");
+}
+bool is_dequantize(const ir::Node* n) {
+  return n && n->op_type == "DequantizeLinear" && (n->domain.empty() || n->domain == "com.microsoft");
+}
 
 Expected<std::vector<QuantLayer>> find_quant_layers(const ir::Graph& g) {
   QT_ASSIGN_OR_RETURN(auto order, g.topological_order());
   std::vector<QuantLayer> layers;
   std::map<const ir::Node*, size_t> index;
   for (ir::Node* n : order) {
-    if (is_q(n) || is_dq(n) || !n->domain.empty() || !reads_dq(*n)) continue;
+    if (is_quantize(n) || is_dequantize(n) || !n->domain.empty() || !reads_dq(*n)) continue;
     QuantLayer l;
     l.node = n;
     for (size_t i = 0; i < n->inputs.size(); ++i) {
       const ir::Value* v = n->inputs[i];
       ir::Node* d = v ? v->producer : nullptr;
-      if (is_dq(d) && ir::constant_data(d->input(0))) l.constant_dqs.emplace_back(i, d);
+      if (is_dequantize(d) && ir::constant_data(d->input(0))) l.constant_dqs.emplace_back(i, d);
     }
     index[n] = layers.size();
     layers.push_back(std::move(l));
   }
   for (ir::Node* n : order) {
-    if (!is_q(n) || !n->input(0) || ir::constant_data(n->input(0))) continue;
+    if (!is_quantize(n) || !n->input(0) || ir::constant_data(n->input(0))) continue;
     const ir::Node* p = quantized_producer(n);
     if (p) {
       auto it = index.find(p);
@@ -67,7 +71,7 @@ Expected<std::vector<QuantLayer>> find_quant_layers(const ir::Graph& g) {
     // A graph input's Q: the first layer reading one of its DQs.
     size_t first = layers.size();
     for (ir::Node* d : g.consumers(n->outputs.empty() ? nullptr : n->outputs[0]))
-      if (is_dq(d))
+      if (is_dequantize(d))
         for (ir::Node* reader : g.consumers(d->outputs.empty() ? nullptr : d->outputs[0])) {
           auto it = index.find(reader);
           if (it != index.end()) first = std::min(first, it->second);
@@ -97,7 +101,7 @@ FloatResult make_layers_float(ir::Graph& g, const std::vector<QuantLayer>& layer
     for (ir::Node* q : l.activation_qs) {
       ir::Value* real = q->input(0);
       for (ir::Node* d : g.consumers(q->outputs.empty() ? nullptr : q->outputs[0]))
-        if (is_dq(d) && !d->outputs.empty() && d->outputs[0]) {
+        if (is_dequantize(d) && !d->outputs.empty() && d->outputs[0]) {
           g.replace_all_uses(d->outputs[0], real);
           maybe_dead.push_back(d);
         }

@@ -38,6 +38,11 @@ struct QuantLayer {
   std::vector<std::pair<size_t, ir::Node*>> constant_dqs;    // (input index, constant DequantizeLinear)
 };
 
+// QuantizeLinear / DequantizeLinear of the default domain or com.microsoft
+// (the 16-bit forms before opset 21).
+bool is_quantize(const ir::Node* n);
+bool is_dequantize(const ir::Node* n);
+
 // Every layer of g, in execution order.
 Expected<std::vector<QuantLayer>> find_quant_layers(const ir::Graph& g);
 

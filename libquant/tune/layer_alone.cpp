@@ -6,9 +6,6 @@
 namespace quant::tune {
 namespace {
 
-bool is_qdq_op(const ir::Node* n, const char* op) {
-  return n && n->op_type == op && (n->domain.empty() || n->domain == "com.microsoft");
-}
 
 // The nodes of one layer's mini model in running order and the value it
 // outputs; `inputs` gets the float values it reads. Empty reason: built.
@@ -24,13 +21,13 @@ MiniPlan plan_for(const ir::Graph& g, const ir::Node& layer) {
   MiniPlan p;
   for (const ir::Value* v : layer.inputs) {
     const ir::Node* d = v ? v->producer : nullptr;
-    if (!is_qdq_op(d, "DequantizeLinear")) continue;  // a float input: read from the reference as it is
+    if (!passes::is_dequantize(d)) continue;  // a float input: read from the reference as it is
     if (ir::constant_data(d->input(0))) {
       p.nodes.push_back(d);
       continue;
     }
     const ir::Node* q = d->input(0) ? d->input(0)->producer : nullptr;
-    if (!is_qdq_op(q, "QuantizeLinear") || !q->input(0) || ir::constant_data(q->input(0))) {
+    if (!passes::is_quantize(q) || !q->input(0) || ir::constant_data(q->input(0))) {
       p.reason = "input '" + v->name() + "' is not a Q/DQ pair on a float tensor";
       return p;
     }
@@ -55,9 +52,9 @@ MiniPlan plan_for(const ir::Graph& g, const ir::Node& layer) {
     next = sole(out);
   }
   p.twin = out->name();
-  if (is_qdq_op(next, "QuantizeLinear")) {
+  if (passes::is_quantize(next)) {
     const ir::Node* d = sole(next->outputs.empty() ? nullptr : next->outputs[0]);
-    if (is_qdq_op(d, "DequantizeLinear")) {
+    if (passes::is_dequantize(d)) {
       p.nodes.push_back(next);
       p.nodes.push_back(d);
       out = d->outputs[0];
