@@ -51,6 +51,10 @@ void add_search_flags(CLI::App& app, SearchFlags& f) {
   app.add_option("--min-snr", f.min_snr, "accuracy target: keep the fewest nodes float until SNR vs float >= DB on --data");
   app.add_option("--max-drop", f.max_drop, "accuracy target: ... until top-1 accuracy drops by <= PP points (needs --labels)");
   app.add_option("--min-agreement", f.min_agreement, "accuracy target: ... until top-1 agreement with float >= F (0..1)");
+  app.add_option("--move-to", f.move_to,
+                 "accuracy target: where moved layers go: auto (16-bit activations where the target mixes them, then "
+                 "float), 16-bit, or float")
+      ->check(CLI::IsMember({"auto", "16-bit", "float"}));
 }
 
 Status check_search_flags(SearchFlags& f, const CLI::App& app, bool dynamic) {
@@ -60,8 +64,8 @@ Status check_search_flags(SearchFlags& f, const CLI::App& app, bool dynamic) {
   const int goals = f.has_min_snr + f.has_max_drop + f.has_min_agreement;
   if (goals > 1) return Status::bad_input("give one accuracy target: --min-snr, --max-drop or --min-agreement");
   if (goals == 0) {
-    if (!f.data.dirs.empty() || !f.labels.empty() || f.data.limit)
-      return Status::bad_input("--data, --limit and --labels go with an accuracy target (--min-snr, --max-drop or --min-agreement)");
+    if (!f.data.dirs.empty() || !f.labels.empty() || f.data.limit || app.count("--move-to"))
+      return Status::bad_input("--data, --limit, --labels and --move-to go with an accuracy target (--min-snr, --max-drop or --min-agreement)");
     return Status::ok();
   }
   if (dynamic) return Status::bad_input("accuracy targets apply to static quantization, not --dynamic");
@@ -74,9 +78,24 @@ Status check_search_flags(SearchFlags& f, const CLI::App& app, bool dynamic) {
 }
 
 Expected<SearchOutcome> run_search(const SearchFlags& f, const quant::ir::Graph& float_graph,
-                                   const quant::target::TargetSpec& target, const BuildQuantized& build) {
+                                   const quant::target::TargetSpec& target, quant::DType activations,
+                                   const BuildQuantized& build) {
   const auto start = std::chrono::steady_clock::now();
   const Goal goal = goal_of(f);
+  // The levels: 16-bit activations of the conversion's signedness, where the
+  // target runs them beside 8-bit ones, then float.
+  quant::DType wide = quant::DType::Undefined;
+  if (target.mixed_activations != quant::DType::Undefined && quant::dtype_size(activations) == 1)
+    wide = activations == quant::DType::UInt8 ? quant::DType::UInt16 : quant::DType::Int16;
+  if (f.move_to == "16-bit" && wide == quant::DType::Undefined)
+    return Status::bad_input("--move-to 16-bit: target " + target.name +
+                             (quant::dtype_size(activations) == 1 ? " runs no 16-bit activations beside 8-bit ones (activations.mixed_type)"
+                                                                  : " already has 16-bit activations"));
+  std::vector<quant::DType> level_types;
+  if (wide != quant::DType::Undefined && f.move_to != "float") level_types.push_back(wide);
+  if (f.move_to != "16-bit") level_types.push_back(quant::DType::Undefined);
+  std::vector<std::string> levels;
+  for (quant::DType t : level_types) levels.push_back(t == quant::DType::Undefined ? "float" : std::string(quant::dtype_name(t)));
   QT_ASSIGN_OR_RETURN(auto sources, collect_samples(f.data));
   std::vector<std::string> input_names;
   for (const auto* v : float_graph.inputs) input_names.push_back(v->name());
@@ -91,7 +110,7 @@ Expected<SearchOutcome> run_search(const SearchFlags& f, const quant::ir::Graph&
   }
   const quant::tune::RunSetup setup = quant::tune::run_setup(&target, std::nullopt, default_threads());
   // The ranking: each layer alone, measured during the float pass.
-  QT_ASSIGN_OR_RETURN(auto converted, build({}));
+  QT_ASSIGN_OR_RETURN(auto converted, build(Moves{}));
   // The nodes the conversion touched: they read a dequantized tensor or feed a Q.
   std::vector<std::string> converted_nodes;
   for (const auto& n : converted->nodes()) {
@@ -131,55 +150,59 @@ Expected<SearchOutcome> run_search(const SearchFlags& f, const quant::ir::Graph&
       if (names.count(m)) members[l->node].push_back(m), covered.insert(m);
     ranking.push_back(l->skipped.empty() ? nlohmann::json{{"node", l->node}, {"alone_snr_db", number(l->stats.snr_db())}}
                                          : nlohmann::json{{"node", l->node}, {"skipped", l->skipped}});
+    ranking.back()["nodes"] = members[l->node];
   }
   for (const auto& n : converted_nodes)
     if (names.count(n) && !covered.count(n) && !members.count(n)) {
       ranked.push_back(n);
       members[n] = {n};
-      ranking.push_back({{"node", n}, {"skipped", "not a layer of its own: reads no dequantized tensor"}});
+      ranking.push_back({{"node", n}, {"skipped", "not a layer of its own: reads no dequantized tensor"}, {"nodes", nlohmann::json::array({n})}});
     }
-  // The search moves candidates; the conversion keeps their member nodes float.
-  auto expand = [&](const std::vector<std::string>& moved) {
-    std::vector<std::string> nodes;
-    for (const auto& c : moved) nodes.insert(nodes.end(), members[c].begin(), members[c].end());
-    return nodes;
+  // The search moves candidates; the conversion moves their member nodes.
+  auto expand = [&](const std::vector<std::string>& moved, size_t level) {
+    Moves m;
+    for (const auto& c : moved) m.nodes.insert(m.nodes.end(), members[c].begin(), members[c].end());
+    m.wide = level_types[level];
+    return m;
   };
   Progress progress("qconvert search", static_cast<size_t>(f.budget), f.quiet);
-  auto evaluate = [&](const std::vector<std::string>& moved) -> Expected<double> {
-    QT_ASSIGN_OR_RETURN(auto g, build(expand(moved)));
+  auto evaluate = [&](const std::vector<std::string>& moved, size_t level) -> Expected<double> {
+    QT_ASSIGN_OR_RETURN(auto g, build(expand(moved, level)));
     QT_ASSIGN_OR_RETURN(auto score, (*evaluator)->evaluate(std::move(g)));
     progress.tick();
     return goal.metric(score);
   };
   const double threshold = goal.threshold;
-  QT_ASSIGN_OR_RETURN(auto result, quant::tune::search_fewest(ranked, {[threshold](double m) { return m >= threshold; }, f.budget},
+  QT_ASSIGN_OR_RETURN(auto result, quant::tune::search_fewest(ranked, {[threshold](double m) { return m >= threshold; }, f.budget, levels},
                                                                evaluate));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   SearchOutcome out;
   out.result = result;
-  out.kept_float_nodes = expand(result.moved);
+  out.moves = expand(result.moved, result.level);
+  const std::string moved_to = levels[result.level];
   const bool drop = goal.flag == "--max-drop";
   auto shown = [&](double m) { return drop ? -m : m; };  // drops are shown as drops
   const double target_value = drop ? f.max_drop : threshold;
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& s : result.steps)
-    steps.push_back({{"step", s.what}, {"kept_float", s.moved}, {"metric", number(shown(s.metric))}, {"meets", s.meets}});
+    steps.push_back({{"step", s.what}, {"moved", s.moved}, {"moved_to", s.moved.empty() ? nlohmann::json() : nlohmann::json(levels[s.level])}, {"metric", number(shown(s.metric))},
+                     {"meets", s.meets}});
   out.json = {{"goal", {{"flag", goal.flag}, {"value", target_value}}}, {"samples", (*evaluator)->samples()},
               {"met", result.met}, {"before", number(shown(result.before))}, {"after", number(shown(result.after))},
-              {"kept_float", result.moved}, {"kept_float_nodes", out.kept_float_nodes},
+              {"levels", levels}, {"moved_to", moved_to}, {"moved", result.moved}, {"moved_nodes", out.moves.nodes},
               {"evaluations", result.steps.size()}, {"seconds", seconds},
               {"ranking", ranking}, {"steps", steps}};
   std::string list;
   for (const auto& m : result.moved) list += (list.empty() ? "" : ", ") + m;
-  std::printf("accuracy target %s %g: %.4g as converted, %.4g with %zu node(s) kept float (%zu evaluations on %zu samples, %.1f s)%s%s\n",
-              goal.flag.c_str(), target_value, shown(result.before), shown(result.after), result.moved.size(),
+  std::printf("accuracy target %s %g: %.4g as converted, %.4g with %zu node(s) moved to %s (%zu evaluations on %zu samples, %.1f s)%s%s\n",
+              goal.flag.c_str(), target_value, shown(result.before), shown(result.after), result.moved.size(), moved_to.c_str(),
               result.steps.size(), (*evaluator)->samples(), seconds, list.empty() ? "" : ": ", list.c_str());
   if (!result.met) {
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "gate failed: accuracy target %s %g not met even with all %zu candidate nodes kept float (%.4g); that "
+                  "gate failed: accuracy target %s %g not met even with all %zu candidate nodes moved to %s (%.4g); that "
                   "model was written",
-                  goal.flag.c_str(), target_value, result.moved.size(), shown(result.after));
+                  goal.flag.c_str(), target_value, result.moved.size(), moved_to.c_str(), shown(result.after));
     out.gate = Status::gate_failed(buf);
   }
   return out;

@@ -1,9 +1,11 @@
 // qconvert's accuracy targets: --data DIR with --min-snr DB, --max-drop PP
 // (with --labels) or --min-agreement F. The conversion is evaluated on DIR as
 // the target computes (tune/evaluate.h); when it misses, the fewest nodes are
-// kept float until it holds (tune/search.h), ranked by how much noise each
-// layer adds alone (tune/layer_alone.h, measured in the same float pass),
-// within at most 20 full evaluations.
+// moved to a higher precision until it holds (tune/search.h): to 16-bit
+// activations where the target mixes them with 8-bit ones
+// (activations.mixed_type), else, or when 16 bits are not enough, to float.
+// Layers are ranked by how much noise each adds alone (tune/layer_alone.h,
+// measured in the same float pass); at most 20 full evaluations.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -27,6 +29,7 @@ struct SearchFlags {
   std::string labels;
   double min_snr = 0, max_drop = 0, min_agreement = 0;
   bool has_min_snr = false, has_max_drop = false, has_min_agreement = false;
+  std::string move_to = "auto";  // --move-to auto|16-bit|float
   int budget = 20;
   bool quiet = false;
   bool active() const { return has_min_snr || has_max_drop || has_min_agreement; }
@@ -36,17 +39,27 @@ void add_search_flags(CLI::App& app, SearchFlags& flags);
 // After parsing: which flags were given, and whether they fit together.
 quant::Status check_search_flags(SearchFlags& flags, const CLI::App& app, bool dynamic);
 
+// Nodes moved to a higher precision: 16-bit activations of type `wide`, or
+// float when `wide` is Undefined.
+struct Moves {
+  std::vector<std::string> nodes;
+  quant::DType wide = quant::DType::Undefined;
+};
+
 struct SearchOutcome {
-  quant::tune::SearchResult result;           // over candidates (layers, named by their node)
-  std::vector<std::string> kept_float_nodes;  // the nodes to keep float: each candidate and its fused activation
+  quant::tune::SearchResult result;  // over candidates (layers, named by their node)
+  Moves moves;                       // the nodes moved: each candidate and its fused activation
   nlohmann::json json;                        // for --report
   quant::Status gate = quant::Status::ok();   // gate_failed when the target cannot be met
 };
 
-// Builds the QDQ model with `moved` nodes kept float (not lowered).
-using BuildQuantized = std::function<quant::Expected<std::unique_ptr<quant::ir::Graph>>(const std::vector<std::string>& moved)>;
+// Builds the QDQ model with those moves (not lowered).
+using BuildQuantized = std::function<quant::Expected<std::unique_ptr<quant::ir::Graph>>(const Moves& moves)>;
 
+// `activations`: the conversion's activation type; its 16-bit twin is the
+// first level when the target mixes them (and --move-to allows).
 quant::Expected<SearchOutcome> run_search(const SearchFlags& flags, const quant::ir::Graph& float_graph,
-                                          const quant::target::TargetSpec& target, const BuildQuantized& build);
+                                          const quant::target::TargetSpec& target, quant::DType activations,
+                                          const BuildQuantized& build);
 
 }  // namespace qtool

@@ -275,11 +275,11 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
 }
 
 // The static conversion, from the model file: `moved` names nodes kept float
-// on top of --exclude-node (the accuracy search's candidates); `qdq_only`
-// skips the QOperator emission (the search evaluates the QDQ form).
+// or given 16-bit activations on top of --exclude-node (the accuracy search's
+// candidates); `qdq_only` skips the QOperator emission (the search evaluates
+// the QDQ form).
 Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetSpec& target,
-                                    quant::profile::Profile profile, const std::vector<std::string>& moved,
-                                    bool qdq_only) {
+                                    quant::profile::Profile profile, const qtool::Moves& moved, bool qdq_only) {
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
   Conversion c;
   c.bytes_before = quant::passes::initializer_bytes(*graph);
@@ -292,7 +292,12 @@ Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetS
   opt.per_channel = !f.per_tensor;
   opt.calibration = f.calibration;
   opt.exclude_nodes.insert(f.exclude_nodes.begin(), f.exclude_nodes.end());
-  opt.exclude_nodes.insert(moved.begin(), moved.end());
+  if (moved.wide == quant::DType::Undefined) {
+    opt.exclude_nodes.insert(moved.nodes.begin(), moved.nodes.end());
+  } else {
+    opt.wide_nodes.insert(moved.nodes.begin(), moved.nodes.end());
+    opt.wide_activations = moved.wide;
+  }
   opt.exclude_ops.insert(f.exclude_ops.begin(), f.exclude_ops.end());
   opt.include_ops.insert(f.include_ops.begin(), f.include_ops.end());
   copy_target_rules(target, opt);
@@ -364,16 +369,17 @@ Status convert(Flags& f, const CLI::App& app) {
                              "; pass --force to use it anyway");
   }
   QT_ASSIGN_OR_RETURN(Conversion c, convert_static(f, target, profile, {}, false));
-  // An accuracy target: search the fewest nodes to keep float (tune/search.h).
+  // An accuracy target: search the fewest nodes to move to 16 bits or float (tune/search.h).
   Status gate = Status::ok();
   if (f.search.active()) {
-    auto build = [&](const std::vector<std::string>& moved) -> Expected<std::unique_ptr<quant::ir::Graph>> {
+    auto build = [&](const qtool::Moves& moved) -> Expected<std::unique_ptr<quant::ir::Graph>> {
       QT_ASSIGN_OR_RETURN(Conversion candidate, convert_static(f, target, profile, moved, true));
       return std::move(candidate.graph);
     };
-    QT_ASSIGN_OR_RETURN(auto outcome, qtool::run_search(f.search, *float_graph, target, build));
-    if (!outcome.kept_float_nodes.empty()) {
-      QT_ASSIGN_OR_RETURN(c, convert_static(f, target, profile, outcome.kept_float_nodes, false));
+    QT_ASSIGN_OR_RETURN(auto outcome, qtool::run_search(f.search, *float_graph, target,
+                                                        *quant::dtype_from_name(f.activations), build));
+    if (!outcome.moves.nodes.empty()) {
+      QT_ASSIGN_OR_RETURN(c, convert_static(f, target, profile, outcome.moves, false));
     }
     c.search = outcome.json;
     gate = outcome.gate;

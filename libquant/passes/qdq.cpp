@@ -157,6 +157,8 @@ class QdqBuilder {
     ir::Node* consumer;
   };
   std::map<const ir::Value*, OwnType> type_of_;
+  std::set<const ir::Value*> wide_;  // activations of QuantizeOptions::wide_nodes
+  DType activation_type(const ir::Value* v) const { return wide_.count(v) ? o_.wide_activations : o_.activations; }
   // Edges where a grouped tensor is requantized for one reader: a fixed
   // output read by a Concat whose group has other parameters, a shared
   // tensor read as a MatMul B in another type. The backend's converter adds
@@ -188,8 +190,9 @@ Expected<std::optional<QdqBuilder::Choice>> QdqBuilder::own_choice(const ir::Val
   QT_ASSIGN_OR_RETURN(c.range, calib::range_by_name(it->second.hist, o_.calibration));
   auto own = type_of_.find(v);
   c.params = own != type_of_.end() ? calib::choose_quant_params(c.range, own->second.schema, own->second.type)
-                                   : calib::choose_quant_params(c.range, o_.schema, o_.activations);
+                                   : calib::choose_quant_params(c.range, o_.schema, activation_type(v));
   c.method = o_.calibration;
+  if (own == type_of_.end() && wide_.count(v)) c.method += ", " + std::string(dtype_name(o_.wide_activations)) + ": a layer moved to 16 bits reads or writes it";
   if (own != type_of_.end()) c.method += ", " + std::string(dtype_name(own->second.type)) + " " +
                                          std::string(calib::schema_name(own->second.schema)) + " as the target takes MatMul's B";
   const ir::Node* producer = v->producer;
@@ -226,6 +229,9 @@ Status QdqBuilder::choose_group_params(const ParamGroups& groups) {
       else open->range = {std::min(open->range.min, c->range.min), std::max(open->range.max, c->range.max)};
     }
     if (!any) continue;
+    // One wide member makes the group wide: its members share one set of parameters.
+    const bool wide_group = std::any_of(groups.members[gi].begin(), groups.members[gi].end(),
+                                        [&](const ir::Value* v) { return wide_.count(v) > 0; });
     std::string ops;
     for (const ir::Node* node : groups.joined_by[gi]) ops += (ops.empty() ? "" : ", ") + node->op_type + " '" + node->name + "'";
     const std::string why = "; shared by the tensors the target requires to agree (" + ops + ")";
@@ -244,8 +250,9 @@ Status QdqBuilder::choose_group_params(const ParamGroups& groups) {
       group = fixed[0].second;
     } else {
       group.range = all;  // the fixed members' values too: they are requantized into it
-      group.params = calib::choose_quant_params(all, o_.schema, o_.activations);
+      group.params = calib::choose_quant_params(all, o_.schema, wide_group ? o_.wide_activations : o_.activations);
       group.method = o_.calibration + " over the union of the group's ranges";
+      if (wide_group) group.method += ", " + std::string(dtype_name(o_.wide_activations)) + " for a layer moved to 16 bits";
     }
     group.method += why;
     for (const ir::Value* v : groups.members[gi]) {
@@ -552,6 +559,20 @@ Expected<QuantizeReport> QdqBuilder::run() {
         chosen.count(n->inputs[0]) && chosen.count(n->inputs[1]))
       type_of_[n->inputs[1]] = {o_.matmul_b_type, o_.matmul_b_schema, n};
   }
+  // Layers moved to 16 bits: what they read and write, and the output of a
+  // Relu/Clip fused after one (its own output is the layer's output).
+  if (o_.wide_activations != DType::Undefined)
+    for (ir::Node* n : quantized_nodes) {
+      if (!o_.wide_nodes.count(n->name)) continue;
+      for (ir::Value* v : n->inputs)
+        if (chosen.count(v)) wide_.insert(v);
+      for (ir::Value* v : n->outputs) {
+        if (chosen.count(v)) wide_.insert(v);
+        if (v && fused.count(v))
+          for (ir::Value* w : g_.consumers(v)[0]->outputs)
+            if (chosen.count(w)) wide_.insert(w);
+      }
+    }
   const auto& shares = o_.shares_input_params.empty() ? kSharesInputParams : o_.shares_input_params;
   QT_RETURN_IF_ERROR(choose_group_params(group_activations(quantized_nodes, chosen, shares, o_.same_params)));
   for (ir::Value* v : activations) QT_RETURN_IF_ERROR(quantize_activation(v));

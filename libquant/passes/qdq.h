@@ -49,6 +49,12 @@ struct QuantizeOptions {
   std::map<std::string, int> weight_inputs;  // op type -> input quantized as a per-tensor weight
   int32_t first_layer_weight_max = 0;        // weights of ops reading a graph input: [-m, m]; 0: weight_max
   DType bias = DType::Int32;                 // Int64: int32 where it fits, else float (no int64 DequantizeLinear); Float32: float
+  // Mixed precision (qconvert's accuracy search moving layers to 16 bits):
+  // every activation these nodes read or write takes `wide_activations`
+  // (same schema) instead of `activations`, and so does every tensor sharing
+  // parameters with one of them (a Concat's group). Weights keep their type.
+  std::set<std::string> wide_nodes;
+  DType wide_activations = DType::Undefined;
 };
 
 // The op types quantized by default: those whose integer form keeps accuracy.

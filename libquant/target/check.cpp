@@ -179,7 +179,8 @@ void Checker::check_activation(const ir::Node& n, const std::string& tensor, con
   // whatever the 8-bit type (calib/params.h).
   const bool unsigned_ok = t_.schema == calib::Schema::SymmetricUInt8 && eight_bit && p.type == DType::UInt8 && zero_at_zero;
   if (unsigned_ok) return;
-  if (p.type != t_.activations) {
+  // A layer moved to 16 bits (activations.mixed_type) is the target's too.
+  if (p.type != t_.activations && p.type != t_.mixed_activations) {
     const bool alt = t_.schema == calib::Schema::SymmetricUInt8 && eight_bit && t_.activations != DType::UInt8;
     return add(n, tensor, "quantize.activations.type", type_name(p.type),
                type_name(t_.activations) + (alt ? " (or uint8 with zero point 0)" : ""));

@@ -142,8 +142,12 @@ Status parse_quantize(const Fields& q, TargetSpec& t) {
                              "fixed_output_params", "placement", "matmul_activation_b"}));
   QT_ASSIGN_OR_RETURN(t.format, q.one_of("format", {"qdq", "qoperator"}, "qdq"));
   QT_ASSIGN_OR_RETURN(Fields a, q.object("activations"));
-  QT_RETURN_IF_ERROR(a.only({"type", "schema"}));
+  QT_RETURN_IF_ERROR(a.only({"type", "schema", "mixed_type"}));
   QT_ASSIGN_OR_RETURN(t.activations, type_field(a, "type", {"uint8", "int8", "uint16", "int16"}, DType::UInt8));
+  QT_ASSIGN_OR_RETURN(t.mixed_activations, type_field(a, "mixed_type", {"uint16", "int16"}, DType::Undefined));
+  if (t.mixed_activations != DType::Undefined && dtype_size(t.activations) != 1)
+    return a.error(a.name("mixed_type"), "a wider type for 8-bit activations; these are already " +
+                                             std::string(dtype_name(t.activations)));
   QT_ASSIGN_OR_RETURN(std::string schema,
                       a.one_of("schema", {"asymmetric", "symmetric", "symmetric-uint8", "power2-scale"}, "asymmetric"));
   t.schema = *calib::schema_from_name(schema);
@@ -281,6 +285,7 @@ std::string target_summary(const TargetSpec& t) {
   j["description"] = t.description;
   j["format"] = t.format;
   j["activations"] = {{"type", std::string(dtype_name(t.activations))}, {"schema", std::string(calib::schema_name(t.schema))}};
+  if (t.mixed_activations != DType::Undefined) j["activations"]["mixed_type"] = std::string(dtype_name(t.mixed_activations));
   j["weights"] = {{"type", std::string(dtype_name(t.weights))},
                   {"depthwise_type", std::string(dtype_name(t.depthwise_weights == DType::Undefined ? t.weights : t.depthwise_weights))},
                   {"range", {-t.weight_max, t.weight_max}},

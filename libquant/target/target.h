@@ -36,6 +36,10 @@ struct TargetSpec {
   // What a quantized model may contain ("quantize").
   std::string format = "qdq";  // "qdq" or "qoperator"
   DType activations = DType::UInt8;  // uint8, int8, uint16 or int16
+  // The wider type a layer's activations may take when qconvert's accuracy
+  // search moves it to a higher precision (mixed 8/16-bit activations, same
+  // schema); Undefined: the target runs no such mix, moved layers go float.
+  DType mixed_activations = DType::Undefined;
   calib::Schema schema = calib::Schema::Asymmetric;
   DType weights = DType::Int8;
   DType depthwise_weights = DType::Undefined;  // depthwise Conv weights; Undefined: `weights`

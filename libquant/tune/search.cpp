@@ -4,13 +4,14 @@
 
 namespace quant::tune {
 
-Expected<SearchResult> search_fewest(const std::vector<std::string>& ranked, const SearchGoal& goal,
-                                     const std::function<Expected<double>(const std::vector<std::string>&)>& evaluate) {
+Expected<SearchResult> search_fewest(const std::vector<std::string>& ranked, const SearchGoal& goal, const Evaluate& evaluate) {
+  if (goal.levels.empty()) return Status::internal("search_fewest: no level to move layers to");
   SearchResult r;
   auto meets = [&](double m) { return !std::isnan(m) && goal.meets(m); };
+  size_t level = 0;
   auto step = [&](const std::string& what, std::vector<std::string> moved) -> Expected<SearchStep> {
-    QT_ASSIGN_OR_RETURN(double m, evaluate(moved));
-    SearchStep s{what, std::move(moved), m, meets(m)};
+    QT_ASSIGN_OR_RETURN(double m, evaluate(moved, level));
+    SearchStep s{what, std::move(moved), level, m, meets(m)};
     r.steps.push_back(s);
     return s;
   };
@@ -23,10 +24,21 @@ Expected<SearchResult> search_fewest(const std::vector<std::string>& ranked, con
     r.met = first.meets;
     return r;
   }
-  QT_ASSIGN_OR_RETURN(SearchStep all, step("all moved", ranked));
-  r.moved = ranked;
-  r.after = all.metric;
-  if (!all.meets) return r;
+  // The first level at which moving everything meets; when none does, the
+  // best of them (a NaN metric is worst).
+  bool found = false;
+  for (level = 0; level < goal.levels.size() && !found; ++level) {
+    QT_ASSIGN_OR_RETURN(SearchStep all, step("all moved to " + goal.levels[level], ranked));
+    const bool better = level == 0 || (!std::isnan(all.metric) && (std::isnan(r.after) || all.metric > r.after));
+    if (all.meets || better) {
+      r.moved = ranked;
+      r.level = level;
+      r.after = all.metric;
+    }
+    found = all.meets;
+  }
+  if (!found) return r;
+  level = r.level;
   r.met = true;
   size_t lo = 0, hi = ranked.size();  // top-lo misses, top-hi meets
   while (hi - lo > 1 && budget_left()) {

@@ -4,8 +4,11 @@
 // the layer count.
 //
 //  1. Evaluate the conversion as it is; done if it meets the target.
-//  2. Evaluate with every candidate moved; if even that misses, stop: the
-//     target cannot be met (the caller writes that model and the shortfall).
+//  2. Evaluate with every candidate moved to the first level (levels are the
+//     precisions a layer may move to, cheapest first: 16-bit activations,
+//     then float); if that misses, the next level; if even the last misses,
+//     stop: the target cannot be met (the caller writes the best of those
+//     models and the shortfall). The first level that meets is kept.
 //  3. Bisect on k, the number of candidates moved in ranked order (most
 //     harmful first, from a sensitivity pass): the smallest k that meets.
 //  4. With the evaluations left, try to drop each moved layer but the last
@@ -23,8 +26,9 @@
 namespace quant::tune {
 
 struct SearchStep {
-  std::string what;                 // "as converted", "all moved", "bisect k=3", "drop NAME"
+  std::string what;                 // "as converted", "all moved to L", "bisect k=3", "drop NAME"
   std::vector<std::string> moved;
+  size_t level = 0;                 // where `moved` went: an index into SearchGoal::levels
   double metric = 0;
   bool meets = false;
 };
@@ -32,18 +36,20 @@ struct SearchStep {
 struct SearchResult {
   bool met = false;
   std::vector<std::string> moved;   // the chosen set, in ranked order
+  size_t level = 0;                 // ... moved to SearchGoal::levels[level]
   double before = 0, after = 0;     // the metric as converted, and with `moved`
   std::vector<SearchStep> steps;
 };
 
 struct SearchGoal {
   std::function<bool(double)> meets;
-  int budget = 20;                  // full evaluations at most (>= 2)
+  int budget = 20;                  // full evaluations at most (>= 1 + levels)
+  std::vector<std::string> levels = {"float"};  // where moved layers may go, cheapest first
 };
 
-// `ranked`: the candidates, most harmful first. `evaluate(moved)`: the
-// metric with those moved; an error stops the search.
-Expected<SearchResult> search_fewest(const std::vector<std::string>& ranked, const SearchGoal& goal,
-                                     const std::function<Expected<double>(const std::vector<std::string>&)>& evaluate);
+// `ranked`: the candidates, most harmful first. `evaluate(moved, level)`:
+// the metric with those moved to levels[level]; an error stops the search.
+using Evaluate = std::function<Expected<double>(const std::vector<std::string>& moved, size_t level)>;
+Expected<SearchResult> search_fewest(const std::vector<std::string>& ranked, const SearchGoal& goal, const Evaluate& evaluate);
 
 }  // namespace quant::tune

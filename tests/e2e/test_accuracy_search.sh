@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
 # qconvert's accuracy targets (issue 24): --data DIR with --min-snr,
-# --max-drop (with --labels) or --min-agreement keeps the fewest nodes float
-# until the target holds, in at most 20 evaluations; exit 3, with the best
-# model written, when nothing that may move reaches it.
+# --max-drop (with --labels) or --min-agreement moves the fewest nodes to
+# 16-bit activations (where the target mixes them: ort-x86 does) or float until
+# the target holds, in at most 20 evaluations; exit 3, with the best model
+# written, when nothing that may move reaches it.
 source "$(dirname "$0")/lib.sh"
 py=/usr/bin/python3
 $py "$src/tests/e2e/sensitive_model.py" "$tmp"
 "$bin/qprofile" "$tmp/sens.onnx" --data "$tmp/data" -o "$tmp/p.json" --quiet
 convert() { "$bin/qconvert" "$tmp/sens.onnx" --profile "$tmp/p.json" --per-tensor "$@"; }
 
-# The broken layer alone is kept float (with its fused Relu), and the target holds in qrun too.
+# Weights broken: 16-bit activations cannot help, so the broken layer alone is kept float (with its fused Relu),
+# and the target holds in qrun too.
 convert -o "$tmp/s.onnx" --data "$tmp/data" --min-snr 25 --report "$tmp/r.json" >"$tmp/out.txt" 2>"$tmp/err.txt" ||
   fail "qconvert --min-snr 25: $(cat "$tmp/err.txt")"
-grep -q "accuracy target --min-snr 25: .* with 1 node(s) kept float .*: bad$" "$tmp/out.txt" || fail "summary line: $(cat "$tmp/out.txt")"
+grep -q "accuracy target --min-snr 25: .* with 1 node(s) moved to float .*: bad$" "$tmp/out.txt" || fail "summary line: $(cat "$tmp/out.txt")"
 $py - "$tmp/r.json" <<'PY' || fail "the report's search record is wrong"
 import json, sys
 s = json.load(open(sys.argv[1]))["search"]
-assert s["met"] and s["kept_float"] == ["bad"] and s["kept_float_nodes"] == ["bad", "relu2"], s
+assert s["met"] and s["moved"] == ["bad"] and s["moved_nodes"] == ["bad", "relu2"], s
+assert s["levels"] == ["uint16", "float"] and s["moved_to"] == "float", s
 assert s["before"] < 15 and s["after"] >= 25, s
 assert s["evaluations"] == len(s["steps"]) <= 20, s
 assert s["steps"][0]["step"] == "as converted" and not s["steps"][0]["meets"], s["steps"]
+assert s["steps"][1]["step"] == "all moved to uint16" and not s["steps"][1]["meets"], s["steps"]
+assert s["steps"][2]["step"] == "all moved to float" and s["steps"][2]["meets"], s["steps"]
 assert s["ranking"][0]["node"] == "bad", s["ranking"]
 PY
 "$bin/qrun" "$tmp/s.onnx" --reference "$tmp/sens.onnx" --data "$tmp/data" --min-snr 25 --quiet >/dev/null ||
@@ -31,10 +36,38 @@ bad = next(n for n in m.graph.node if n.name == "bad")
 assert bad.input[1] in {i.name for i in m.graph.initializer}, bad  # float weights, no DequantizeLinear
 PY
 
+# An activation broken: 16-bit activations repair it; weights stay 8-bit, the model is still ort-x86's
+# (--check-target), and ONNX Runtime's float run agrees with qrun's.
+mkdir -p "$tmp/a"
+$py "$src/tests/e2e/sensitive_model.py" "$tmp/a" --activation-outlier
+"$bin/qprofile" "$tmp/a/sens.onnx" --data "$tmp/a/data" -o "$tmp/a/p.json" --quiet
+"$bin/qconvert" "$tmp/a/sens.onnx" --profile "$tmp/a/p.json" -o "$tmp/a/s.onnx" --data "$tmp/a/data" --min-snr 30 \
+  --report "$tmp/a/r.json" >"$tmp/a/out.txt" 2>"$tmp/a/err.txt" || fail "activation outlier --min-snr 30: $(cat "$tmp/a/err.txt")"
+grep -q "moved to uint16" "$tmp/a/out.txt" || fail "activation outlier summary: $(cat "$tmp/a/out.txt")"
+$py - "$tmp/a/r.json" "$tmp/a/s.onnx" <<'PY' || fail "the 16-bit move is wrong"
+import json, sys, onnx
+s = json.load(open(sys.argv[1]))["search"]
+assert s["met"] and s["moved_to"] == "uint16" and len(s["moved"]) == 1 and s["before"] < 25 <= 30 <= s["after"], s
+m = onnx.load(sys.argv[2])
+q16 = [n for n in m.graph.node if n.op_type == "QuantizeLinear" and n.domain == "com.microsoft"]
+assert q16, "no 16-bit QuantizeLinear"
+w = [i for i in m.graph.initializer if i.name.startswith("w_bad") and i.data_type in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)]
+assert w, "bad's weights are not 8-bit"
+PY
+"$bin/qconvert" --check-target ort-x86 "$tmp/a/s.onnx" >/dev/null || fail "a 16-bit move is not ort-x86's"
+"$bin/qrun" "$tmp/a/s.onnx" --reference "$tmp/a/sens.onnx" --data "$tmp/a/data" --min-snr 30 --quiet >/dev/null ||
+  fail "the 16-bit model misses --min-snr 30 in qrun"
+# --move-to float keeps the old behaviour; --move-to 16-bit on a target without a mix is refused.
+"$bin/qconvert" "$tmp/a/sens.onnx" --profile "$tmp/a/p.json" -o "$tmp/a/f.onnx" --data "$tmp/a/data" --min-snr 30 \
+  --move-to float >"$tmp/a/outf.txt" 2>&1 || fail "--move-to float: $(cat "$tmp/a/outf.txt")"
+grep -q "moved to float" "$tmp/a/outf.txt" || fail "--move-to float summary: $(cat "$tmp/a/outf.txt")"
+expect_refused "runs no 16-bit activations beside 8-bit ones" "$tmp/x.onnx" "$bin/qconvert" "$tmp/a/sens.onnx" \
+  --profile "$tmp/a/p.json" -o "$tmp/x.onnx" --data "$tmp/a/data" --min-snr 30 --move-to 16-bit --target tflite-int8
+
 # A target the conversion already meets costs one evaluation and moves nothing.
 convert -o "$tmp/easy.onnx" --data "$tmp/data" --min-agreement 0.5 --report "$tmp/easy.json" >/dev/null 2>&1 ||
   fail "qconvert --min-agreement 0.5 failed"
-$py -c "import json,sys; s=json.load(open(sys.argv[1]))['search']; assert s['met'] and s['kept_float']==[] and s['evaluations']==1, s" \
+$py -c "import json,sys; s=json.load(open(sys.argv[1]))['search']; assert s['met'] and s['moved']==[] and s['evaluations']==1, s" \
   "$tmp/easy.json" || fail "an easy target moved nodes"
 
 # An unnamed broken node cannot be kept float: exit 3, the best model written, the shortfall said.
@@ -59,6 +92,7 @@ expect_refused "needs --data" "$tmp/x.onnx" convert -o "$tmp/x.onnx" --min-snr 2
 expect_refused "--max-drop needs --labels" "$tmp/x.onnx" convert -o "$tmp/x.onnx" --data "$tmp/data" --max-drop 1
 expect_refused "give one accuracy target" "$tmp/x.onnx" convert -o "$tmp/x.onnx" --data "$tmp/data" --min-snr 25 --min-agreement 0.9
 expect_refused "go with an accuracy target" "$tmp/x.onnx" convert -o "$tmp/x.onnx" --data "$tmp/data"
+expect_refused "go with an accuracy target" "$tmp/x.onnx" convert -o "$tmp/x.onnx" --move-to float
 expect_refused "a fraction in [0, 1]" "$tmp/x.onnx" convert -o "$tmp/x.onnx" --data "$tmp/data" --min-agreement 95
 expect_refused "not --dynamic" "$tmp/x.onnx" "$bin/qconvert" "$tmp/sens.onnx" --dynamic -o "$tmp/x.onnx" --data "$tmp/data" --min-snr 25
 echo "accuracy search ok"

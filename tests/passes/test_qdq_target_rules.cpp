@@ -89,6 +89,16 @@ void build_concat(Graph& g) {
   g.outputs = {out};
 }
 
+// A profile of random [-1, 1] samples of `shape` for each named tensor.
+quant::profile::Profile random_profile(std::mt19937& rng, std::initializer_list<const char*> names, quant::Dims shape) {
+  quant::profile::Profile profile;
+  for (const char* name : names) {
+    auto& tp = profile.tensors.try_emplace(name, quant::profile::TensorProfile{"float32", {}, quant::profile::Histogram(256)}).first->second;
+    for (const Tensor& t : samples(rng, shape)) tp.hist.add(t.data<float>(), t.size());
+  }
+  return profile;
+}
+
 quant::passes::QuantizeOptions int8_options(std::set<std::string> ops) {
   quant::passes::QuantizeOptions o;
   o.activations = DType::Int8;
@@ -235,11 +245,7 @@ TEST_CASE("matmul_activation_b on a tensor that shares its parameters: a requant
   g.add_node("MatMul", {a, ct}, {m}, "matmul");
   g.add_node("Relu", {m}, {out}, "relu");
   g.outputs = {out};
-  quant::profile::Profile profile;
-  for (const char* name : {"a", "c", "ct"}) {
-    auto& tp = profile.tensors.try_emplace(name, quant::profile::TensorProfile{"float32", {}, quant::profile::Histogram(256)}).first->second;
-    for (const Tensor& t : samples(rng, {2, 3})) tp.hist.add(t.data<float>(), t.size());
-  }
+  auto profile = random_profile(rng, {"a", "c", "ct"}, {2, 3});
   auto o = int8_options({"MatMul", "Relu", "Transpose"});
   o.activations = DType::UInt16;
   o.shares_input_params = {"Transpose"};
@@ -355,4 +361,74 @@ TEST_CASE("the report says why a node of the target's set is not quantized: no f
     if (t.tensor == "w") deconv_said = t.method.find("per tensor: a grouped ConvTranspose has no per-channel axis") != std::string::npos;
   CHECK(add_said);
   CHECK(deconv_said);
+}
+
+TEST_CASE("wide_nodes: a layer moved to 16 bits reads and writes 16-bit activations", "[passes][qdq][target]") {
+  // x -> Gemm g1 -> Relu r1 -> a1 -> Gemm g2 -> Relu r2 -> a2 -> Gemm g3 -> out
+  std::mt19937 rng(11);
+  auto build = [&](Graph& g) {
+    g.opset_imports[""] = 13;
+    Value* in = input(g, "x", {1, 4});
+    const char* names[] = {"1", "2", "3"};
+    for (const char* k : names) {
+      const std::string s = k;
+      Value* h = act(g, "h" + s);
+      auto* gemm = g.add_node("Gemm", {in, quant::passes::add_constant(g, "w" + s, random_tensor({4, 4}, rng, -1, 1))}, {h}, "g" + s);
+      gemm->attributes["transB"] = quant::ir::Attribute::of_int(1);
+      if (s == "3") {
+        g.outputs = {h};
+        break;
+      }
+      in = act(g, "a" + s);
+      g.add_node("Relu", {h}, {in}, "r" + s);
+    }
+  };
+  Graph g;
+  build(g);
+  auto profile = profile_of(g, samples(rng, {1, 4}));
+  auto o = int8_options({"Gemm", "Relu"});
+  o.activations = DType::UInt8;
+  o.wide_nodes = {"g2", "r2"};
+  SECTION("moved") {
+    o.wide_activations = DType::UInt16;
+    auto report = quant::passes::insert_qdq(g, profile, o);
+    REQUIRE(report);
+    CHECK(q_of(g, "x").type == DType::UInt8);
+    CHECK(q_of(g, "a1").type == DType::UInt16);  // what g2 reads
+    CHECK(q_of(g, "a2").type == DType::UInt16);  // what g2 (with its fused Relu) writes
+    CHECK(!q_of(g, "h2").found);                 // fused: no Q/DQ between g2 and r2
+    CHECK(dq_data(g, "g2", 1)->dtype() == DType::Int8);  // weights keep their type
+    bool said = false;
+    for (const auto& t : report->tensors) said |= t.tensor == "a1" && t.method.find("uint16") != std::string::npos;
+    CHECK(said);
+  }
+  SECTION("no wide type: wide_nodes alone change nothing") {
+    REQUIRE(quant::passes::insert_qdq(g, profile, o));
+    CHECK(q_of(g, "a1").type == DType::UInt8);
+    CHECK(q_of(g, "a2").type == DType::UInt8);
+  }
+}
+
+TEST_CASE("wide_nodes: a tensor sharing parameters with a moved layer's input is 16-bit too", "[passes][qdq][target]") {
+  // a, b -> Concat (same_params) -> c -> Gemm g (moved) -> out
+  Graph g;
+  g.opset_imports[""] = 13;
+  Value *c = act(g, "c"), *out = act(g, "out");
+  g.add_node("Concat", {input(g, "a", {1, 2}), input(g, "b", {1, 2})}, {c}, "concat")->attributes["axis"] =
+      quant::ir::Attribute::of_int(1);
+  std::mt19937 rng(12);
+  auto* gemm = g.add_node("Gemm", {c, quant::passes::add_constant(g, "w", random_tensor({3, 4}, rng, -1, 1))}, {out}, "g");
+  gemm->attributes["transB"] = quant::ir::Attribute::of_int(1);
+  g.outputs = {out};
+  auto profile = random_profile(rng, {"a", "b", "c"}, {1, 2});
+  auto o = int8_options({"Concat", "Gemm"});
+  o.same_params = {"Concat"};
+  o.wide_nodes = {"g"};
+  o.wide_activations = DType::Int16;
+  REQUIRE(quant::passes::insert_qdq(g, profile, o));
+  for (const char* name : {"a", "b", "c"}) {
+    INFO(name);
+    CHECK(q_of(g, name).type == DType::Int16);
+    CHECK(q_of(g, name).scale == q_of(g, "c").scale);
+  }
 }

@@ -137,3 +137,16 @@ TEST_CASE("backend rule fields parse and bad ones name their field", "[target]")
   CHECK(error_of(R"({"name": "t", "quantize": {"placement": "outputs"}})").find("quantize.placement") != std::string::npos);
   CHECK(error_of(R"({"name": "t", "quantize": {"bias": "int16"}})").find("quantize.bias") != std::string::npos);
 }
+
+TEST_CASE("activations.mixed_type: 16-bit layers within an 8-bit model", "[target]") {
+  auto t = parse_target(R"({"name": "t", "quantize": {"activations": {"type": "int8", "mixed_type": "int16"}},
+                            "sources": {"quantize.activations.mixed_type": "a source"}})", "my.json");
+  REQUIRE(t);
+  CHECK(t->mixed_activations == quant::DType::Int16);
+  CHECK(load_target("ort-x86")->mixed_activations == quant::DType::UInt16);
+  CHECK(load_target("tflite-int8")->mixed_activations == quant::DType::Undefined);
+  CHECK(error_of(R"({"name": "t", "quantize": {"activations": {"type": "uint16", "mixed_type": "uint16"}}})") ==
+        "my.json: quantize.activations.mixed_type: a wider type for 8-bit activations; these are already uint16");
+  CHECK(error_of(R"({"name": "t", "quantize": {"activations": {"mixed_type": "uint8"}}})") ==
+        "my.json: quantize.activations.mixed_type: 'uint8' is not one of uint16, int16");
+}

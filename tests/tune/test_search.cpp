@@ -13,16 +13,20 @@ using quant::tune::SearchGoal;
 
 namespace {
 
-// metric = 40 dB minus the harm of every layer not moved.
+// metric = 40 dB minus the harm of every layer not moved, and minus what is
+// left of a moved layer's harm at its level (residual[level], none if absent).
 struct Harm {
   std::map<std::string, double> harm;
+  std::vector<std::map<std::string, double>> residual = {};
   int calls = 0;
-  Expected<double> operator()(const std::vector<std::string>& moved) {
+  Expected<double> operator()(const std::vector<std::string>& moved, size_t level) {
     ++calls;
     std::set<std::string> m(moved.begin(), moved.end());
     double v = 40;
-    for (const auto& [name, h] : harm)
+    for (const auto& [name, h] : harm) {
       if (!m.count(name)) v -= h;
+      else if (level < residual.size() && residual[level].count(name)) v -= residual[level].at(name);
+    }
     return v;
   }
 };
@@ -62,7 +66,7 @@ TEST_CASE("search: bisects the ranking, then drops what the ranking put too high
   CHECK(h.calls <= 20);
   CHECK(static_cast<int>(r->steps.size()) == h.calls);
   CHECK(r->steps[0].what == "as converted");
-  CHECK(r->steps[1].what == "all moved");
+  CHECK(r->steps[1].what == "all moved to float");
 }
 
 TEST_CASE("search: a target nothing meets stops after moving everything", "[tune][search]") {
@@ -91,13 +95,56 @@ TEST_CASE("search: the budget bounds the evaluations whatever the layer count", 
 
 TEST_CASE("search: NaN never meets, and an evaluation error stops the search", "[tune][search]") {
   int calls = 0;
-  auto nan = [&](const std::vector<std::string>&) -> Expected<double> { ++calls; return std::nan(""); };
+  auto nan = [&](const std::vector<std::string>&, size_t) -> Expected<double> { ++calls; return std::nan(""); };
   auto r = search_fewest({"a"}, {[](double) { return true; }, 20}, nan);
   REQUIRE(r);
   CHECK(!r->met);
-  auto fails = [](const std::vector<std::string>& moved) -> Expected<double> {
+  auto fails = [](const std::vector<std::string>& moved, size_t) -> Expected<double> {
     if (!moved.empty()) return quant::Status::bad_input("broken");
     return 1.0;
   };
   CHECK(!search_fewest({"a"}, at_least(5), fails));
+}
+
+TEST_CASE("search: 16 bits first, where they are enough", "[tune][search]") {
+  // x2's harm is in its activations: 16 bits remove it. x5's only mostly.
+  Harm h{{{"x0", 0.1}, {"x2", 20}, {"x5", 10}, {"x9", 0.1}}, {{{"x5", 1}}}};
+  SearchGoal goal = at_least(37);
+  goal.levels = {"uint16", "float"};
+  auto r = search_fewest({"x2", "x5", "x0", "x9"}, goal, std::ref(h));
+  REQUIRE(r);
+  CHECK(r->met);
+  CHECK(r->level == 0);
+  CHECK(r->moved == std::vector<std::string>{"x2", "x5"});
+  CHECK(r->after == Approx(40 - 0.2 - 1));
+  CHECK(r->steps[1].what == "all moved to uint16");
+  for (const auto& s : r->steps) CHECK(s.level == 0);  // float was never needed
+}
+
+TEST_CASE("search: float when 16 bits cannot reach the target", "[tune][search]") {
+  // x2's harm is in its weights: 16-bit activations leave it all.
+  Harm h{{{"x0", 0.1}, {"x2", 20}, {"x9", 0.1}}, {{{"x2", 20}}}};
+  SearchGoal goal = at_least(35);
+  goal.levels = {"uint16", "float"};
+  auto r = search_fewest({"x2", "x0", "x9"}, goal, std::ref(h));
+  REQUIRE(r);
+  CHECK(r->met);
+  CHECK(r->level == 1);
+  CHECK(r->moved == std::vector<std::string>{"x2"});
+  CHECK(!r->steps[1].meets);
+  CHECK(r->steps[2].what == "all moved to float");
+  CHECK(r->steps.back().level == 1);
+}
+
+TEST_CASE("search: when no level meets, the best of them is kept", "[tune][search]") {
+  // 16 bits do better than float here (a contrived metric): the result says so.
+  Harm h{{{"a", 5}}, {{{"a", 1}}, {{"a", 3}}}};
+  SearchGoal goal = at_least(45);
+  goal.levels = {"uint16", "float"};
+  auto r = search_fewest({"a"}, goal, std::ref(h));
+  REQUIRE(r);
+  CHECK(!r->met);
+  CHECK(r->level == 0);
+  CHECK(r->after == 39);
+  CHECK(h.calls == 3);
 }
