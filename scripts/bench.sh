@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks of qtool. Each section is independent; run all, or name sections:
-#   scripts/bench.sh [qprofile-memory] [speed] [targets]
+#   scripts/bench.sh [qprofile-memory] [speed] [targets] [kernels]
 # Builds are not triggered here: run scripts/setup.sh first.
 # speed needs the zoo (scripts/make_zoo.sh) and ONNX Runtime (scripts/setup_ort.sh);
 # BENCH_MODELS (default "resnet18 mobilenet_v2"), BENCH_THREADS ("1 2"),
@@ -232,6 +232,31 @@ bench_targets() {
   done
 }
 
+# ---------------------------------------------------------------------------
+# kernels: kernel throughput against the peak of the instructions they are
+# built from, both measured in the same run on this host ($bin/kernel_bench,
+# bench/kernel_bench.cpp; one thread, pinned as speed's single-thread runs).
+# Sections (BENCH_KERNELS, default all of kernel_bench's):
+#   int8-avx2  the AVX2 int8 micro-kernels (VPMADDUBSW pairs and widening)
+#              vs a register-only VPMADDUBSW + VPMADDWD + VPADDD loop, and
+#              resnet18's convolutions (per layer, % of that peak) with each;
+#              run under QTOOL_ISA=avx2, so AVX-512 hosts measure it too.
+# A new section is a function in kernel_bench.cpp, its name below, and (for
+# another ISA) its QTOOL_ISA in the case.
+# ---------------------------------------------------------------------------
+bench_kernels() {
+  local sections=${BENCH_KERNELS:-int8-avx2} s pin
+  [ -x "$bin/kernel_bench" ] || { echo "error: $bin/kernel_bench not found (run scripts/setup.sh)" >&2; return 2; }
+  echo "== kernels: throughput vs the instructions' peak (1 thread); host ISA: $(grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  pin=$(pin_for 1)
+  for s in $sections; do
+    case $s in
+      *-avx2) QTOOL_ISA=avx2 $pin "$bin/kernel_bench" "$s" ;;
+      *) $pin "$bin/kernel_bench" "$s" ;;
+    esac
+  done
+}
+
 sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=(qprofile-memory speed)
 for s in "${sections[@]}"; do
@@ -239,6 +264,7 @@ for s in "${sections[@]}"; do
     qprofile-memory) bench_qprofile_memory ;;
     speed) bench_speed ;;
     targets) bench_targets ;;
-    *) echo "error: unknown bench section '$s' (known: qprofile-memory, speed, targets)" >&2; exit 2 ;;
+    kernels) bench_kernels ;;
+    *) echo "error: unknown bench section '$s' (known: qprofile-memory, speed, targets, kernels)" >&2; exit 2 ;;
   esac
 done

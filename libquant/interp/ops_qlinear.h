@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -16,6 +18,26 @@
 #include "libquant/kernels/requant.h"
 
 namespace quant::interp {
+
+// With QTOOL_PAIR_REPORT=1 in the environment, one line on stderr per 8-bit
+// Conv / Gemm / MatMul layer whose weights are packed at prepare time: whether
+// every pair of its packed weight bytes fits VPMADDUBSW's int16 (the packed
+// weights' pairs_bounded(), kernels/qgemm_ukernel.h), so that the AVX2
+// kernels run it with VPMADDUBSW ("K tap major": bounded in that K order,
+// ONNX Runtime's); depthwise convolutions take their own kernel whatever the
+// pairs. For counting qualifying layers (DESIGN "Kernels"); the tap-major
+// packing is tried only for an ISA with a pairs kernel (QTOOL_ISA=avx2 on a
+// wider host).
+inline void report_weight_pairs(const ir::Node& node, bool bounded, bool depthwise, bool tap_major = false) {
+  static const bool on = [] {
+    const char* v = std::getenv("QTOOL_PAIR_REPORT");
+    return v && *v && std::string(v) != "0";
+  }();
+  if (!on) return;
+  std::fprintf(stderr, "weight pairs: %s %s: %s%s%s\n", node.op_type.c_str(), node.name.c_str(),
+               bounded ? "bounded" : "not bounded", tap_major ? " (K tap major)" : "",
+               depthwise ? " (depthwise kernel, not a GEMM)" : "");
+}
 
 // A per-tensor scale: float32, one element, positive and finite.
 inline Expected<float> scalar_scale(const Tensor* t, const char* what) {

@@ -77,7 +77,8 @@ kernels::PackedQConvWeights pack_weights(const Tensor& w, const Tensor& wz, int6
   kernels::PackedQConvWeights packed;
   (void)dispatch_8bit(w.dtype(), "w", [&](auto tw) {
     using TW = decltype(tw);
-    packed = kernels::PackedQConvWeights(w.data<TW>(), w.dim(0), group, w.size() / w.dim(0), wz.data<TW>(), wz.size());
+    packed = kernels::PackedQConvWeights(w.data<TW>(), w.dim(0), group, w.size() / w.dim(0), wz.data<TW>(), wz.size(),
+                                         kernels::detail::best_qgemm_isa(), w.size() / std::max<int64_t>(w.dim(0) * w.dim(1), 1));
     return Status::ok();
   });
   return packed;
@@ -124,6 +125,9 @@ KernelResult make_qlinear_conv(const KernelContext& ctx) {
   const bool wide = xz && is_16bit(xz->dtype());  // the 16-bit kernel reads w as it is
   if (weights->w && weights->wz && !wide) weights->packed = pack_weights(*weights->w, *weights->wz, attrs.group);
   if (weights->packed.empty()) weights->w = weights->wz = nullptr;
+  else
+    report_weight_pairs(node, weights->packed.pairs_bounded(),
+                        weights->w->dim(0) == attrs.group && weights->w->dim(1) == 1, weights->packed.k_tap_major());
   const int threads = ctx.options.threads;
   const DotTarget dot = dot_target(ctx);
   return make_kernel([&node, attrs, params, weights, threads, dot](std::span<const Tensor* const> in,

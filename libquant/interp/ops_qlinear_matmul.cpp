@@ -176,6 +176,7 @@ std::shared_ptr<PackedB> pack_constant_b(const ir::Node& node) {
     return Status::ok();
   });
   p->b = b, p->bz = bz;
+  report_weight_pairs(node, p->packed.pairs_bounded(), false);
   return p;
 }
 

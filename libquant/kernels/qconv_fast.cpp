@@ -213,7 +213,7 @@ void gather_row(const Shape& c, const TX* x, TX zx, int64_t kk, int64_t p0, int6
 // (uint8 domain) and, when col_sum is not null, their column sums.
 template <class TX>
 void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, uint8_t* rows_buf, uint8_t* panels,
-                int32_t* col_sum) {
+                int32_t* col_sum, bool tap_major) {
   const bool flip = std::is_signed_v<TX>;
   const int64_t kp = q_padded_k(c.reduction), stride = (count + kQNr - 1) / kQNr * kQNr;
   // Row pointers: the input planes themselves (pointwise) or gathered rows.
@@ -242,6 +242,13 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
       gather_row(c, x, zx, kk, p0, count, r);
       rows[static_cast<size_t>(kk)] = reinterpret_cast<const uint8_t*>(r);
     }
+  }
+  if (tap_major) {  // the weights' K order (PackedQConvWeights::k_tap_major): row (tap, channel)
+    thread_local std::vector<const uint8_t*> by_channel;
+    by_channel.assign(rows.begin(), rows.begin() + c.reduction);
+    for (int64_t ch = 0; ch < c.group_in; ++ch)
+      for (int64_t tap = 0; tap < c.taps; ++tap)
+        rows[static_cast<size_t>(tap * c.group_in + ch)] = by_channel[static_cast<size_t>(ch * c.taps + tap)];
   }
   for (int64_t kk = c.reduction; kk < kp; ++kk) rows[static_cast<size_t>(kk)] = zeros;
   const uint8_t flip_byte = flip ? 0x80 : 0;
@@ -278,7 +285,8 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
 
 template <class TW>
 PackedQConvWeights::PackedQConvWeights(const TW* w, int64_t out_channels, int64_t group, int64_t depth_per_group,
-                                       const TW* zero_points, int64_t zero_point_count, const detail::QGemmIsa& isa)
+                                       const TW* zero_points, int64_t zero_point_count, const detail::QGemmIsa& isa,
+                                       int64_t taps)
     : isa_(&isa), out_channels_(out_channels), depth_(depth_per_group) {
   const bool flip = std::is_unsigned_v<TW>;  // the kernels take the weights as int8
   const int mr = isa.mr;
@@ -290,12 +298,35 @@ PackedQConvWeights::PackedQConvWeights(const TW* w, int64_t out_channels, int64_
   // Only the depthwise path (one output channel per group) reads centered weights.
   const bool depthwise = group == out_channels;
   if (depthwise) centered_.resize(static_cast<size_t>(out_channels * depth_per_group));
-  for (int64_t g = 0; g < group; ++g)
-    for (int64_t p = 0; p < panels; ++p) {
-      const int64_t m0 = g * group_out + p * mr;
-      detail::pack_q_rows(w + m0 * depth_per_group, depth_per_group, std::min<int64_t>(mr, group_out - p * mr),
-                          depth_per_group, mr, flip, d + g * group_bytes_ + p * mr * kp, row_sum_.data() + m0);
-    }
+  auto pack = [&](const TW* src, uint8_t* dst) {
+    for (int64_t g = 0; g < group; ++g)
+      for (int64_t p = 0; p < panels; ++p) {
+        const int64_t m0 = g * group_out + p * mr;
+        detail::pack_q_rows(src + m0 * depth_per_group, depth_per_group, std::min<int64_t>(mr, group_out - p * mr),
+                            depth_per_group, mr, flip, dst + g * group_bytes_ + p * mr * kp, row_sum_.data() + m0);
+      }
+  };
+  pack(w, d);
+  // Zero points move no packed byte (they act through the row sums): the
+  // kernel pairs exactly these bytes, padding rows and K padding included.
+  const int64_t bytes = group_bytes_ * group;
+  pairs_bounded_ = detail::s8_pairs_fit_int16(d, bytes);
+  const int64_t channels = taps > 0 ? depth_per_group / taps : 0;
+  if (!pairs_bounded_ && isa.a_signed_pairs && !depthwise && taps > 1 && channels > 1 && channels * taps == depth_per_group) {
+    // Weights bounded for ONNX Runtime's AVX2 kernels (a target's pair_bound)
+    // pair neighbouring channels of one tap (kernels/qdot_sat16.h): pack them
+    // in that K order when it bounds every pair, for an ISA with a pairs
+    // kernel (others gain nothing from it). The row sums do not change.
+    std::vector<TW> reordered(static_cast<size_t>(out_channels * depth_per_group));
+    for (int64_t m = 0; m < out_channels; ++m)
+      for (int64_t ch = 0; ch < channels; ++ch)
+        for (int64_t t = 0; t < taps; ++t)
+          reordered[static_cast<size_t>(m * depth_per_group + t * channels + ch)] = w[m * depth_per_group + ch * taps + t];
+    AlignedBytes other;
+    uint8_t* o = other.reserve(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+    pack(reordered.data(), o);
+    if (detail::s8_pairs_fit_int16(o, bytes)) data_ = std::move(other), pairs_bounded_ = tap_major_ = true;
+  }
   for (int64_t m = 0; m < out_channels; ++m) {
     const TW z = zero_point_count == 0 ? TW{0} : zero_points[zero_point_count == 1 ? 0 : m];
     row_zp_[static_cast<size_t>(m)] = stored_value(z, flip);
@@ -346,6 +377,11 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   thread_local std::vector<float> row_scale;
   detail::QRequantTile rt;
   const bool fused = isa.a_signed_requant && !std::is_same_v<TY, int32_t> && o.vector_ok;
+  // Weights whose pairs fit int16 take the ISA's pairs kernel (one panel at
+  // a time), others the exact kernels: the same bits.
+  const bool pairs = packed.pairs_bounded() && isa.a_signed_pairs;
+  const detail::QMicroKernel one_panel = pairs ? isa.a_signed_pairs : isa.a_signed;
+  const detail::QMicroKernel2 two_panels = pairs ? nullptr : isa.a_signed_x2;
   if (fused) {
     const detail::QFinishParams fp = detail::finish_params(o);
     row_scale.resize(static_cast<size_t>(g.out_channels));
@@ -442,7 +478,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
       const Block k = block_of(b);
       uint8_t* rb = gather ? shared_rows.reserve(static_cast<size_t>(c.reduction * k.stride * sizeof(TX))) : nullptr;
       pack_block(c, k.xg, x_zero_point, k.p0, k.count, rb, panels + static_cast<size_t>(b) * block_bytes,
-                 o.row_zp ? shared_sums.data() + b * nc : nullptr);
+                 o.row_zp ? shared_sums.data() + b * nc : nullptr, packed.k_tap_major());
     }
   }
   const uint8_t* const shared_base = shared ? shared_panels.data() : nullptr;
@@ -469,7 +505,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
       uint8_t* rb = gather ? rows_buf.reserve(static_cast<size_t>(c.reduction * stride * sizeof(TX))) : nullptr;
       uint8_t* own = panel_buf.reserve(static_cast<size_t>(kp * stride));
       col_sum.resize(static_cast<size_t>(stride));
-      pack_block(c, k.xg, x_zero_point, p0, count, rb, own, o.row_zp ? col_sum.data() : nullptr);
+      pack_block(c, k.xg, x_zero_point, p0, count, rb, own, o.row_zp ? col_sum.data() : nullptr, packed.k_tap_major());
       pb = own;
       sums = col_sum.data();
     }
@@ -501,15 +537,15 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
         continue;
       }
       int64_t j = 0;
-      if (isa.a_signed_x2) {
+      if (two_panels) {
         for (; j + kQNr < count; j += 2 * kQNr) {  // two panels, the second possibly partial
-          (isa.a_signed_x2)(groups, wp, pb + j * kp, pb + (j + kQNr) * kp, tile[0], tile[1]);
+          two_panels(groups, wp, pb + j * kp, pb + (j + kQNr) * kp, tile[0], tile[1]);
           finish(tile[0], i0, mv, j);
           finish(tile[1], i0, mv, j + kQNr);
         }
       }
       for (; j < count; j += kQNr) {
-        (isa.a_signed)(groups, wp, pb + j * kp, tile[0]);
+        one_panel(groups, wp, pb + j * kp, tile[0]);
         finish(tile[0], i0, mv, j);
       }
     }
@@ -522,7 +558,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
 
 #define QT_INSTANTIATE_PACKED_QCONV(TW)                                                                        \
   template PackedQConvWeights::PackedQConvWeights(const TW*, int64_t, int64_t, int64_t, const TW*, int64_t, \
-                                                  const detail::QGemmIsa&);
+                                                  const detail::QGemmIsa&, int64_t);
 QT_INSTANTIATE_PACKED_QCONV(uint8_t)
 QT_INSTANTIATE_PACKED_QCONV(int8_t)
 #undef QT_INSTANTIATE_PACKED_QCONV

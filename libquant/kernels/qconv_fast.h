@@ -33,8 +33,14 @@ class PackedQConvWeights {
  public:
   PackedQConvWeights() = default;
   template <class TW>
+  // taps: kernel positions per input channel (depth_per_group = channels x
+  // taps); with more than one and an ISA with a pairs kernel, weights whose
+  // pairs are bounded only in ONNX Runtime's K order (tap major: the order of
+  // targets' pair_bound) are packed in that order (k_tap_major()), and
+  // qconv_fast gathers the patches alike.
   PackedQConvWeights(const TW* w, int64_t out_channels, int64_t group, int64_t depth_per_group, const TW* zero_points,
-                     int64_t zero_point_count, const detail::QGemmIsa& isa = detail::best_qgemm_isa());
+                     int64_t zero_point_count, const detail::QGemmIsa& isa = detail::best_qgemm_isa(),
+                     int64_t taps = 1);
   bool empty() const { return out_channels_ == 0; }
   const detail::QGemmIsa& isa() const { return *isa_; }
   int64_t out_channels() const { return out_channels_; }
@@ -44,6 +50,11 @@ class PackedQConvWeights {
   const int32_t* row_sum() const { return row_sum_.data(); }  // per output channel, int8 domain
   const int32_t* row_zp() const { return row_zp_.data(); }    // per output channel, int8 domain
   bool has_zero_points() const { return has_zp_; }
+  // Every pair of the packed bytes passes detail::s8_pairs_fit_int16: the
+  // ISA's a_signed_pairs kernel is exact on these weights.
+  bool pairs_bounded() const { return pairs_bounded_; }
+  // K runs tap major, channel minor (else channel major, the weights' order).
+  bool k_tap_major() const { return tap_major_; }
   // w - zero point per output channel and tap, for the depthwise path.
   const int32_t* centered() const { return centered_.data(); }
 
@@ -53,6 +64,8 @@ class PackedQConvWeights {
   int64_t out_channels_ = 0, depth_ = 0, group_bytes_ = 0;
   std::vector<int32_t> row_sum_, row_zp_, centered_;
   bool has_zp_ = false;
+  bool pairs_bounded_ = false;
+  bool tap_major_ = false;
 };
 
 // y = int32 accumulators (requant null: ConvInteger, TY = int32_t) or

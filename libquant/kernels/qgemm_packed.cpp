@@ -92,6 +92,9 @@ PackedQB PackedQB::pack(const TB* b, int64_t ldb, BLayout layout, int64_t k, int
     p.col_zp_[static_cast<size_t>(j)] = detail::stored_value(z, flip);
     p.has_zp_ = p.has_zp_ || p.col_zp_[static_cast<size_t>(j)] != 0;
   }
+  // The zero points move no packed byte (they act through the sums above), so
+  // the bytes the kernel pairs are exactly these, K padding included.
+  p.pairs_bounded_ = detail::s8_pairs_fit_int16(d, panels * kp * kQNr);
   return p;
 }
 
@@ -127,6 +130,8 @@ void qgemm_packed(int64_t m, const TA* a, int64_t lda, TA a_zero_point, const Pa
     chunks = std::min<int64_t>(col_panels, (2 * threads + row_panels - 1) / row_panels);
   const int64_t per_chunk = (col_panels + chunks - 1) / chunks;
   const int64_t elem = out.type == detail::QOutType::S32 ? 4 : 1;
+  const detail::QMicroKernel kernel =
+      b.pairs_bounded() && isa.a_unsigned_pairs ? isa.a_unsigned_pairs : isa.a_unsigned;
   parallel_for(threads, row_panels * chunks, [&](int64_t task) {
     thread_local AlignedBytes a_buf;
     const int64_t p = task / chunks, q0 = (task % chunks) * per_chunk, q1 = std::min(col_panels, q0 + per_chunk);
@@ -140,7 +145,7 @@ void qgemm_packed(int64_t m, const TA* a, int64_t lda, TA a_zero_point, const Pa
     ot.y = static_cast<uint8_t*>(out.y) + i0 * out.ldy * elem;
     alignas(64) int32_t tile[detail::kQMaxMr * kQNr];
     for (int64_t q = q0; q < q1; ++q) {
-      (isa.a_unsigned)(groups, ap, b.panel(q), tile);
+      kernel(groups, ap, b.panel(q), tile);
       const int64_t j0 = q * kQNr;
       isa.finish(tile, kQNr, mv, std::min<int64_t>(kQNr, n - j0), 0, j0, ot);
     }

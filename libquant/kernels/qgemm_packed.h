@@ -60,12 +60,16 @@ class PackedQB {
   const int32_t* col_sum() const { return col_sum_.data(); }
   const int32_t* col_zp() const { return col_zp_.data(); }
   bool has_zero_points() const { return has_zp_; }
+  // Every pair of the packed bytes passes detail::s8_pairs_fit_int16: the
+  // ISA's a_unsigned_pairs kernel is exact on these weights.
+  bool pairs_bounded() const { return pairs_bounded_; }
 
  private:
   AlignedBytes data_;
   int64_t n_ = 0, k_ = 0;
   std::vector<int32_t> col_sum_, col_zp_;
   bool has_zp_ = false;
+  bool pairs_bounded_ = false;
 };
 
 // Where the output stage writes: int32 (requant null) or requantized uint8 /

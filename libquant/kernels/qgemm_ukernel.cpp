@@ -1,6 +1,7 @@
 #include "libquant/kernels/qgemm_ukernel.h"
 #include "libquant/kernels/cpu.h"
 
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 #include <type_traits>
@@ -32,6 +33,15 @@ const QGemmIsa kPortable{"portable", kPortableMr, q8_gemm_portable_4x16<true>, q
                          q_finish_scalar, nullptr};
 
 }  // namespace
+
+bool s8_pairs_fit_int16(const uint8_t* bytes, int64_t count) {
+  for (int64_t i = 0; i + 1 < count; i += 2) {
+    const int32_t w0 = static_cast<int8_t>(bytes[i]), w1 = static_cast<int8_t>(bytes[i + 1]);
+    const int32_t pos = std::max(w0, 0) + std::max(w1, 0), neg = std::max(-w0, 0) + std::max(-w1, 0);
+    if (pos > 128 || neg > 128) return false;
+  }
+  return true;
+}
 
 bool requant_vector_ok(const Requantizer* r) {
   if (!r || r->mode != RequantMode::Float) return false;

@@ -20,6 +20,16 @@
 // int16 pair sums saturate for u8 x s8 (255*127*2 > 32767; MLAS's AVX2 U8S8
 // kernel accepts that saturation, its U8U8 kernel widens to int16 as here).
 //
+// The exception that proves it: an ISA may also have "pairs" kernels
+// (QGemmIsa::a_unsigned_pairs / a_signed_pairs; AVX2's use VPMADDUBSW) that
+// are exact only when every pair of neighbouring bytes (k, k+1 for even k:
+// bytes 2i, 2i+1 of the packed int8 operand, as the layout above keeps four
+// consecutive k of one row or column in each aligned 4 bytes) passes
+// s8_pairs_fit_int16. The weights are checked once, when packed
+// (PackedQB::pairs_bounded, PackedQConvWeights::pairs_bounded), and the
+// callers pick a pairs kernel only for weights that pass, so its tile equals
+// the exact kernel's bit for bit.
+//
 // The output stage (QOutput) then applies the zero-point corrections, bias
 // and requantization:
 //   acc(i, j) = tile + row_add[i] + col_add[j] - row_zp[i] * col_sum[j] - row_sum[i] * col_zp[j]
@@ -107,7 +117,23 @@ struct QGemmIsa {
   QFinish finish;
   QMicroKernel2 a_signed_x2;  // a_signed on two B panels; null: call a_signed twice
   QMicroKernelRequant a_signed_requant = nullptr;  // null: a_signed(_x2) then finish
+  // a_unsigned / a_signed when the int8 operand (the weights: B of the
+  // GEMM, A of the convolution) passes s8_pairs_fit_int16; null: none.
+  QMicroKernel a_unsigned_pairs = nullptr;
+  QMicroKernel a_signed_pairs = nullptr;
 };
+
+// Whether VPMADDUBSW (Intel SDM: "Multiply and Add Packed Signed and Unsigned
+// Bytes": each unsigned byte of the first operand times the signed byte of the
+// second, adjacent products added into a signed int16 with saturation) is
+// exact for these packed int8 bytes against any uint8 bytes: for every pair
+// (bytes 2i, 2i+1) the sum a0 w0 + a1 w1 over a in [0, 255]^2 reaches
+// 255 * P at most and -255 * N at least, P the sum of the pair's positive
+// values and N of its negative ones' magnitudes, so it fits int16 exactly
+// when 255 P <= 32767 and 255 N <= 32768, i.e. P <= 128 and N <= 128. (Pairs
+// of opposite signs always pass; |w0| + |w1| <= 128, calib/pair_bound.h,
+// implies it.) `count` is even.
+bool s8_pairs_fit_int16(const uint8_t* bytes, int64_t count);
 
 // The fastest ISA this CPU runs (chosen once), and every ISA it runs,
 // portable first (tests compare each against the reference kernels).

@@ -2,9 +2,21 @@
 // every x86 ISA. Compiled with target attributes, so the rest of the library
 // needs no -mavx2; called only when the CPU reports avx2.
 //
-// Exactness: VPMADDUBSW (u8 x s8 pairs summed into a saturating int16) would
-// clip 255*127 + 255*127; here both operands are widened to int16 and
-// VPMADDWD sums the pairs into int32, which never saturates (|sum| <= 65280).
+// Two kernels per operand order, both exact:
+//  - the widening kernel, for any weights: VPMADDUBSW (u8 x s8 pairs summed
+//    into a saturating int16) would clip 255*127 + 255*127, so both operands
+//    are widened to int16 and VPMADDWD sums the pairs into int32, which never
+//    saturates (|sum| <= 65280);
+//  - the pairs kernel, for weights whose packed pairs pass
+//    s8_pairs_fit_int16 (checked when they are packed): VPMADDUBSW, whose
+//    pair sums then cannot saturate, and VPMADDWD by ones to add the two
+//    pairs of each 4-byte group into int32: the sequence and the 4 x 16 tile
+//    of MLAS's AVX2 U8S8 kernel (onnxruntime/core/mlas/lib/amd64/
+//    QgemmU8X8KernelAvx2.asm, MultiplyAccumulateRowU8S8Avx2), which runs it
+//    on any weights and accepts the saturation. Per 256 products it issues
+//    16 multiplies (2 per cycle on Intel cores since Haswell) and no shuffle,
+//    where the widening kernel issues 16 multiplies plus about 20 widening
+//    and broadcast shuffles, all on the one shuffle port.
 #include "libquant/kernels/qgemm_ukernel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -59,6 +71,52 @@ __attribute__((target("avx2"))) void q8_gemm_avx2_4x16(int64_t groups, const uin
     for (int r = 0; r < kMr; ++r)
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(tile + r * kQNr + half * 8), fold_pairs(acc[r][0], acc[r][1]));
   }
+}
+
+// The pairs kernel, 4 x 16: per row two int32 accumulators (columns 0-7 and
+// 8-15), which is also the tile's order (no folding). 8 accumulators, the two
+// B vectors, the ones and the products fit the 16 ymm registers; a 2-panel
+// (x2) form would need 16 accumulators alone. Per group of four k: two B
+// loads, four A broadcasts (VPBROADCASTD from memory, load ports only), then
+// 8 x (VPMADDUBSW, VPMADDWD, VPADDD): the multiplies bound it at 2 per cycle.
+// The u8 operand comes first in VPMADDUBSW: A (activations) for a_unsigned,
+// B (the convolution's activation panels) for a_signed.
+// One row of the pairs kernel: A's four bytes at `a` against the B panel's
+// group (b0: columns 0-7, b1: 8-15), added to c0 and c1.
+template <bool kAUnsigned>
+__attribute__((target("avx2"), always_inline)) inline void pairs_row(const uint8_t* a, __m256i b0, __m256i b1,
+                                                                      __m256i ones, __m256i& c0, __m256i& c1) {
+  int32_t word;
+  std::memcpy(&word, a, 4);
+  const __m256i ar = _mm256_set1_epi32(word);
+  const __m256i p0 = kAUnsigned ? _mm256_maddubs_epi16(ar, b0) : _mm256_maddubs_epi16(b0, ar);
+  const __m256i p1 = kAUnsigned ? _mm256_maddubs_epi16(ar, b1) : _mm256_maddubs_epi16(b1, ar);
+  c0 = _mm256_add_epi32(c0, _mm256_madd_epi16(p0, ones));
+  c1 = _mm256_add_epi32(c1, _mm256_madd_epi16(p1, ones));
+}
+
+// Named accumulators, not an array: GCC 12 kept an array of them on the stack.
+template <bool kAUnsigned>
+__attribute__((target("avx2"))) void q8_gemm_avx2_pairs_4x16(int64_t groups, const uint8_t* a, const uint8_t* b,
+                                                              int32_t* tile) {
+  static_assert(kMr == 4);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+  for (int64_t g = 0; g < groups; ++g) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 32));
+    pairs_row<kAUnsigned>(a, b0, b1, ones, c00, c01);
+    pairs_row<kAUnsigned>(a + 4, b0, b1, ones, c10, c11);
+    pairs_row<kAUnsigned>(a + 8, b0, b1, ones, c20, c21);
+    pairs_row<kAUnsigned>(a + 12, b0, b1, ones, c30, c31);
+    a += kMr * kQKGroup;
+    b += kQNr * kQKGroup;
+  }
+  auto store = [tile](int at, __m256i v) __attribute__((target("avx2"))) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(tile + at), v);
+  };
+  store(0, c00), store(8, c01), store(kQNr, c10), store(kQNr + 8, c11);
+  store(2 * kQNr, c20), store(2 * kQNr + 8, c21), store(3 * kQNr, c30), store(3 * kQNr + 8, c31);
 }
 
 // Eight requantized int32 values (already in [lo, hi]) stored as bytes.
@@ -117,7 +175,8 @@ __attribute__((target("avx2"))) void q_finish_avx2(const int32_t* acc, int64_t a
 }
 
 namespace {
-const QGemmIsa kAvx2{"avx2", kMr, q8_gemm_avx2_4x16<true>, q8_gemm_avx2_4x16<false>, q_finish_avx2, nullptr};
+const QGemmIsa kAvx2{"avx2",  kMr, q8_gemm_avx2_4x16<true>, q8_gemm_avx2_4x16<false>, q_finish_avx2, nullptr, nullptr,
+                     q8_gemm_avx2_pairs_4x16<true>, q8_gemm_avx2_pairs_4x16<false>};
 }  // namespace
 
 const QGemmIsa* const kQGemmIsaAvx2 = &kAvx2;
