@@ -29,6 +29,8 @@ fi
 # CI (QTOOL_CI=1) and developers who ask (QTOOL_WERROR=1) treat warnings as
 # errors; a user's build does not. QTOOL_BUILD_TARGETS="qprofile qconvert qrun"
 # builds only those (scripts/quickstart.sh); the default is everything.
+# QTOOL_BUILD_TYPE picks CMake's build type (default RelWithDebInfo; CI tests
+# the Release build users make).
 werror=OFF
 [ "${QTOOL_CI:-0}" = 1 ] || [ "${QTOOL_WERROR:-0}" = 1 ] && werror=ON
 targets=()
@@ -36,7 +38,7 @@ for t in ${QTOOL_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
 
 mkdir -p "$build"
 log="$build/build.log"
-if ! { cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQTOOL_WERROR=$werror "$@" &&
+if ! { cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE="${QTOOL_BUILD_TYPE:-RelWithDebInfo}" -DQTOOL_WERROR=$werror "$@" &&
        cmake --build "$build" -j"$(nproc)" "${targets[@]}"; } >"$log" 2>&1; then
   tail -n 40 "$log" >&2
   echo "error: build failed; full log in $log" >&2
