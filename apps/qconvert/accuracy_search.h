@@ -34,7 +34,9 @@ struct SearchFlags {
 
 void add_search_flags(CLI::App& app, SearchFlags& flags);
 // After parsing: which flags were given, and whether they fit together.
-quant::Status check_search_flags(SearchFlags& flags, const CLI::App& app, bool dynamic);
+// `calibrating`: --equalize or --bias-correction read --data (and --limit)
+// as calibration data, without an accuracy target.
+quant::Status check_search_flags(SearchFlags& flags, const CLI::App& app, bool dynamic, bool calibrating = false);
 
 struct SearchOutcome {
   quant::tune::SearchResult result;           // over candidates (layers, named by their node)
