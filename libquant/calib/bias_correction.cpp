@@ -72,8 +72,9 @@ bool add_conv_input_sums(const Tensor& x, const ConvGeometry& geo, InputMeans& m
 }
 
 bool add_gemm_input_sums(const Tensor& a, bool trans_a, InputMeans& m) {
-  if (a.dtype() != DType::Float32 || a.rank() != 2) return false;
-  const int64_t rows = trans_a ? a.dim(1) : a.dim(0), k = trans_a ? a.dim(0) : a.dim(1);
+  if (a.dtype() != DType::Float32 || a.rank() < 2 || (trans_a && a.rank() != 2) || a.dim(a.rank() - 1) == 0) return false;
+  // MatMul's A may have leading batch dims: every row of the last dim counts.
+  const int64_t k = trans_a ? a.dim(0) : a.dim(a.rank() - 1), rows = a.size() / k;
   if (m.sum.empty()) {
     m.shape = {k};
     m.sum.assign(static_cast<size_t>(k), 0.0);

@@ -41,7 +41,8 @@ struct ConvGeometry {
 // padding). m.shape is set on the first call. False when x does not fit.
 bool add_conv_input_sums(const Tensor& x, const ConvGeometry& geo, InputMeans& m);
 
-// Adds the rows of Gemm's A ([M, K], or [K, M] with trans_a) to m.
+// Adds the rows of Gemm's A ([M, K], or [K, M] with trans_a) to m; MatMul's
+// A may have leading dims ([..., M, K]: every row counts).
 bool add_gemm_input_sums(const Tensor& a, bool trans_a, InputMeans& m);
 
 // The expected output shift per output channel, (W_q - W) E[x]:

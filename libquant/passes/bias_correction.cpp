@@ -13,7 +13,34 @@
 namespace quant::passes {
 namespace {
 
-bool is_layer(const ir::Node& n) { return n.domain.empty() && (n.op_type == "Conv" || n.op_type == "Gemm"); }
+bool is_layer(const ir::Node& n) {
+  return n.domain.empty() && (n.op_type == "Conv" || n.op_type == "Gemm" || n.op_type == "MatMul");
+}
+
+// A MatMul's bias: the constant float32 vector of N values an Add adds to
+// its output (read by that Add alone), directly or through the Q/DQ pair
+// insert_qdq puts between them; nullptr when there is none.
+ir::Value* matmul_bias(const ir::Graph& g, const ir::Node& mm, int64_t n) {
+  auto only = [&](const ir::Value* v) -> ir::Node* {
+    auto users = v && !g.is_graph_output(v) ? g.consumers(v) : std::vector<ir::Node*>{};
+    return users.size() == 1 ? users[0] : nullptr;
+  };
+  const ir::Value* y = mm.outputs.empty() ? nullptr : mm.outputs[0];
+  ir::Node* add = only(y);
+  if (is_quantize(add)) {
+    ir::Node* dq = only(add->outputs.empty() ? nullptr : add->outputs[0]);
+    if (!is_dequantize(dq) || dq->outputs.empty()) return nullptr;
+    y = dq->outputs[0];
+    add = only(y);
+  }
+  if (!add || !add->domain.empty() || add->op_type != "Add" || add->inputs.size() != 2) return nullptr;
+  ir::Value* b = add->inputs[0] == y ? add->inputs[1] : add->inputs[0];
+  const Tensor* t = b ? b->constant.get() : nullptr;
+  if (!t || t->dtype() != DType::Float32 || t->size() != n || t->rank() < 1 || t->dim(t->rank() - 1) != n ||
+      g.consumers(b).size() != 1)
+    return nullptr;
+  return b;
+}
 
 // The bias and output-channel count of a Conv/Gemm with weight w.
 int64_t output_channels(const ir::Node& n, const Tensor& w) {
@@ -66,10 +93,10 @@ InputMeanCollector::InputMeanCollector(const ir::Graph& g) {
     if (!is_layer(*n) || n->name.empty() || names[n->name] != 1 || !n->input(0) || !w || w->dtype() != DType::Float32) continue;
     Reader r;
     r.node = n->name;
-    r.gemm = n->op_type == "Gemm";
+    r.gemm = n->op_type == "Gemm" || n->op_type == "MatMul";
     if (r.gemm) {
       if (w->rank() != 2) continue;
-      r.trans_a = n->attr_int("transA", 0) != 0;
+      r.trans_a = n->op_type == "Gemm" && n->attr_int("transA", 0) != 0;
     } else {
       const size_t nd = static_cast<size_t>(std::max<int64_t>(w->rank() - 2, 0));
       const std::string pad = n->attr_string("auto_pad", "NOTSET");
@@ -101,7 +128,8 @@ void InputMeanCollector::observe(const ir::Value& value, const Tensor& tensor) {
 void add_missing_biases(ir::Graph& g, const std::map<std::string, calib::InputMeans>& layers) {
   std::vector<ir::Node*> todo;
   for (const auto& n : g.nodes())
-    if (is_layer(*n) && layers.count(n->name) && !n->input(2) && ir::constant_data(n->input(1))) todo.push_back(n.get());
+    if (is_layer(*n) && n->op_type != "MatMul" && layers.count(n->name) && !n->input(2) && ir::constant_data(n->input(1)))
+      todo.push_back(n.get());
   for (ir::Node* n : todo) {
     const Tensor& w = *ir::constant_data(n->input(1));
     Tensor zero(DType::Float32, {output_channels(*n, w)});
@@ -135,8 +163,9 @@ Status correct_biases(ir::Graph& g, const std::map<std::string, Tensor>& weights
       notes.push_back(who + " left: its quantized weight is not a constant of the float weight's shape");
       continue;
     }
-    const bool gemm = n->op_type == "Gemm";
-    if (gemm && (n->attr_float("alpha", 1) != 1.0f || n->attr_float("beta", 1) != 1.0f)) {
+    const bool matmul = n->op_type == "MatMul";
+    const bool gemm = n->op_type == "Gemm" || matmul;
+    if (n->op_type == "Gemm" && (n->attr_float("alpha", 1) != 1.0f || n->attr_float("beta", 1) != 1.0f)) {
       notes.push_back(who + " left: Gemm with alpha or beta other than 1");
       continue;
     }
@@ -151,7 +180,7 @@ Status correct_biases(ir::Graph& g, const std::map<std::string, Tensor>& weights
     }
     const std::vector<double> shift = calib::expected_output_shift(wf, *wq, m->second, gemm, trans_b, group);
     const int64_t channels = static_cast<int64_t>(shift.size());
-    ir::Value* bv = n->input(2);
+    ir::Value* bv = matmul ? matmul_bias(g, *n, channels) : n->input(2);
     ir::Node* bdq = bv ? bv->producer : nullptr;
     double largest = 0;
     for (double s : shift) largest = std::max(largest, std::abs(s));

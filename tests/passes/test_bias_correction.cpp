@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -24,13 +25,18 @@ Tensor weights() {
   return w;
 }
 
-void conv_graph(Graph& g, Value* weight, Value* bias) {
+// A float32 value of an opset-13 graph; its only input when `input`.
+Value* float_value(Graph& g, const std::string& name, bool input = false) {
   g.opset_imports[""] = 13;
-  Value* x = g.add_value("x");
-  x->dtype = quant::DType::Float32;
-  g.inputs = {x};
-  Value* y = g.add_value("y");
-  y->dtype = quant::DType::Float32;
+  Value* v = g.add_value(name);
+  v->dtype = quant::DType::Float32;
+  if (input) g.inputs = {v};
+  return v;
+}
+
+void conv_graph(Graph& g, Value* weight, Value* bias) {
+  Value* x = float_value(g, "x", true);
+  Value* y = float_value(g, "y");
   auto* conv = g.add_node("Conv", {x, weight, bias}, {y}, "conv");
   conv->attributes["pads"] = quant::ir::Attribute::of_ints({1, 1, 1, 1});
   g.outputs = {y};
@@ -46,8 +52,7 @@ void quantized_graph(Graph& g, const Tensor& bias, bool int32_bias) {
   Value* ws = quant::passes::add_constant(g, "w_scale", Tensor::from_vector<float>({3}, {0.01f, 0.01f, 0.01f}));
   Value* wz = quant::passes::add_constant(g, "w_zero_point", Tensor(quant::DType::Int8, {3}));
   std::fill(wz->constant->data<int8_t>(), wz->constant->data<int8_t>() + 3, int8_t{0});
-  Value* wdq = g.add_value("w_dequantized");
-  wdq->dtype = quant::DType::Float32;
+  Value* wdq = float_value(g, "w_dequantized");
   g.add_node("DequantizeLinear", {qv, ws, wz}, {wdq}, "w_dq")->attributes["axis"] = quant::ir::Attribute::of_int(0);
   Value* b = nullptr;
   if (int32_bias) {
@@ -135,4 +140,56 @@ TEST_CASE("add_missing_biases gives measured layers a zero bias", "[passes][bias
   REQUIRE(b != nullptr);
   CHECK(b->size() == 3);
   CHECK(b->data<float>()[0] == 0.0f);
+}
+
+TEST_CASE("bias correction of a MatMul goes into the Add after it, through its Q/DQ pair", "[passes][bias_correction]") {
+  // x [2, 3, 4] -> MatMul(W [4, 2]) -> m -> Add(c) -> y. Rows 1-3 of W round
+  // by +0.02 (scale 0.1: 0.28 -> 0.3; row 0, 1.0, is exact), x = 1: the mean
+  // output error is 3 * 0.02 = 0.06 per column.
+  Tensor w = Tensor::from_vector<float>({4, 2}, {1.0f, 1.0f, 0.28f, 0.28f, 0.28f, 0.28f, 0.28f, 0.28f});
+  std::vector<float> wq_values = {1.0f, 1.0f, 0.3f, 0.3f, 0.3f, 0.3f, 0.3f, 0.3f};
+  auto build = [&](Graph& g, Value* weight, bool qdq_between) {
+    Value* x = float_value(g, "x", true);
+    Value* m = float_value(g, "m");
+    g.add_node("MatMul", {x, weight}, {m}, "mm");
+    Value* into = m;
+    if (qdq_between) {
+      Value *q = g.add_value("m_q"), *dq = float_value(g, "m_dq");
+      q->dtype = quant::DType::UInt8;
+      Value* s = quant::passes::add_constant(g, "m_scale", Tensor::from_vector<float>({}, {0.01f}));
+      Value* z = quant::passes::add_constant(g, "m_zp", quant::testing::zero_point(quant::DType::UInt8, 0));
+      g.add_node("QuantizeLinear", {m, s, z}, {q}, "m_QuantizeLinear");
+      g.add_node("DequantizeLinear", {q, s, z}, {dq}, "m_DequantizeLinear");
+      into = dq;
+    }
+    Value* y = float_value(g, "y");
+    g.add_node("Add", {into, quant::passes::add_constant(g, "c", Tensor::from_vector<float>({2}, {0.5f, 0.5f}))}, {y}, "add");
+    g.outputs = {y};
+  };
+  Graph flt;
+  build(flt, quant::passes::add_constant(flt, "w", w), false);
+  quant::passes::InputMeanCollector collector(flt);
+  auto session = quant::interp::Session::create(flt);
+  REQUIRE(session.has_value());
+  Tensor x(quant::DType::Float32, {2, 3, 4});
+  std::fill(x.data<float>(), x.data<float>() + x.size(), 1.0f);
+  REQUIRE((*session)->run({x}, [&](const quant::ir::Value& v, const Tensor& t) { collector.observe(v, t); }).has_value());
+  REQUIRE(collector.means().count("mm") == 1);
+  CHECK(collector.means().at("mm").count == 6);
+
+  Graph q;
+  Tensor codes(quant::DType::Int8, {4, 2});
+  for (int64_t i = 0; i < 8; ++i) codes.data<int8_t>()[i] = static_cast<int8_t>(std::lround(wq_values[static_cast<size_t>(i)] / 0.1f));
+  Value* wdq = float_value(q, "w_dequantized");
+  q.add_node("DequantizeLinear", {quant::passes::add_constant(q, "w_quantized", std::move(codes)),
+                                  quant::passes::add_constant(q, "w_scale", Tensor::from_vector<float>({}, {0.1f}))},
+             {wdq}, "w_dq");
+  build(q, wdq, true);
+  std::vector<std::string> notes;
+  REQUIRE(quant::passes::correct_biases(q, quant::passes::float_weights(flt, collector.means()), collector.means(), notes).is_ok());
+  REQUIRE(notes.size() == 1);
+  CHECK_THAT(notes[0], Catch::Contains("'mm'"));
+  const Tensor& c = *q.find_value("c")->constant;
+  CHECK(c.data<float>()[0] == Approx(0.5 - 0.06).margin(1e-6));
+  CHECK(c.data<float>()[1] == Approx(0.5 - 0.06).margin(1e-6));
 }
