@@ -27,11 +27,24 @@
 # "fail"). A target qconvert or qrun cannot handle yet prints "-" and the
 # start of the error.
 #   scripts/accuracy_table.sh --target T [--target T2 ...] [MODEL.onnx DATA_DIR]...
+#
+# With --equalize, the table of qconvert --equalize and --bias-correction
+# (issue 25, docs/accuracy.md "Per-tensor weights"): per model, default target
+# otherwise, weights per channel (the reference), per tensor, and per tensor with
+# --equalize, --bias-correction, both, and both with --equalize-relu6 (--data:
+# the profiling data), each run by ONNX Runtime: SNR vs float, top-1 agreement,
+# accuracies. QTOOL_ZOO_MODELS="a b" limits the zoo to those names.
+#   scripts/accuracy_table.sh --equalize [MODEL.onnx DATA_DIR]...
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${QTOOL_BUILD_DIR:-$repo/build}
 zoo=${QTOOL_ZOO:-$repo/.cache/zoo}
 targets=()
+equalize=0
+if [ "${1:-}" = --equalize ]; then
+  equalize=1
+  shift
+fi
 while (($#)) && [ "$1" = --target ]; do
   [ $# -ge 2 ] || { echo "error: --target needs a target name or file" >&2; exit 2; }
   targets+=("$2")
@@ -51,6 +64,7 @@ else
   for m in "$zoo"/*/model.onnx; do
     [ -e "$m" ] || continue
     d=$(dirname "$m")
+    [ -z "${QTOOL_ZOO_MODELS:-}" ] || [[ " $QTOOL_ZOO_MODELS " == *" $(basename "$d") "* ]] || continue
     [ -d "$d/inputs" ] || continue
     if [ -d "$d/calib" ] && [ -f "$d/labels.npy" ]; then
       models+=("$m|$d/calib|$d/inputs|$d/labels.npy|")
@@ -106,6 +120,36 @@ print("%.2f" % snr if isinstance(snr, (int, float)) else "-", "%.2f%%" % (100 * 
       rm -rf "$tmp/ort_out"
       node "$repo/tests/interop/ort_run.js" "$q" "$data" "$tmp/ort_out" >/dev/null 2>&1 || ort=fail
       printf "$format" "$target" "$name" "$snr" "$agree" "$ort"
+    done
+  done
+  exit 0
+fi
+
+if ((equalize)); then
+  format='%-26s %-58s %8s %9s %8s %8s\n'
+  printf "$format" model "qconvert flags" "SNR dB" "top-1" "acc f32" "acc q"
+  for entry in "${models[@]}"; do
+    IFS='|' read -r model profile_data data labels masks <<<"$entry"
+    [ -z "$masks" ] || continue  # classification outputs only
+    name=$(basename "$model" .onnx)
+    [ "$name" = model ] && name=$(basename "$(dirname "$model")")
+    "$build/qprofile" "$model" --data "$profile_data" -o "$tmp/$name.json" --quiet
+    node "$repo/tests/interop/ort_run.js" "$model" "$data" "$tmp/$name.float" >/dev/null
+    for flags in "--per-channel" "--per-tensor" "--per-tensor --equalize" "--per-tensor --bias-correction" \
+                 "--per-tensor --equalize --bias-correction" "--per-tensor --equalize --equalize-relu6 --bias-correction"; do
+      q="$tmp/$name.q.onnx"
+      rm -rf "$tmp/$name.quant"
+      data_flags=()
+      [ "$flags" = --per-channel ] || [ "$flags" = --per-tensor ] || data_flags=(--data "$profile_data")
+      # shellcheck disable=SC2086
+      if ! "$build/qconvert" "$model" --profile "$tmp/$name.json" -o "$q" $flags "${data_flags[@]}" 2>"$tmp/err" ||
+         ! node "$repo/tests/interop/ort_run.js" "$q" "$data" "$tmp/$name.quant" >/dev/null 2>>"$tmp/err"; then
+        printf '%-26s %-58s %8s %9s  %s\n' "$name" "$flags" "-" "-" "$(head -c 120 "$tmp/err")"
+        continue
+      fi
+      read -r snr agree facc qacc < <(/usr/bin/python3 "$repo/tests/zoo/agreement.py" "$name" "$tmp/$name.quant" \
+        "$tmp/$name.float" ${labels:+--labels "$labels"} --fields --min-agreement 0 --max-drop inf)
+      printf "$format" "$name" "$flags" "$snr" "$agree" "$facc" "$qacc"
     done
   done
   exit 0

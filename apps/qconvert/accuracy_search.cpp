@@ -44,8 +44,8 @@ nlohmann::json number(double v) {
 }  // namespace
 
 void add_search_flags(CLI::App& app, SearchFlags& f) {
-  app.add_option("--data", f.data.dirs, "accuracy target: evaluation data (a directory as qrun reads it; repeatable)");
-  app.add_option("--limit", f.data.limit, "accuracy target: use the first N samples of --data");
+  app.add_option("--data", f.data.dirs, "accuracy target: evaluation data (a directory as qrun reads it; repeatable); --equalize, --bias-correction: calibration data");
+  app.add_option("--limit", f.data.limit, "use the first N samples of --data");
   app.add_option("--labels", f.labels, "accuracy target: int64 .npy of class labels, one per row of output 0 (--max-drop)")
       ->check(CLI::ExistingFile);
   app.add_option("--min-snr", f.min_snr, "accuracy target: keep the fewest nodes float until SNR vs float >= DB on --data");
@@ -57,15 +57,18 @@ void add_search_flags(CLI::App& app, SearchFlags& f) {
       ->check(CLI::IsMember({"auto", "16-bit", "float"}));
 }
 
-Status check_search_flags(SearchFlags& f, const CLI::App& app, bool dynamic) {
+Status check_search_flags(SearchFlags& f, const CLI::App& app, bool dynamic, bool calibrating) {
   f.has_min_snr = app.count("--min-snr") > 0;
   f.has_max_drop = app.count("--max-drop") > 0;
   f.has_min_agreement = app.count("--min-agreement") > 0;
   const int goals = f.has_min_snr + f.has_max_drop + f.has_min_agreement;
   if (goals > 1) return Status::bad_input("give one accuracy target: --min-snr, --max-drop or --min-agreement");
   if (goals == 0) {
-    if (!f.data.dirs.empty() || !f.labels.empty() || f.data.limit || app.count("--move-to"))
-      return Status::bad_input("--data, --limit, --labels and --move-to go with an accuracy target (--min-snr, --max-drop or --min-agreement)");
+    if (app.count("--move-to")) return Status::bad_input("--move-to goes with an accuracy target (--min-snr, --max-drop or --min-agreement)");
+    if (!f.labels.empty() || (!calibrating && (!f.data.dirs.empty() || f.data.limit)))
+      return Status::bad_input(calibrating ? "--labels goes with an accuracy target (--min-snr, --max-drop or --min-agreement)"
+                                           : "--data, --limit and --labels go with an accuracy target (--min-snr, --max-drop "
+                                             "or --min-agreement), or --equalize / --bias-correction");
     return Status::ok();
   }
   if (dynamic) return Status::bad_input("accuracy targets apply to static quantization, not --dynamic");

@@ -37,7 +37,9 @@ struct SearchFlags {
 
 void add_search_flags(CLI::App& app, SearchFlags& flags);
 // After parsing: which flags were given, and whether they fit together.
-quant::Status check_search_flags(SearchFlags& flags, const CLI::App& app, bool dynamic);
+// `calibrating`: --equalize or --bias-correction read --data (and --limit)
+// as calibration data, without an accuracy target.
+quant::Status check_search_flags(SearchFlags& flags, const CLI::App& app, bool dynamic, bool calibrating = false);
 
 // Nodes moved to a higher precision: 16-bit activations of type `wide`, or
 // float when `wide` is Undefined.

@@ -3,18 +3,23 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "apps/common/cli.h"
 #include "apps/qconvert/accuracy_search.h"
+#include "apps/qconvert/calibration_run.h"
 #include "apps/qconvert/check_target.h"
 #include "libquant/core/file_util.h"
 #include "libquant/core/sha256.h"
 #include "libquant/interp/fold.h"
 #include "libquant/ir/signature.h"
 #include "libquant/onnx/model_io.h"
+#include "libquant/passes/bias_correction.h"
 #include "libquant/passes/dynamic.h"
+#include "libquant/passes/equalize.h"
 #include "libquant/passes/opset_upgrade.h"
 #include "libquant/passes/prepare.h"
 #include "libquant/passes/qdq.h"
@@ -47,6 +52,7 @@ struct Flags {
   bool dynamic = false;
   int64_t group_size = 0;  // 0: not given (int4 default 32)
   qtool::SearchFlags search;  // --data with --min-snr / --max-drop / --min-agreement
+  bool equalize = false, equalize_relu6 = false, bias_correction = false;  // need --data (search.data)
   bool verbose = false;
 };
 
@@ -80,7 +86,8 @@ std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r, 
   } else {
     j["options"] = {{"schema", f.schema}, {"activations", f.activations}, {"weights", f.weights},
                     {"granularity", f.per_tensor ? "per-tensor" : "per-channel"}, {"calibration", f.calibration},
-                    {"format", f.format}};
+                    {"format", f.format}, {"equalize", f.equalize}, {"equalize_relu6", f.equalize_relu6},
+                    {"bias_correction", f.bias_correction}};
   }
   if (f.weights == "int4") j["options"]["group_size"] = f.group_size;
   j["weight_bytes"] = {{"before", bytes.before}, {"after", bytes.after},
@@ -178,6 +185,9 @@ Status check_mode_flags(Flags& f) {
     if (f.group_size == 0) f.group_size = 32;
     if (Status st = quant::passes::check_group_size(f.group_size); !st) return Status::bad_input("--group-size: " + st.message());
   }
+  if (f.equalize_relu6 && !f.equalize) return Status::bad_input("--equalize-relu6 goes with --equalize");
+  if (f.dynamic && (f.equalize || f.bias_correction))
+    return Status::bad_input("--equalize and --bias-correction apply to static quantization, not --dynamic");
   if (f.dynamic) {
     if (!f.profile.empty()) return Status::bad_input("--dynamic quantizes activations at run time and takes no --profile");
     if (f.format != "qdq") return Status::bad_input("--dynamic has its own output form; --format does not apply");
@@ -274,15 +284,46 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
   return quant::onnx_io::save_model(*graph, f.output);
 }
 
-// The static conversion, from the model file: `moved` names nodes kept float
-// or given 16-bit activations on top of --exclude-node (the accuracy search's
-// candidates); `qdq_only` skips the QOperator emission (the search evaluates
-// the QDQ form).
-Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetSpec& target,
-                                    quant::profile::Profile profile, const qtool::Moves& moved, bool qdq_only) {
+// --equalize (passes/equalize.h) on the prepared float graph. The activations
+// it rescales per channel (all of them with --equalize-relu6) take the
+// histograms measured again on --data (`calib`, into `profile`); returns their
+// names.
+Expected<std::set<std::string>> equalize_graph(const Flags& f, quant::ir::Graph& graph, std::vector<std::string>& notes,
+                                               quant::profile::Profile* profile, const qtool::Calibration* calib) {
+  if (!f.equalize) return std::set<std::string>{};
+  quant::passes::EqualizeOptions options;
+  options.relu6_to_relu = f.equalize_relu6;
+  auto eq = quant::passes::equalize(graph, options);
+  if (!eq) return eq.status().with_context(f.model);
+  notes.push_back("equalize: " + std::to_string(eq->pairs.size()) + " pairs of layers equalized in " +
+                  std::to_string(eq->iterations) + " sweeps" + (eq->converged ? "" : " (not converged)"));
+  for (const auto& p : eq->pairs)
+    notes.push_back("equalize: '" + p.first + "' -> " + (p.between.empty() ? "" : p.between + " -> ") + "'" + p.second + "'");
+  notes.insert(notes.end(), eq->notes.begin(), eq->notes.end());
+  // With Clips replaced, the float model itself changed: every activation
+  // takes its range from the run on the changed graph.
+  std::set<std::string> changed = eq->changed_tensors;
+  if (!eq->replaced_clips.empty())
+    for (const quant::ir::Value* v : graph.values()) changed.insert(v->name());
+  if (profile && calib)
+    for (const auto& name : changed)
+      if (auto it = calib->tensors.find(name); it != calib->tensors.end()) profile->tensors[name] = it->second;
+  return changed;
+}
+
+// The one float run --equalize and --bias-correction need, on the graph as
+// convert_static prepares it.
+Expected<qtool::Calibration> calibrate(const Flags& f, const quant::passes::QuantizeOptions& opt, quant::profile::Profile profile) {
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
-  Conversion c;
-  c.bytes_before = quant::passes::initializer_bytes(*graph);
+  std::vector<std::string> notes;
+  QT_RETURN_IF_ERROR(upgrade_opset(f, *graph, quant::passes::qdq_opset_need(opt), notes, &profile, false));
+  QT_RETURN_IF_ERROR(prepare_graph(f, *graph, notes));
+  QT_ASSIGN_OR_RETURN(auto changed, equalize_graph(f, *graph, notes, nullptr, nullptr));
+  return qtool::run_calibration(*graph, f.search.data, f.model, profile.bins, changed, f.bias_correction);
+}
+
+// The flags and the target's rules as insert_qdq's options.
+Expected<quant::passes::QuantizeOptions> quantize_options(const Flags& f, const quant::target::TargetSpec& target) {
   quant::passes::QuantizeOptions opt;
   QT_ASSIGN_OR_RETURN(opt.schema, quant::calib::schema_from_name(f.schema));
   opt.activations = *quant::dtype_from_name(f.activations);
@@ -292,15 +333,30 @@ Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetS
   opt.per_channel = !f.per_tensor;
   opt.calibration = f.calibration;
   opt.exclude_nodes.insert(f.exclude_nodes.begin(), f.exclude_nodes.end());
+  opt.exclude_ops.insert(f.exclude_ops.begin(), f.exclude_ops.end());
+  opt.include_ops.insert(f.include_ops.begin(), f.include_ops.end());
+  copy_target_rules(target, opt);
+  return opt;
+}
+
+// The static conversion, from the model file: `moved` names nodes kept float
+// or given 16-bit activations
+// on top of --exclude-node (the accuracy search's candidates); `qdq_only`
+// skips the QOperator emission (the search evaluates the QDQ form); `calib`
+// holds the float run of --equalize / --bias-correction.
+Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetSpec& target,
+                                    quant::profile::Profile profile, const qtool::Moves& moved,
+                                    bool qdq_only, const qtool::Calibration* calib) {
+  QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
+  Conversion c;
+  c.bytes_before = quant::passes::initializer_bytes(*graph);
+  QT_ASSIGN_OR_RETURN(quant::passes::QuantizeOptions opt, quantize_options(f, target));
   if (moved.wide == quant::DType::Undefined) {
     opt.exclude_nodes.insert(moved.nodes.begin(), moved.nodes.end());
   } else {
     opt.wide_nodes.insert(moved.nodes.begin(), moved.nodes.end());
     opt.wide_activations = moved.wide;
   }
-  opt.exclude_ops.insert(f.exclude_ops.begin(), f.exclude_ops.end());
-  opt.include_ops.insert(f.include_ops.begin(), f.include_ops.end());
-  copy_target_rules(target, opt);
   for (const auto& name : f.exclude_nodes) {
     bool found = false;
     for (const auto& n : graph->nodes()) found |= n->name == name;
@@ -310,6 +366,15 @@ Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetS
   // The search's candidates (qdq_only) upgrade as the final conversion does, without repeating its warning.
   QT_RETURN_IF_ERROR(upgrade_opset(f, *graph, quant::passes::qdq_opset_need(opt), notes, &profile, !qdq_only));
   QT_RETURN_IF_ERROR(prepare_graph(f, *graph, notes));
+  QT_RETURN_IF_ERROR(equalize_graph(f, *graph, notes, &profile, calib).status());
+  // --bias-correction: every measured layer gets a bias to correct, and its
+  // float weight is kept to compare the quantized one with.
+  std::map<std::string, quant::Tensor> float_weights;
+  if (f.bias_correction && calib) {
+    quant::passes::add_missing_biases(*graph, calib->means);
+    float_weights = quant::passes::float_weights(*graph, calib->means);
+    notes.insert(notes.end(), calib->notes.begin(), calib->notes.end());
+  }
   quant::passes::QuantizeReport int4_report;
   if (f.weights == "int4") {
     // Static int4 is weight-only: MatMul/Gemm become MatMulNBits with float
@@ -327,6 +392,8 @@ Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetS
   }
   QT_ASSIGN_OR_RETURN(c.report, quant::passes::insert_qdq(*graph, profile, opt));
   auto& report = c.report;
+  if (f.bias_correction && calib)
+    QT_RETURN_IF_ERROR(quant::passes::correct_biases(*graph, float_weights, calib->means, report.notes));
   for (const auto& r : check_saturation(target, *graph, report))
     report.notes.push_back("target " + target.name + ": " + std::to_string(r.can_saturate) + " of " + std::to_string(r.pairs) +
                            " weight pairs of " + r.op_type + " node '" + r.node + "' can saturate int16");
@@ -357,7 +424,12 @@ Status convert(Flags& f, const CLI::App& app) {
   f.target = target.name;
   apply_target(target, app, f);
   QT_RETURN_IF_ERROR(check_mode_flags(f));
-  QT_RETURN_IF_ERROR(qtool::check_search_flags(f.search, app, f.dynamic));
+  const bool calibrating = f.equalize || f.bias_correction;
+  QT_RETURN_IF_ERROR(qtool::check_search_flags(f.search, app, f.dynamic, calibrating));
+  if (calibrating && f.search.data.dirs.empty())
+    return Status::bad_input(std::string(f.bias_correction ? "--bias-correction" : "--equalize") +
+                             " needs --data DIR: calibration data to measure " +
+                             (f.bias_correction ? "the layers' mean inputs on" : "the rescaled activations on"));
   if (f.dynamic) return convert_dynamic(f, target);
   if (auto r = quant::calib::range_by_name(quant::profile::Histogram(16), f.calibration); !r)
     return Status::bad_input("--calibration: " + r.status().message());
@@ -368,18 +440,24 @@ Status convert(Flags& f, const CLI::App& app) {
     return Status::bad_input(f.profile + " was made from another model (" + profile.model_path + ") than " + f.model +
                              "; pass --force to use it anyway");
   }
-  QT_ASSIGN_OR_RETURN(Conversion c, convert_static(f, target, profile, {}, false));
+  std::optional<qtool::Calibration> calib;
+  if (calibrating) {
+    QT_ASSIGN_OR_RETURN(auto opt, quantize_options(f, target));
+    QT_ASSIGN_OR_RETURN(calib, calibrate(f, opt, profile));
+  }
+  const qtool::Calibration* measured = calib ? &*calib : nullptr;
+  QT_ASSIGN_OR_RETURN(Conversion c, convert_static(f, target, profile, {}, false, measured));
   // An accuracy target: search the fewest nodes to move to 16 bits or float (tune/search.h).
   Status gate = Status::ok();
   if (f.search.active()) {
     auto build = [&](const qtool::Moves& moved) -> Expected<std::unique_ptr<quant::ir::Graph>> {
-      QT_ASSIGN_OR_RETURN(Conversion candidate, convert_static(f, target, profile, moved, true));
+      QT_ASSIGN_OR_RETURN(Conversion candidate, convert_static(f, target, profile, moved, true, measured));
       return std::move(candidate.graph);
     };
     QT_ASSIGN_OR_RETURN(auto outcome, qtool::run_search(f.search, *float_graph, target,
                                                         *quant::dtype_from_name(f.activations), build));
     if (!outcome.moves.nodes.empty()) {
-      QT_ASSIGN_OR_RETURN(c, convert_static(f, target, profile, outcome.moves, false));
+      QT_ASSIGN_OR_RETURN(c, convert_static(f, target, profile, outcome.moves, false, measured));
     }
     c.search = outcome.json;
     gate = outcome.gate;
@@ -397,6 +475,8 @@ Status convert(Flags& f, const CLI::App& app) {
   graph->metadata.emplace_back("qtool.granularity", f.per_tensor ? "per-tensor" : "per-channel");
   graph->metadata.emplace_back("qtool.calibration", f.calibration);
   graph->metadata.emplace_back("qtool.format", f.format);
+  if (f.equalize) graph->metadata.emplace_back("qtool.equalize", f.equalize_relu6 ? "relu6-to-relu" : "on");
+  if (f.bias_correction) graph->metadata.emplace_back("qtool.bias_correction", "empirical");
   graph->metadata.emplace_back("qtool.profile_digest", quant::sha256_hex(profile_bytes));
   graph->producer_name = "qtool";
   graph->producer_version = QTOOL_VERSION;
@@ -422,8 +502,11 @@ constexpr const char* kExamples =
     "    $ qconvert model.onnx --profile model.profile.json -o model.int8.onnx --target ort-x86-vnni\n"
     "  No profile: 4-bit grouped weights, int8 activations quantized at run time:\n"
     "    $ qconvert model.onnx --dynamic --weights int4 -o model.int4.onnx\n"
-    "  Keep the fewest nodes float so that the SNR vs float on test/ is at least 30 dB (exit 3 if impossible):\n"
+    "  Move the fewest nodes to 16-bit activations or float so that the SNR vs float on test/ is at least 30 dB\n"
+    "  (exit 3 if impossible):\n"
     "    $ qconvert model.onnx --profile model.profile.json -o model.int8.onnx --data test/ --min-snr 30\n"
+    "  Per-tensor weights with cross-layer equalization and bias correction, measured on the calibration data:\n"
+    "    $ qconvert model.onnx --profile model.profile.json -o model.int8.onnx --per-tensor --equalize --bias-correction --data calib/\n"
     "  Check a quantized model (from any tool) against a target's rules; exit 3 lists each violation:\n"
     "    $ qconvert --check-target ort-x86-vnni model.int8.onnx\n";
 
@@ -459,6 +542,14 @@ int main(int argc, char** argv) {
     app.add_option("--include-op", f.include_ops, "quantize this op type too (repeatable)");
     app.add_option("--report", f.report, "write every decision as JSON");
     qtool::add_search_flags(app, f.search);
+    app.add_flag("--equalize", f.equalize,
+                 "cross-layer equalization of Conv/Gemm pairs (through Relu or nothing) before quantizing, for "
+                 "per-tensor weights; needs --data (calibration data: the activations between the pairs are profiled again)");
+    app.add_flag("--equalize-relu6", f.equalize_relu6,
+                 "with --equalize: replace Clip(0, 6) between two layers by Relu so that they equalize too "
+                 "(changes the float model where activations exceed 6)");
+    app.add_flag("--bias-correction", f.bias_correction,
+                 "fold each quantized Conv/Gemm's mean output error (W_q - W) E[x], measured on --data, into its bias");
     app.add_flag("--force", f.force, "use a profile made from another model");
     app.add_flag("-v,--verbose", f.verbose, "debug logging");
     int code = 0;

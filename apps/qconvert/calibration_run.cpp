@@ -1,0 +1,39 @@
+#include "apps/qconvert/calibration_run.h"
+
+#include "apps/common/cli.h"
+#include "libquant/interp/session.h"
+#include "libquant/passes/bias_correction.h"
+#include "libquant/profile/collector.h"
+
+namespace qtool {
+
+quant::Expected<Calibration> run_calibration(const quant::ir::Graph& graph, const DataFlags& data,
+                                             const std::string& model_path, int bins,
+                                             const std::set<std::string>& profiled, bool means) {
+  QT_ASSIGN_OR_RETURN(auto reader, DataReader::create(data, graph, model_path));
+  quant::interp::SessionOptions options;
+  options.threads = default_threads();
+  auto session = quant::interp::Session::create(graph, options);
+  if (!session) return session.status().with_context(model_path + " (equalized float graph)");
+  quant::profile::Collector collector(graph, bins);
+  quant::passes::InputMeanCollector inputs(graph);
+  auto observe = [&](const quant::ir::Value& v, const quant::Tensor& t) {
+    if (!profiled.empty()) collector.observe(v, t);
+    if (means) inputs.observe(v, t);
+  };
+  for (size_t run = 0; run < reader.runs(); ++run) {
+    QT_ASSIGN_OR_RETURN(auto x, reader.load(run));
+    auto out = (*session)->run(x, observe);
+    if (!out) return out.status().with_context(model_path + ", --data " + reader.describe(run));
+  }
+  Calibration c;
+  for (const auto& name : profiled) {
+    auto it = collector.tensors().find(name);
+    if (it != collector.tensors().end()) c.tensors.emplace(name, std::move(it->second));
+  }
+  c.means = inputs.means();
+  for (const auto& s : inputs.skipped()) c.notes.push_back("bias correction: '" + s + "' left: its input does not fit its geometry");
+  return c;
+}
+
+}  // namespace qtool

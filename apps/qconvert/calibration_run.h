@@ -1,0 +1,31 @@
+// qconvert --equalize / --bias-correction: one run of the float graph, as
+// insert_qdq will quantize it (prepared, equalized), over the calibration data
+// (--data), collecting what those passes need: the histograms of the
+// activations equalization rescaled per channel (a per-tensor profile cannot be
+// rescaled by a per-channel factor: the new range is max_i(range_i / s_i), and
+// the profile does not keep ranges per channel), and the layers' mean inputs
+// for bias correction (passes/bias_correction.h).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "apps/common/data.h"
+#include "libquant/calib/bias_correction.h"
+#include "libquant/ir/graph.h"
+#include "libquant/profile/profile.h"
+
+namespace qtool {
+
+struct Calibration {
+  std::map<std::string, quant::profile::TensorProfile> tensors;  // the `profiled` activations
+  std::map<std::string, quant::calib::InputMeans> means;         // node -> input sums (with `means`)
+  std::vector<std::string> notes;
+};
+
+quant::Expected<Calibration> run_calibration(const quant::ir::Graph& graph, const DataFlags& data,
+                                             const std::string& model_path, int bins,
+                                             const std::set<std::string>& profiled, bool means);
+
+}  // namespace qtool
