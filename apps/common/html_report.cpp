@@ -270,8 +270,9 @@ std::string Page::html() const {
          "body{font-family:sans-serif;margin:1.5em 2em;color:#222;background:#fff}\n"
          "h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ccc}h3{font-size:1em}\n"
          "table{border-collapse:collapse;margin:.6em 0;font-size:.9em}caption{text-align:left;font-weight:bold}\n"
-         "th,td{padding:2px 9px;border-bottom:1px solid #eee;text-align:left;word-break:break-all}\n"
-         "th{background:#f0f0f0}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;word-break:normal}\n"
+         // Long tensor names wrap anywhere, but no cell is squeezed below a short word.
+         "th,td{padding:2px 9px;border-bottom:1px solid #eee;text-align:left;overflow-wrap:anywhere;min-width:4.5em}\n"
+         "th{background:#f0f0f0}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.num{white-space:nowrap}td:not(.num){min-width:10em}\n"
          "dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px}dt{font-weight:bold}dd{margin:0}\n"
          "figure{margin:.8em 0;overflow-x:auto}svg.chart{max-width:none;background:#fff}\n"
          "</style></head><body>\n<h1>" +
