@@ -9,10 +9,11 @@ build=${QTOOL_BUILD_DIR:-$repo/build}
 # Build: compiler + libraries (libstb-dev: image decoding and PNG plots). Tests: python3-onnx (ONNX
 # checker), numpy, python3-jsonschema (profile schema), GNU parallel (sharded profiling), GNU time (bench),
 # Node.js (ONNX Runtime interop, scripts/setup_ort.sh), the ONNX test data. Man pages: help2man makes them at
-# build time, man-db (man -l, with groff) reads them in tests/e2e/test_install.sh.
+# build time, man-db (man -l, with groff) reads them in tests/e2e/test_install.sh. Chromium renders the --html
+# reports headless in tests/e2e/test_html_render.sh.
 pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libspdlog-dev catch2 libprotobuf-dev protobuf-compiler
       libonnx-dev libstb-dev python3-onnx python3-numpy python3-jsonschema parallel time libonnx-testdata
-      help2man man-db groff-base)
+      help2man man-db groff-base chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

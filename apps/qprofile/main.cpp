@@ -85,6 +85,8 @@ constexpr const char* kExamples =
     "    $ qprofile model.onnx --data calib/ -o model.profile.json\n"
     "  Rank its tensors by how hard they are to quantize, draw one histogram:\n"
     "    $ qprofile show model.profile.json --tensor conv1_out\n"
+    "  The ranges table and every histogram as one page to open in a browser:\n"
+    "    $ qprofile show model.profile.json --html profile.html\n"
     "  Combine the profiles of --shard 0/2 and --shard 1/2 into one:\n"
     "    $ qprofile merge shard_0.json shard_1.json -o model.profile.json\n";
 
@@ -116,6 +118,8 @@ int main(int argc, char** argv) {
     show->add_option("--tensor", f.show.tensor, "draw this tensor's histogram with the chosen clip range");
     show->add_option("--calibration", f.show.calibration, "method whose range is chosen: minmax|percentile[:P]|kl|mse");
     show->add_option("--plot", f.show.plot_dir, "write one PNG per tensor and an index.html into DIR");
+    show->add_option("--html", f.show.html,
+                     "write the analysis as one self-contained HTML page: the ranges table and every tensor's histogram");
     show->add_flag("--json", f.show.json, "print the analysis as JSON");
 
     int code = 0;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "apps/common/html_report.h"
 #include "libquant/core/file_util.h"
 
 namespace qtool {
@@ -33,20 +34,6 @@ std::string short_num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
-}
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -142,10 +129,10 @@ quant::Status write_plots(const quant::profile::Profile& profile, const std::vec
   std::filesystem::create_directories(dir, ec);
   if (ec) return quant::Status::bad_input(dir + ": cannot create the plot directory (" + ec.message() + ")");
   std::string html = "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>qprofile: " +
-                     html_escape(profile.model_path) +
+                     html::escape(profile.model_path) +
                      "</title>\n<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
                      "td,th{padding:2px 10px;text-align:right}th{background:#eee}img{max-width:100%}</style>"
-                     "</head><body>\n<h1>" + html_escape(profile.model_path) + "</h1>\n<p>" +
+                     "</head><body>\n<h1>" + html::escape(profile.model_path) + "</h1>\n<p>" +
                      std::to_string(profile.samples) + " samples, " + std::to_string(profile.bins) +
                      " bins per histogram. Tensors ordered hardest first (lowest estimated 8-bit SQNR of the "
                      "chosen range). Counts on a log scale; vertical lines: the range each calibration method "
@@ -154,7 +141,7 @@ quant::Status write_plots(const quant::profile::Profile& profile, const std::vec
     const TensorAnalysis& a = tensors[i];
     const std::string file = plot_file_name(i, a.name);
     QT_RETURN_IF_ERROR(plot_tensor(a).save_png((std::filesystem::path(dir) / file).string()));
-    html += "<h2>" + html_escape(a.name) + " <small>" + quant::dims_to_string(a.tensor->shape) + "</small></h2>\n";
+    html += "<h2>" + html::escape(a.name) + " <small>" + quant::dims_to_string(a.tensor->shape) + "</small></h2>\n";
     html += "<table><tr><th>method</th><th>min</th><th>max</th><th>clipped</th><th>SQNR (dB)</th></tr>\n";
     for (const auto& m : a.methods) {
       char row[256];
@@ -164,7 +151,7 @@ quant::Status write_plots(const quant::profile::Profile& profile, const std::vec
                     std::isinf(m.cost.sqnr_db) ? "inf" : short_num(m.cost.sqnr_db).c_str());
       html += row;
     }
-    html += "</table>\n<img src=\"" + file + "\" alt=\"histogram of " + html_escape(a.name) + "\">\n";
+    html += "</table>\n<img src=\"" + file + "\" alt=\"histogram of " + html::escape(a.name) + "\">\n";
   }
   html += "</body></html>\n";
   return quant::write_file_atomic((std::filesystem::path(dir) / "index.html").string(), html);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/qprofile/plot.h"
+#include "apps/qprofile/show_report.h"
 
 namespace qtool {
 namespace {
@@ -142,6 +143,7 @@ quant::Expected<std::vector<TensorAnalysis>> analyse_profile(const quant::profil
 }
 
 Status show_profile(const ShowOptions& o) {
+  if (!o.html.empty()) QT_RETURN_IF_ERROR(html::Page::check_path(o.html));
   QT_ASSIGN_OR_RETURN(auto profile, quant::profile::load_profile(o.profile));
   QT_ASSIGN_OR_RETURN(auto all, analyse_profile(profile, o.calibration));
   if (!o.tensor.empty()) {
@@ -155,6 +157,7 @@ Status show_profile(const ShowOptions& o) {
     all = {*it};
   }
   if (!o.plot_dir.empty()) QT_RETURN_IF_ERROR(write_plots(profile, all, o.plot_dir));
+  if (!o.html.empty()) QT_RETURN_IF_ERROR(profile_page(profile, all, o).write(o.html));
 
   if (o.json) {
     std::printf("%s\n", analysis_json(profile, all, o).dump(2).c_str());
@@ -171,6 +174,7 @@ Status show_profile(const ShowOptions& o) {
     std::printf("\n");
   }
   if (!o.plot_dir.empty()) std::printf("plots: %s/index.html\n", o.plot_dir.c_str());
+  if (!o.html.empty()) std::printf("report: %s\n", o.html.c_str());
   return Status::ok();
 }
 

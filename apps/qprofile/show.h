@@ -15,6 +15,7 @@ struct ShowOptions {
   std::string tensor;                  // --tensor: one tensor with an ASCII histogram
   std::string calibration = "minmax";  // the method whose range is "chosen" (qconvert's default)
   std::string plot_dir;                // --plot
+  std::string html;                    // --html: the analysis as one page
   bool json = false;
 };
 

@@ -15,6 +15,7 @@
 #include "apps/common/cli.h"
 #include "apps/common/data.h"
 #include "apps/common/progress.h"
+#include "apps/qrun/report.h"
 #include "apps/qrun/sensitivity.h"
 #include "libquant/interp/compare.h"
 #include "libquant/interp/session.h"
@@ -47,6 +48,7 @@ struct Flags {
   bool no_lower = false;
   bool per_layer = false;
   bool sensitivity = false;
+  std::string html;     // --html: the --per-layer or --sensitivity report page
   std::string requant;  // empty: the target's, else float
   std::string target;   // empty: exact arithmetic
   int threads = qtool::default_threads();
@@ -225,7 +227,8 @@ void print_summary(const Flags& f, const Summary& s) {
                                {"order", l.order}, {"snr_db", json_number(l.stats.snr_db())},
                                {"cosine", json_number(l.stats.cosine())},
                                {"max_abs_error", json_number(l.stats.max_abs_error())},
-                               {"mean_abs_error", json_number(l.stats.mean_abs_error())}});
+                               {"mean_abs_error", json_number(l.stats.mean_abs_error())},
+                               {"clipped", l.clipped_share()}});
     }
     std::printf("%s\n", j.dump(2).c_str());
     return;
@@ -257,6 +260,21 @@ void print_summary(const Flags& f, const Summary& s) {
   }
   if (f.per_layer) print_layers(f, s);
   if (s.saturating && (f.explain || total_saturation(s).saturated > 0)) print_saturation(s);
+}
+
+// The run's summary at the top of the --html page.
+std::vector<std::pair<std::string, std::string>> report_facts(const Flags& f, const Summary& s) {
+  std::vector<std::pair<std::string, std::string>> facts = {
+      {"model", f.model}, {"reference", f.reference}, {"samples", std::to_string(s.samples)}};
+  if (!s.target.empty()) facts.emplace_back("target", s.target);
+  facts.emplace_back("output SNR", qtool::html::number(s.error.snr_db()) + " dB");
+  facts.emplace_back("output cosine", qtool::html::number(s.error.cosine(), 6));
+  if (s.rows)
+    facts.emplace_back("top-1 agreement", qtool::html::number(100.0 * static_cast<double>(s.agree) / static_cast<double>(s.rows)) + "%");
+  if (s.has_labels)
+    facts.emplace_back("top-1 accuracy", "float " + qtool::html::number(s.reference.top1_pct()) + "%, quantized " +
+                                             qtool::html::number(s.tested.top1_pct()) + "%");
+  return facts;
 }
 
 // Accuracy gates: the first failing one names the metric (exit 3). Each test
@@ -294,6 +312,11 @@ Status run(const Flags& f) {
   if (f.sensitivity && (f.per_layer || f.bench || !f.out_dir.empty() || std::isfinite(f.min_snr) || f.min_cosine > -1 ||
                         std::isfinite(f.max_accuracy_drop) || !f.labels.empty()))
     return Status::bad_input("--sensitivity runs on its own: drop --per-layer, --bench, -o, --labels and the gates");
+  if (!f.html.empty()) {
+    if (!f.per_layer && !f.sensitivity) return Status::bad_input("--html writes the report of --per-layer or --sensitivity: give one");
+    // Refuse an unusable path before the (possibly long) run rather than after it.
+    QT_RETURN_IF_ERROR(qtool::html::Page::check_path(f.html));
+  }
   if (f.threads < 1) return Status::bad_input("--threads must be at least 1, got " + std::to_string(f.threads));
   // --target: compute as that runtime and CPU do (DESIGN "Targets"); read
   // before the model so that a bad target file fails fast.
@@ -375,6 +398,16 @@ Status run(const Flags& f) {
     in.setup = setup;
     in.setup.session = options;
     QT_ASSIGN_OR_RETURN(auto result, qtool::measure_sensitivity(in));
+    if (!f.html.empty()) {
+      const std::vector<std::pair<std::string, std::string>> facts = {
+          {"model", f.model},
+          {"reference", f.reference},
+          {"samples", std::to_string(result.samples)},
+          {"model runs", std::to_string(result.model_runs)},
+          {"all layers quantized", "SNR " + qtool::html::number(result.all_quantized.error.snr_db()) + " dB, top-1 agreement " +
+                                       qtool::html::number(100.0 * result.all_quantized.agreement()) + "%"}};
+      QT_RETURN_IF_ERROR(qtool::sensitivity_page(facts, result).write(f.html));
+    }
     if (f.json) std::printf("%s\n", qtool::sensitivity_json(result).dump(2).c_str());
     else qtool::print_sensitivity(result);
     return Status::ok();
@@ -385,6 +418,8 @@ Status run(const Flags& f) {
     for (const auto& t : quant::passes::find_quantized_tensors(*graph)) twins.push_back({t.name, t.float_name, t.scale, t.zero_point});
     layers = std::make_unique<quant::interp::LayerComparison>(*graph, *ref_graph, twins);
   }
+  qtool::LayerDistributions distributions;
+  if (layers && !f.html.empty()) distributions.attach(*layers);
   qtool::Progress progress("qrun", samples.size(), f.quiet);
   int64_t row = 0;
   BenchTimes bench_times;
@@ -444,6 +479,7 @@ Status run(const Flags& f) {
     if (layers->skipped()) spdlog::warn("--per-layer: {} tensor pairs skipped (shapes or types differ)", layers->skipped());
   }
   if (options.saturation) s.saturation = options.saturation->by_node();
+  if (!f.html.empty()) QT_RETURN_IF_ERROR(qtool::per_layer_page(report_facts(f, s), s.layers, distributions).write(f.html));
   print_summary(f, s);
   print_bench(std::move(bench_times), f.threads, f.json);
   return check_gates(f, s);
@@ -462,6 +498,8 @@ constexpr const char* kExamples =
     "    $ qrun model.int8.onnx --data test/ --reference model.onnx --per-layer\n"
     "  Which layers cost the most: each layer alone quantized, and alone left float:\n"
     "    $ qrun model.int8.onnx --data test/ --reference model.onnx --sensitivity --limit 32\n"
+    "  The per-layer comparison as a page to open in a browser:\n"
+    "    $ qrun model.int8.onnx --data test/ --reference model.onnx --per-layer --html report.html\n"
     "  Accuracy as ONNX Runtime computes on x86 without VNNI, saturated pairs per layer:\n"
     "    $ qrun model.int8.onnx --data test/ --reference model.onnx --target ort-x86-avx2 --explain\n";
 
@@ -487,6 +525,9 @@ int main(int argc, char** argv) {
     app.add_flag("--sensitivity", f.sensitivity,
                  "with --reference: per quantized layer, the output SNR and top-1 agreement with only that layer "
                  "quantized and with only that layer float (two full model runs per layer), most sensitive first");
+    app.add_option("--html", f.html,
+                   "with --per-layer or --sensitivity: also write that report as one self-contained HTML page (charts "
+                   "in execution order, the worst layers' float vs quantized histograms and range clipping)");
     app.add_option("--requant", f.requant, "integer requantization: float (as ONNX Runtime; the default) or fixed-point (int32 multiplier + shift); overrides the target's")
         ->check(CLI::IsMember({"float", "fixed-point"}));
     app.add_option("--target", f.target,

@@ -115,6 +115,19 @@ Expected<Tensor> dequantize(const Tensor& q, const QuantizedTwin& twin) {
   return out;
 }
 
+// The reference values outside what the integer type of `twin` represents.
+void count_clipped(LayerComparison::Layer& layer, const Tensor& reference, DType type, const QuantizedTwin& twin) {
+  const auto limits = int_range(type);
+  if (!limits) return;
+  const double scale = twin.scale;
+  layer.range_min = scale * static_cast<double>(limits->min - twin.zero_point);
+  layer.range_max = scale * static_cast<double>(limits->max - twin.zero_point);
+  const float* r = reference.data<float>();
+  int64_t n = 0;
+  for (int64_t i = 0; i < reference.size(); ++i) n += r[i] < layer.range_min || r[i] > layer.range_max;
+  layer.clipped += n;
+}
+
 }  // namespace
 
 LayerComparison::LayerComparison(const ir::Graph& tested, const ir::Graph& reference, const std::vector<QuantizedTwin>& twins) {
@@ -164,8 +177,13 @@ void LayerComparison::observe_tested(const ir::Value& value, const Tensor& tenso
   if (integer) {
     auto real = dequantize(tensor, twin->second);
     st = real ? layer.stats.add(ref->second, *real) : real.status();
+    if (st.is_ok()) {
+      count_clipped(layer, ref->second, tensor.dtype(), twin->second);
+      if (pair_hook_) pair_hook_(layer, ref->second, *real);
+    }
   } else {
     st = layer.stats.add(ref->second, tensor);
+    if (st.is_ok() && pair_hook_) pair_hook_(layer, ref->second, tensor);
   }
   if (!st.is_ok()) ++skipped_;
 }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -73,6 +75,11 @@ struct QuantizedTwin {
 // the quantized value). Graph inputs and constants are not compared; pairs
 // whose shapes differ are counted in `skipped`.
 //
+// Range clipping: for an integer tensor, the reference's values that fall
+// outside the range its type represents, [scale * (qmin - zero_point),
+// scale * (qmax - zero_point)], are counted: the float values quantization
+// saturates (a range calibrated too narrow).
+//
 // Per sample: run the reference with reference_observer() first (it keeps
 // only the tensors some pair needs), then the tested model with
 // tested_observer(), then end_sample().
@@ -90,7 +97,20 @@ class LayerComparison {
     bool dequantized = false;
     int order = 0;          // position in the tested model's execution
     ErrorStats stats;
+    // Dequantized pairs: the real range of the integer tensor and how many
+    // reference values lie outside it. NaN bounds for float pairs.
+    double range_min = std::numeric_limits<double>::quiet_NaN();
+    double range_max = std::numeric_limits<double>::quiet_NaN();
+    int64_t clipped = 0;
+    // The share of compared reference values outside the range (0 for float pairs).
+    double clipped_share() const { return stats.count() ? static_cast<double>(clipped) / static_cast<double>(stats.count()) : 0; }
   };
+  // Called with every pair as it is compared: the layer so far, the
+  // reference tensor and the tested one in real values (dequantized), both
+  // float32 of one shape. For reports that want more than the ErrorStats
+  // (qrun --html keeps histograms of both).
+  using PairHook = std::function<void(const Layer& layer, const Tensor& reference, const Tensor& tested)>;
+  void set_pair_hook(PairHook hook) { pair_hook_ = std::move(hook); }
   // Pairs seen so far, worst SNR first (ties: execution order).
   std::vector<Layer> by_snr() const;
   int64_t skipped() const { return skipped_; }
@@ -106,6 +126,7 @@ class LayerComparison {
   std::map<std::string, Layer> layers_;
   int next_order_ = 0;
   int64_t skipped_ = 0;
+  PairHook pair_hook_;
 };
 
 }  // namespace quant::interp

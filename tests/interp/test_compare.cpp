@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "libquant/interp/compare.h"
 #include "libquant/interp/session.h"
@@ -153,4 +154,53 @@ TEST_CASE("Per-layer comparison pairs quantized tensors with their float twins, 
   CHECK(layers[2].order < layers[0].order);
   CHECK(layers[0].stats.count() == 300);
   CHECK(cmp.skipped() == 0);
+}
+
+TEST_CASE("Per-layer comparison counts the float values outside the quantized range and hands pairs to a hook",
+          "[interp][compare]") {
+  quant::ir::Graph ref, tst;
+  build_pair(ref, tst);
+  // x_quantized's real range as the comparison is told: 0.005 * ([0, 255] - 128) = [-0.64, 0.635].
+  quant::interp::LayerComparison cmp(tst, ref, {{"x_quantized", "x", 0.005f, 128}, {"s_quantized", "s", 0.1f, 128}});
+  std::map<std::string, int64_t> hooked;
+  cmp.set_pair_hook([&](const quant::interp::LayerComparison::Layer& l, const Tensor& r, const Tensor& t) {
+    CHECK(r.dtype() == quant::DType::Float32);
+    CHECK(t.dtype() == quant::DType::Float32);
+    CHECK(r.shape() == t.shape());
+    hooked[l.tensor] += r.size();
+  });
+  auto rs = quant::interp::Session::create(ref);
+  auto ts = quant::interp::Session::create(tst);
+  REQUIRE(rs.has_value());
+  REQUIRE(ts.has_value());
+  int64_t outside = 0;
+  for (int sample = 0; sample < 2; ++sample) {
+    std::vector<float> v(100);
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] = -1.2f + 0.024f * static_cast<float>(i) + 0.003f * static_cast<float>(sample);
+      outside += v[i] < -0.64 || v[i] > 0.635;
+    }
+    Tensor x = Tensor::from_vector<float>({100}, v);
+    REQUIRE((*rs)->run({x}, cmp.reference_observer()).has_value());
+    REQUIRE((*ts)->run({x}, cmp.tested_observer()).has_value());
+    cmp.end_sample();
+  }
+  REQUIRE(outside > 0);
+  bool seen_x = false;
+  for (const auto& l : cmp.by_snr()) {
+    CHECK(hooked[l.tensor] == l.stats.count());
+    if (l.tensor == "x_quantized") {
+      seen_x = true;
+      CHECK(l.range_min == Approx(-0.64));
+      CHECK(l.range_max == Approx(0.635));
+      CHECK(l.clipped == outside);
+      CHECK(l.clipped_share() == Approx(static_cast<double>(outside) / 200));
+    } else if (l.tensor == "s_quantized") {
+      CHECK(l.clipped == 0);  // sigmoid in (0, 1) inside 0.1 * [-128, 127]
+    } else {
+      CHECK(std::isnan(l.range_min));  // a float pair has no quantized range
+      CHECK(l.clipped_share() == 0);
+    }
+  }
+  CHECK(seen_x);
 }
