@@ -48,7 +48,7 @@ void add_search_flags(CLI::App& app, SearchFlags& f) {
   app.add_option("--limit", f.data.limit, "use the first N samples of --data");
   app.add_option("--labels", f.labels, "accuracy target: int64 .npy of class labels, one per row of output 0 (--max-drop)")
       ->check(CLI::ExistingFile);
-  app.add_option("--min-snr", f.min_snr, "accuracy target: keep the fewest nodes float until SNR vs float >= DB on --data");
+  app.add_option("--min-snr", f.min_snr, "accuracy target: move the fewest nodes to 16 bits or float until SNR vs float >= DB on --data");
   app.add_option("--max-drop", f.max_drop, "accuracy target: ... until top-1 accuracy drops by <= PP points (needs --labels)");
   app.add_option("--min-agreement", f.min_agreement, "accuracy target: ... until top-1 agreement with float >= F (0..1)");
   app.add_option("--move-to", f.move_to,

@@ -92,7 +92,7 @@ expect_refused "needs --data" "$tmp/x.onnx" convert -o "$tmp/x.onnx" --min-snr 2
 expect_refused "--max-drop needs --labels" "$tmp/x.onnx" convert -o "$tmp/x.onnx" --data "$tmp/data" --max-drop 1
 expect_refused "give one accuracy target" "$tmp/x.onnx" convert -o "$tmp/x.onnx" --data "$tmp/data" --min-snr 25 --min-agreement 0.9
 expect_refused "go with an accuracy target" "$tmp/x.onnx" convert -o "$tmp/x.onnx" --data "$tmp/data"
-expect_refused "go with an accuracy target" "$tmp/x.onnx" convert -o "$tmp/x.onnx" --move-to float
+expect_refused "goes with an accuracy target" "$tmp/x.onnx" convert -o "$tmp/x.onnx" --move-to float
 expect_refused "a fraction in [0, 1]" "$tmp/x.onnx" convert -o "$tmp/x.onnx" --data "$tmp/data" --min-agreement 95
 expect_refused "not --dynamic" "$tmp/x.onnx" "$bin/qconvert" "$tmp/sens.onnx" --dynamic -o "$tmp/x.onnx" --data "$tmp/data" --min-snr 25
 echo "accuracy search ok"
