@@ -461,6 +461,12 @@ Status convert(Flags& f, const CLI::App& app) {
     }
     c.search = outcome.json;
     gate = outcome.gate;
+    // The decisions travel with the model (qrun --html shows them).
+    if (!outcome.moves.nodes.empty()) {
+      nlohmann::json record;
+      for (const char* key : {"goal", "met", "before", "after", "moved_to", "moved", "moved_nodes"}) record[key] = outcome.json[key];
+      c.graph->metadata.emplace_back("qtool.search", record.dump());
+    }
   }
   auto& graph = c.graph;
   auto& report = c.report;

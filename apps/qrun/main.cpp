@@ -325,6 +325,9 @@ Status run(const Flags& f) {
     QT_ASSIGN_OR_RETURN(target, quant::target::load_target(f.target));
   }
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
+  std::string search_record;  // qconvert's mixed-precision decisions, for --html
+  for (const auto& [key, value] : graph->metadata)
+    if (key == "qtool.search") search_record = value;
   // Lowering at prepare time (DESIGN "Interpreter"): DQ -> op -> Q patterns
   // become integer ops before the Session is built; --no-lower runs Q/DQ in float.
   std::optional<quant::interp::Requant> requant_flag;
@@ -406,7 +409,9 @@ Status run(const Flags& f) {
           {"model runs", std::to_string(result.model_runs)},
           {"all layers quantized", "SNR " + qtool::html::number(result.all_quantized.error.snr_db()) + " dB, top-1 agreement " +
                                        qtool::html::number(100.0 * result.all_quantized.agreement()) + "%"}};
-      QT_RETURN_IF_ERROR(qtool::sensitivity_page(facts, result).write(f.html));
+      auto page = qtool::sensitivity_page(facts, result);
+      qtool::add_search_section(page, search_record);
+      QT_RETURN_IF_ERROR(page.write(f.html));
     }
     if (f.json) std::printf("%s\n", qtool::sensitivity_json(result).dump(2).c_str());
     else qtool::print_sensitivity(result);
@@ -479,7 +484,11 @@ Status run(const Flags& f) {
     if (layers->skipped()) spdlog::warn("--per-layer: {} tensor pairs skipped (shapes or types differ)", layers->skipped());
   }
   if (options.saturation) s.saturation = options.saturation->by_node();
-  if (!f.html.empty()) QT_RETURN_IF_ERROR(qtool::per_layer_page(report_facts(f, s), s.layers, distributions).write(f.html));
+  if (!f.html.empty()) {
+    auto page = qtool::per_layer_page(report_facts(f, s), s.layers, distributions);
+    qtool::add_search_section(page, search_record);
+    QT_RETURN_IF_ERROR(page.write(f.html));
+  }
   print_summary(f, s);
   print_bench(std::move(bench_times), f.threads, f.json);
   return check_gates(f, s);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 namespace qtool {
 namespace {
 
@@ -62,6 +64,35 @@ void LayerDistributions::attach(quant::interp::LayerComparison& comparison) {
 const LayerDistributions::Pair* LayerDistributions::find(const std::string& tensor) const {
   auto it = pairs_.find(tensor);
   return it == pairs_.end() ? nullptr : &it->second;
+}
+
+void add_search_section(html::Page& page, const std::string& search_record) {
+  if (search_record.empty()) return;
+  page.heading("Mixed precision: qconvert's accuracy search");
+  const auto j = nlohmann::json::parse(search_record, nullptr, false);
+  const bool readable = j.is_object() && j.contains("moved") && j["moved"].is_array() && j.contains("goal") &&
+                        j["goal"].is_object() && j.contains("moved_to") && j["moved_to"].is_string();
+  if (!readable) {
+    page.paragraph("The model's qtool.search record is not readable; its decisions are not shown.");
+    return;
+  }
+  auto text = [](const nlohmann::json& v) { return v.is_number() ? html::number(v.get<double>()) : v.dump(); };
+  const auto& goal = j["goal"];
+  page.paragraph("The conversion missed its accuracy target, so the search moved the fewest layers it could to a higher "
+                 "precision: their activations to " + j["moved_to"].get<std::string>() +
+                 " (float: the layer is not quantized at all), ranked by the noise each adds alone.");
+  page.facts({{"target", (goal.contains("flag") ? goal["flag"].get<std::string>() : "") + " " +
+                             (goal.contains("value") ? text(goal["value"]) : "")},
+              {"as converted", j.contains("before") ? text(j["before"]) : "-"},
+              {"after the search", j.contains("after") ? text(j["after"]) : "-"},
+              {"met", j.value("met", false) ? "yes" : "no"},
+              {"layers moved", std::to_string(j["moved"].size()) + " to " + j["moved_to"].get<std::string>()}});
+  html::Table t;
+  t.caption = "Layers moved (each with its fused activation), most harmful first";
+  t.header = {"layer", "moved to"};
+  t.numeric = {false, false};
+  for (const auto& m : j["moved"]) t.rows.push_back({m.is_string() ? m.get<std::string>() : m.dump(), j["moved_to"].get<std::string>()});
+  page.table(t);
 }
 
 html::Page per_layer_page(const std::vector<std::pair<std::string, std::string>>& facts, const std::vector<Layer>& layers,

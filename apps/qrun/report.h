@@ -47,4 +47,10 @@ html::Page per_layer_page(const std::vector<std::pair<std::string, std::string>>
 // order, and the ranking with the method each number comes from.
 html::Page sensitivity_page(const std::vector<std::pair<std::string, std::string>>& facts, const SensitivityResult& result);
 
+// The mixed-precision decisions of qconvert's accuracy search, from the
+// model's `qtool.search` metadata (JSON, see apps/qconvert/accuracy_search.h):
+// the goal, the metric before and after, and the layers moved and where. A
+// model without the record gets nothing; an unreadable record says so.
+void add_search_section(html::Page& page, const std::string& search_record);
+
 }  // namespace qtool

@@ -55,6 +55,21 @@ w = [i for i in m.graph.initializer if i.name.startswith("w_bad") and i.data_typ
 assert w, "bad's weights are not 8-bit"
 PY
 "$bin/qconvert" --check-target ort-x86 "$tmp/a/s.onnx" >/dev/null || fail "a 16-bit move is not ort-x86's"
+# The decisions travel with the model (metadata qtool.search) and qrun --html shows them.
+"$bin/qrun" "$tmp/a/s.onnx" --reference "$tmp/a/sens.onnx" --data "$tmp/a/data" --per-layer --html "$tmp/a/page.html" \
+  --quiet >/dev/null 2>&1 || fail "qrun --per-layer --html on the searched model failed"
+$py - "$tmp/a/s.onnx" "$tmp/a/page.html" "$tmp/a/r.json" <<'PY' || fail "the search's decisions are not in the model or the page"
+import json, sys, onnx
+import xml.etree.ElementTree as ET
+meta = {p.key: p.value for p in onnx.load(sys.argv[1]).metadata_props}
+rec = json.loads(meta["qtool.search"])
+assert rec["moved_to"] == "uint16" and rec["moved"] == json.load(open(sys.argv[3]))["search"]["moved"], rec
+page = open(sys.argv[2]).read()
+root = ET.fromstring(page)
+text = " ".join(root.itertext())
+assert "Mixed precision: qconvert's accuracy search" in text, "no search section"
+assert "--min-snr 30" in text and rec["moved"][0] in text and "uint16" in text, "search section incomplete"
+PY
 "$bin/qrun" "$tmp/a/s.onnx" --reference "$tmp/a/sens.onnx" --data "$tmp/a/data" --min-snr 30 --quiet >/dev/null ||
   fail "the 16-bit model misses --min-snr 30 in qrun"
 # --move-to float keeps the old behaviour; --move-to 16-bit on a target without a mix is refused.
@@ -69,6 +84,8 @@ convert -o "$tmp/easy.onnx" --data "$tmp/data" --min-agreement 0.5 --report "$tm
   fail "qconvert --min-agreement 0.5 failed"
 $py -c "import json,sys; s=json.load(open(sys.argv[1]))['search']; assert s['met'] and s['moved']==[] and s['evaluations']==1, s" \
   "$tmp/easy.json" || fail "an easy target moved nodes"
+$py -c "import onnx,sys; m=onnx.load(sys.argv[1]); assert 'qtool.search' not in {p.key for p in m.metadata_props}" "$tmp/easy.onnx" ||
+  fail "a model the search left alone carries a search record"
 
 # An unnamed broken node cannot be kept float: exit 3, the best model written, the shortfall said.
 mkdir -p "$tmp/u"
