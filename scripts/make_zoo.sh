@@ -15,12 +15,14 @@
 # python3-torch and the install below skips recommendations. Idempotent: models
 # already exported are skipped. Extra arguments go to make_zoo.py
 # (--only NAME,..., --force). Runs that overlap (zoo tests under ctest -j)
-# take turns on a lock in the zoo directory, so a model is exported once.
+# take turns on a lock in the zoo directory for the packages, then share the
+# models (a lock each, make_zoo.py), so a model is exported once and two runs
+# train two models at a time.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 zoo=${ZOO_DIR:-$repo/.cache/zoo}
 
-# Held from here on: also keeps overlapping runs from installing at once.
+# Held while the packages install: overlapping runs do not install at once.
 mkdir -p "$zoo"
 exec 9>"$zoo/.lock"
 flock 9
@@ -39,6 +41,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   echo "make_zoo: installed in $((SECONDS - start)) s" >&2
 fi
+
+exec 9>&-  # the packages are in; make_zoo.py locks each model
 
 start=$SECONDS
 /usr/bin/python3 "$repo/scripts/make_zoo.py" --out "$zoo" "$@"
