@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks of qtool. Each section is independent; run all, or name sections:
-#   scripts/bench.sh [qprofile-memory] [speed] [targets] [kernels]
+#   scripts/bench.sh [qprofile-memory] [speed] [targets] [kernels] [scale]
 # Builds are not triggered here: run scripts/setup.sh first.
 # speed needs the zoo (scripts/make_zoo.sh) and ONNX Runtime (scripts/setup_ort.sh);
 # BENCH_MODELS (default "resnet18 mobilenet_v2"), BENCH_THREADS ("1 2"),
@@ -257,6 +257,56 @@ bench_kernels() {
   done
 }
 
+# ---------------------------------------------------------------------------
+# scale: qconvert on synthetic decoder-shaped models (scripts/make_decoder.py:
+# embedding, attention and MLP MatMuls, LayerNorm) whose float32 weights are
+# BENCH_SCALE_GIB GiB (default "1 4 12"), in external data. For each: the time
+# to read the weights once (cat to /dev/null, same run), then time, peak RSS
+# and output size of qconvert --dynamic --weights int4 and --dynamic (int8),
+# against DESIGN "Large models"' targets: peak RSS <= 1.5 GiB + the largest
+# tensor, time <= 1.5x the read. qrun then runs the int8 output (one sample),
+# and ONNX Runtime loads and runs it when scripts/setup_ort.sh has installed it.
+# Needs about 1.6x the largest size free in TMPDIR; models are removed after use.
+# ---------------------------------------------------------------------------
+bench_scale() {
+  echo "== scale: streaming conversion of large models; host ISA: $(grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  local gib dir t0 t_read largest ort_js="$repo/tests/interop/ort_run.js"
+  for gib in ${BENCH_SCALE_GIB:-1 4 12}; do
+    dir="$work/scale$gib"
+    mkdir -p "$dir"
+    $py "$repo/scripts/make_decoder.py" "$dir/m.onnx" --gib "$gib" --inputs "$dir/ids"
+    largest=$($py - "$dir/m.onnx" <<'PY'
+import sys, onnx
+m = onnx.load(sys.argv[1], load_external_data=False)
+print(max(int(dict((e.key, e.value) for e in t.external_data)["length"]) for t in m.graph.initializer))
+PY
+)
+    t0=$EPOCHREALTIME
+    cat "$dir/m.onnx.data" >/dev/null
+    t_read=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+    echo "$gib GiB: read once ${t_read} s; largest tensor $((largest >> 20)) MiB"
+    local mode out rss secs
+    for mode in int4 int8; do
+      out="$dir/q_$mode.onnx"
+      t0=$EPOCHREALTIME
+      rss=$(/usr/bin/time -f %M "$bin/qconvert" "$dir/m.onnx" --dynamic --weights "$mode" -o "$out" 2>&1 >/dev/null | tail -n 1)
+      secs=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+      awk -v g="$gib" -v m="$mode" -v s="$secs" -v r="$t_read" -v k="$rss" -v l="$largest" \
+        -v o="$(du -cb "$out"* | tail -n 1 | cut -f1)" 'BEGIN {
+          bound = 1.5 * 1024 * 1024 + l / 1024
+          printf "  %s GiB %s: %.1f s (%.2fx the read), peak RSS %.2f GiB (bound %.2f GiB: %s), output %.2f GiB\n",
+            g, m, s, s / (r > 0 ? r : 1), k / 1048576, bound / 1048576, k <= bound ? "met" : "MISSED", o / 2^30 }'
+    done
+    rss=$(/usr/bin/time -f %M "$bin/qrun" "$dir/q_int8.onnx" --data "$dir/ids" --limit 1 -o "$dir/run" --quiet 2>&1 >/dev/null | tail -n 1)
+    echo "  qrun runs the int8 output: peak RSS $(awk -v k="$rss" 'BEGIN { printf "%.2f", k / 1048576 }') GiB"
+    if [ -d "$repo/.cache/ort/node_modules/onnxruntime-node" ]; then
+      node "$ort_js" "$dir/q_int8.onnx" "$dir/ids" "$dir/ort" >/dev/null &&
+        echo "  ONNX Runtime loads and runs the int8 output" || echo "  ONNX Runtime FAILED on the int8 output"
+    fi
+    rm -rf "$dir"
+  done
+}
+
 sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=(qprofile-memory speed)
 for s in "${sections[@]}"; do
@@ -265,6 +315,7 @@ for s in "${sections[@]}"; do
     speed) bench_speed ;;
     targets) bench_targets ;;
     kernels) bench_kernels ;;
-    *) echo "error: unknown bench section '$s' (known: qprofile-memory, speed, targets, kernels)" >&2; exit 2 ;;
+    scale) bench_scale ;;
+    *) echo "error: unknown bench section '$s' (known: qprofile-memory, speed, targets, kernels, scale)" >&2; exit 2 ;;
   esac
 done

@@ -14,6 +14,7 @@
 #include "apps/qconvert/check_target.h"
 #include "libquant/core/file_util.h"
 #include "libquant/core/sha256.h"
+#include "libquant/io/external_data.h"
 #include "libquant/interp/fold.h"
 #include "libquant/ir/signature.h"
 #include "libquant/onnx/model_io.h"
@@ -53,8 +54,21 @@ struct Flags {
   int64_t group_size = 0;  // 0: not given (int4 default 32)
   qtool::SearchFlags search;  // --data with --min-snr / --max-drop / --min-agreement
   bool equalize = false, equalize_relu6 = false, bias_correction = false;  // need --data (search.data)
+  std::string external_data = "auto";  // --external-data auto|always|never
+  int64_t external_threshold = 1024;     // --external-data-threshold BYTES
   bool verbose = false;
 };
+
+// How the output stores its initializers (DESIGN "Large models").
+quant::onnx_io::SaveOptions save_options(const Flags& f, quant::io::ExternalDataWriter* writer) {
+  quant::onnx_io::SaveOptions o;
+  o.external = f.external_data == "always" ? quant::onnx_io::ExternalData::Always
+               : f.external_data == "never" ? quant::onnx_io::ExternalData::Never
+                                            : quant::onnx_io::ExternalData::Auto;
+  o.threshold = f.external_threshold;
+  o.writer = writer;
+  return o;
+}
 
 // One static conversion: the quantized graph, its decisions, and (after an
 // accuracy search) the search's record for the report.
@@ -267,6 +281,17 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
   opt.uint8_weights = f.weights == "uint8";
   opt.exclude_nodes.insert(f.exclude_nodes.begin(), f.exclude_nodes.end());
   opt.exclude_ops.insert(f.exclude_ops.begin(), f.exclude_ops.end());
+  // Streaming (DESIGN "Large models"): when the output will hold its weights
+  // in a data file, each quantized weight goes there as it is made, so the
+  // conversion holds about one layer in memory whatever the model's size.
+  std::unique_ptr<quant::io::ExternalDataWriter> writer;
+  if (f.external_data == "always" || (f.external_data == "auto" && bytes.before > quant::onnx_io::kAutoExternalBytes)) {
+    QT_ASSIGN_OR_RETURN(writer, quant::io::ExternalDataWriter::create(quant::onnx_io::external_data_path(f.output)));
+    opt.spill = [&](quant::Tensor t) -> quant::Expected<quant::Tensor> {
+      if (static_cast<int64_t>(t.byte_size()) < f.external_threshold) return t;
+      return writer->spill(std::move(t));
+    };
+  }
   QT_RETURN_IF_ERROR(upgrade_opset(f, *graph, quant::passes::dynamic_opset_need(opt), notes, nullptr));
   QT_RETURN_IF_ERROR(prepare_graph(f, *graph, notes));
   auto report = quant::passes::quantize_dynamic(*graph, opt);
@@ -281,7 +306,7 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
   graph->producer_name = "qtool";
   graph->producer_version = QTOOL_VERSION;
   if (!f.report.empty()) QT_RETURN_IF_ERROR(quant::write_file_atomic(f.report, report_json(f, *report, bytes)));
-  return quant::onnx_io::save_model(*graph, f.output);
+  return quant::onnx_io::save_model(*graph, f.output, save_options(f, writer.get()));
 }
 
 // --equalize (passes/equalize.h) on the prepared float graph. The activations
@@ -493,7 +518,7 @@ Status convert(Flags& f, const CLI::App& app) {
     const WeightBytes bytes{c.bytes_before, quant::passes::initializer_bytes(*graph)};
     QT_RETURN_IF_ERROR(quant::write_file_atomic(f.report, report_json(f, report, bytes, c.search)));
   }
-  QT_RETURN_IF_ERROR(quant::onnx_io::save_model(*graph, f.output));
+  QT_RETURN_IF_ERROR(quant::onnx_io::save_model(*graph, f.output, save_options(f, nullptr)));
   return gate;  // exit 3 when the accuracy target could not be met (the best model is written)
 }
 
@@ -556,6 +581,13 @@ int main(int argc, char** argv) {
                  "(changes the float model where activations exceed 6)");
     app.add_flag("--bias-correction", f.bias_correction,
                  "fold each quantized Conv/Gemm's mean output error (W_q - W) E[x], measured on --data, into its bias");
+    app.add_option("--external-data", f.external_data,
+                   "store the output's weights in OUTPUT.data beside it: auto (when they exceed 1 GiB, or the "
+                   "model's do), always, never (one file; fails above protobuf's 2 GiB)")
+        ->check(CLI::IsMember({"auto", "always", "never"}));
+    app.add_option("--external-data-threshold", f.external_threshold,
+                   "with external data: initializers of at least this many bytes go to the data file (default 1024)")
+        ->check(CLI::NonNegativeNumber);
     app.add_flag("--force", f.force, "use a profile made from another model");
     app.add_flag("-v,--verbose", f.verbose, "debug logging");
     int code = 0;

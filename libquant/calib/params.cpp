@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cfloat>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <string>
 
@@ -120,11 +121,30 @@ QuantParams choose_weight_params(const Tensor& weights, int64_t axis, DType qtyp
   if (axis >= 0)
     for (int64_t d = axis + 1; d < weights.rank(); ++d) inner *= weights.dim(d);
   std::vector<double> absmax(static_cast<size_t>(std::max<int64_t>(channels, 1)), 0.0);
-  for (int64_t i = 0; i < weights.size(); ++i) {
-    float v = value_as_float(weights, i);
-    if (!std::isfinite(v)) continue;
-    size_t c = axis < 0 ? 0 : static_cast<size_t>((i / inner) % channels);
-    absmax[c] = std::max(absmax[c], static_cast<double>(std::abs(v)));
+  if (weights.dtype() == DType::Float32) {
+    // Row by row over [outer, channels, inner], in memory order: the weights
+    // of a large model are read once, streaming (DESIGN "Large models").
+    // max(|v|) in float is exact, so the result equals the general loop's.
+    const float* w = weights.data<float>();
+    const int64_t per_channel = axis < 0 ? weights.size() : inner;
+    const int64_t runs = per_channel == 0 ? 0 : weights.size() / per_channel;
+    for (int64_t r = 0; r < runs; ++r) {
+      const float* row = w + r * per_channel;
+      float m = 0.0f;
+      for (int64_t j = 0; j < per_channel; ++j) {
+        const float a = std::abs(row[j]);
+        if (a <= std::numeric_limits<float>::max()) m = std::max(m, a);  // skips NaN and Inf
+      }
+      double& slot = absmax[axis < 0 ? 0 : static_cast<size_t>(r % channels)];
+      slot = std::max(slot, static_cast<double>(m));
+    }
+  } else {
+    for (int64_t i = 0; i < weights.size(); ++i) {
+      float v = value_as_float(weights, i);
+      if (!std::isfinite(v)) continue;
+      size_t c = axis < 0 ? 0 : static_cast<size_t>((i / inner) % channels);
+      absmax[c] = std::max(absmax[c], static_cast<double>(std::abs(v)));
+    }
   }
   SymmetricGrid grid = symmetric_grid(qtype);
   if (max_level > 0 && max_level < grid.steps) grid.steps = max_level;

@@ -37,39 +37,54 @@ Expected<std::string> read_file(const std::string& path) {
   return ss.str();
 }
 
-Status write_file_atomic(const std::string& path, const std::string& bytes) {
+Expected<int> create_temp_beside(const std::string& path, std::string* tmp) {
   namespace fs = std::filesystem;
   fs::path target(path);
   fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Status::bad_input(path + ": directory " + dir.string() + " does not exist");
-  std::string tmpl = (dir / ("." + target.filename().string() + ".tmpXXXXXX")).string();
-  int fd = mkstemp(tmpl.data());
+  *tmp = (dir / ("." + target.filename().string() + ".tmpXXXXXX")).string();
+  int fd = mkstemp(tmp->data());
   if (fd < 0) return Status::bad_input(path + ": cannot create a file there (" + std::strerror(errno) + ")");
+  // mkstemp creates 0600; give the output the usual permissions.
+  ::fchmod(fd, 0644);
+  return fd;
+}
+
+Status write_all(int fd, const void* data, size_t size, const std::string& path) {
+  const auto* p = static_cast<const char*>(data);
   size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+  while (done < size) {
+    ssize_t n = ::write(fd, p + done, size - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmpl.c_str());
-      return Status::internal(path + ": write failed (" + why + ")");
+      return Status::internal(path + ": write failed (" + std::strerror(errno) + ")");
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmpl.c_str());
-    return Status::internal(path + ": write failed (" + std::strerror(errno) + ")");
-  }
-  // mkstemp creates 0600; give the output the usual permissions.
-  ::chmod(tmpl.c_str(), 0644);
-  if (std::rename(tmpl.c_str(), path.c_str()) != 0) {
+  return Status::ok();
+}
+
+Status rename_into_place(const std::string& tmp, const std::string& path) {
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::string why = std::strerror(errno);
-    ::unlink(tmpl.c_str());
+    ::unlink(tmp.c_str());
     return Status::bad_input(path + ": cannot write (" + why + ")");
   }
   return Status::ok();
+}
+
+Status write_file_atomic(const std::string& path, const std::string& bytes) {
+  std::string tmp;
+  QT_ASSIGN_OR_RETURN(int fd, create_temp_beside(path, &tmp));
+  Status st = write_all(fd, bytes.data(), bytes.size(), path);
+  if (st && ::fsync(fd) != 0) st = Status::internal(path + ": write failed (" + std::strerror(errno) + ")");
+  if (::close(fd) != 0 && st) st = Status::internal(path + ": write failed (" + std::strerror(errno) + ")");
+  if (!st) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  return rename_into_place(tmp, path);
 }
 
 }  // namespace quant

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <new>
 
 namespace quant {
@@ -113,6 +114,7 @@ Tensor::Tensor(DType dtype, Dims shape) : dtype_(dtype), shape_(std::move(shape)
   g_allocations.fetch_add(1, std::memory_order_relaxed);
   std::memset(p, 0, bytes);
   data_.reset(p);
+  bytes_ = p;
   if (dtype_ == DType::String) strings_ = std::make_shared<const std::vector<std::string>>(static_cast<size_t>(size_));
 }
 
@@ -121,8 +123,49 @@ Expected<Tensor> Tensor::create(DType dtype, Dims shape) {
   return Tensor(dtype, std::move(shape));
 }
 
+Tensor Tensor::mapped(DType dtype, Dims shape, std::shared_ptr<const MappedRegion> region) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.size_ = element_count(t.shape_);
+  assert(dtype != DType::Bool && dtype != DType::String && dtype != DType::Int4 && dtype != DType::UInt4);
+  assert(region && region->length() == static_cast<int64_t>(t.byte_size()));
+  assert(reinterpret_cast<uintptr_t>(region->data()) % 64 == 0 || t.byte_size() == 0);
+  t.mapped_ = std::move(region);
+  t.bytes_ = t.mapped_->data();
+  return t;
+}
+
+Tensor::Tensor(Tensor&& other) noexcept
+    : dtype_(other.dtype_),
+      shape_(std::move(other.shape_)),
+      size_(other.size_),
+      data_(std::move(other.data_)),
+      mapped_(std::move(other.mapped_)),
+      bytes_(std::exchange(other.bytes_, nullptr)),
+      kind_(other.kind_),
+      elem_dtype_(other.elem_dtype_),
+      items_(std::move(other.items_)),
+      strings_(std::move(other.strings_)) {}
+
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  if (this != &other) {
+    dtype_ = other.dtype_;
+    shape_ = std::move(other.shape_);
+    size_ = other.size_;
+    data_ = std::move(other.data_);
+    mapped_ = std::move(other.mapped_);
+    bytes_ = std::exchange(other.bytes_, nullptr);
+    kind_ = other.kind_;
+    elem_dtype_ = other.elem_dtype_;
+    items_ = std::move(other.items_);
+    strings_ = std::move(other.strings_);
+  }
+  return *this;
+}
+
 Tensor::Tensor(const Tensor& other) : Tensor(other.dtype_, other.shape_) {
-  if (other.data_) std::memcpy(data_.get(), other.data_.get(), byte_size());
+  if (other.raw()) std::memcpy(data_.get(), other.raw(), byte_size());
   kind_ = other.kind_;
   elem_dtype_ = other.elem_dtype_;
   items_ = other.items_;

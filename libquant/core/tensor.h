@@ -1,4 +1,5 @@
-// A dense, row-major tensor that owns 64-byte aligned storage.
+// A dense, row-major tensor over 64-byte aligned storage: owned, or a mapped
+// region of a model's external data file (weights, read on first touch).
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "libquant/core/dtype.h"
+#include "libquant/core/mapped_file.h"
 #include "libquant/core/status.h"
 
 namespace quant {
@@ -70,10 +72,17 @@ class Tensor {
   Tensor(DType dtype, Dims shape);
   // As the constructor, but a shape that check_tensor_size refuses is bad_input.
   static Expected<Tensor> create(DType dtype, Dims shape);
+  // A tensor whose bytes are `region` (little endian, one element per
+  // dtype_size, so neither Bool, String nor the int4 types); the region's
+  // length must be the byte size and its data 64-byte aligned (asserted).
+  // Copies of it own their bytes; moves keep the mapping.
+  static Tensor mapped(DType dtype, Dims shape, std::shared_ptr<const MappedRegion> region);
+  // The mapped region holding the bytes, or nullptr when they are owned.
+  const MappedRegion* mapping() const { return mapped_.get(); }
   Tensor(const Tensor& other);
   Tensor& operator=(const Tensor& other);
-  Tensor(Tensor&&) noexcept = default;
-  Tensor& operator=(Tensor&&) noexcept = default;
+  Tensor(Tensor&& other) noexcept;
+  Tensor& operator=(Tensor&& other) noexcept;
 
   template <class T>
   static Tensor from_vector(Dims shape, const std::vector<T>& values) {
@@ -98,8 +107,8 @@ class Tensor {
   // Same bytes, new shape with the same element count (Reshape).
   void reshape(Dims shape);
 
-  void* raw() { return data_.get(); }
-  const void* raw() const { return data_.get(); }
+  void* raw() { return bytes_; }
+  const void* raw() const { return bytes_; }
   template <class T>
   T* data() { return static_cast<T*>(raw()); }
   template <class T>
@@ -122,6 +131,8 @@ class Tensor {
   Dims shape_;
   int64_t size_ = 0;
   std::unique_ptr<std::byte[], AlignedFree> data_;
+  std::shared_ptr<const MappedRegion> mapped_;  // the bytes when data_ is null
+  std::byte* bytes_ = nullptr;                  // data_.get() or mapped_->data()
   Kind kind_ = Kind::Tensor;
   DType elem_dtype_ = DType::Undefined;
   std::shared_ptr<const std::vector<Tensor>> items_;  // immutable once made: copies share it

@@ -90,10 +90,17 @@ bool parse_int64(const std::string& s, int64_t& out) {
   return ec == std::errc() && ptr == s.data() + s.size();
 }
 
-// Reads the `want` bytes of an external tensor. The location must stay inside
-// base_dir (after resolving "..", and symlinks that exist), name a regular file,
-// and hold [offset, offset + want).
-Expected<std::string> read_external(const onnx::TensorProto& p, const std::string& base_dir, int64_t want) {
+// Tensors at least this large are mapped rather than read (smaller ones would
+// each hold a page or more of address space and a mapping for little gain).
+constexpr int64_t kMapBytes = 64 << 10;
+
+// The `want` bytes of an external tensor of `dtype` and `shape`. The location
+// must stay inside base_dir (after resolving "..", and symlinks that exist),
+// name a regular file, and hold [offset, offset + want). Large tensors whose
+// bytes are the in-memory form and 64-byte aligned in the file are mapped
+// (DESIGN "Large models"); the others are read.
+Expected<Tensor> read_external(const onnx::TensorProto& p, const std::string& base_dir, DType dtype, const Dims& shape,
+                               int64_t want) {
   namespace fs = std::filesystem;
   const std::string who = "tensor '" + p.name() + "'";
   std::string location;
@@ -127,6 +134,12 @@ Expected<std::string> read_external(const onnx::TensorProto& p, const std::strin
   if (offset < 0 || offset > file_size || want > file_size - offset)
     return Status::bad_input(who + ": external data file '" + full.string() + "' (" + std::to_string(file_size) +
                              " bytes) is too short for " + std::to_string(want) + " bytes at offset " + std::to_string(offset));
+  const bool packed = dtype == DType::Int4 || dtype == DType::UInt4;
+  if (want >= kMapBytes && offset % 64 == 0 && !packed && dtype != DType::Bool) {
+    auto region = MappedRegion::map(full.string(), offset, want);
+    if (!region) return region.status().with_context(who);
+    return Tensor::mapped(dtype, shape, *std::move(region));
+  }
   std::ifstream in(full, std::ios::binary);
   if (!in) return Status::bad_input(who + ": cannot open external data file '" + full.string() + "'");
   std::string bytes(static_cast<size_t>(want), '\0');
@@ -134,7 +147,9 @@ Expected<std::string> read_external(const onnx::TensorProto& p, const std::strin
   in.read(bytes.data(), want);
   if (!in || in.gcount() != want)
     return Status::bad_input(who + ": reading external data file '" + full.string() + "' failed");
-  return bytes;
+  Tensor t(dtype, shape);
+  fill_raw(bytes, t);
+  return t;
 }
 
 }  // namespace
@@ -165,10 +180,7 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string
                              std::string(dtype_name(*dtype)));
   };
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
-    QT_ASSIGN_OR_RETURN(std::string bytes, read_external(p, base_dir, want));
-    Tensor t(*dtype, shape);
-    fill_raw(bytes, t);
-    return t;
+    return read_external(p, base_dir, *dtype, shape, want);
   }
   if (p.has_raw_data()) {
     const auto have = static_cast<int64_t>(p.raw_data().size());
@@ -196,16 +208,35 @@ void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto
     return;
   }
   if (t.dtype() == DType::Int4 || t.dtype() == DType::UInt4) {
-    std::string packed(static_cast<size_t>((t.size() + 1) / 2), '\0');
-    const auto* v = t.data<uint8_t>();
-    for (int64_t i = 0; i < t.size(); ++i) {
-      uint8_t nib = v[i] & 0xF;
-      packed[static_cast<size_t>(i / 2)] = static_cast<char>(packed[static_cast<size_t>(i / 2)] | (i % 2 ? nib << 4 : nib));
-    }
-    p->set_raw_data(packed);
+    p->set_raw_data(pack_int4(t));
     return;
   }
   p->set_raw_data(std::string(static_cast<const char*>(t.raw()), t.byte_size()));
+}
+
+std::string pack_int4(const Tensor& t) {
+  std::string packed(static_cast<size_t>((t.size() + 1) / 2), '\0');
+  const auto* v = t.data<uint8_t>();
+  for (int64_t i = 0; i < t.size(); ++i) {
+    uint8_t nib = v[i] & 0xF;
+    packed[static_cast<size_t>(i / 2)] = static_cast<char>(packed[static_cast<size_t>(i / 2)] | (i % 2 ? nib << 4 : nib));
+  }
+  return packed;
+}
+
+void tensor_to_external_proto(const Tensor& t, const std::string& name, const ExternalRef& ref, onnx::TensorProto* p) {
+  p->Clear();
+  p->set_name(name);
+  p->set_data_type(static_cast<int>(t.dtype()));
+  for (int64_t d : t.shape()) p->add_dims(d);
+  p->set_data_location(onnx::TensorProto::EXTERNAL);
+  const std::pair<const char*, std::string> entries[] = {
+      {"location", ref.location}, {"offset", std::to_string(ref.offset)}, {"length", std::to_string(ref.length)}};
+  for (const auto& [key, value] : entries) {
+    auto* kv = p->add_external_data();
+    kv->set_key(key);
+    kv->set_value(value);
+  }
 }
 
 Expected<Tensor> read_tensor_pb(const std::string& path, std::string* name) {

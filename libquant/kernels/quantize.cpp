@@ -85,7 +85,34 @@ void quantize_row_vector(const float* x, Q* y, int64_t n, float scale, int32_t z
   }
 #endif
   for (; i < n; ++i) y[i] = quantize_one<Q>(x[i], scale, zero_point);
+}
 
+// As quantize_row_vector with a scale (and zero point) per element: a row of a
+// [.., N] tensor quantized per channel along its last axis (MatMul weights
+// [K, N] per output column). The same arithmetic lane by lane.
+template <class Q>
+void quantize_row_per_element(const float* x, Q* y, int64_t n, const float* scale, const Q* zero_point) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  if constexpr (sizeof(Q) == 1) {
+    const __m128 big = _mm_set1_ps(16777216.0f), small = _mm_set1_ps(-16777216.0f);
+    auto four = [&](int64_t k) {
+      const __m128i zp = zero_point ? _mm_setr_epi32(zero_point[k], zero_point[k + 1], zero_point[k + 2], zero_point[k + 3])
+                                    : _mm_setzero_si128();
+      const __m128 q = _mm_div_ps(_mm_loadu_ps(x + k), _mm_loadu_ps(scale + k));
+      const __m128i nan = _mm_castps_si128(_mm_cmpunord_ps(q, q));
+      const __m128i r = _mm_add_epi32(_mm_cvtps_epi32(_mm_min_ps(_mm_max_ps(q, small), big)), zp);
+      return _mm_or_si128(_mm_and_si128(nan, zp), _mm_andnot_si128(nan, r));
+    };
+    for (; i + 16 <= n; i += 16) {
+      const __m128i lo = _mm_packs_epi32(four(i), four(i + 4));
+      const __m128i hi = _mm_packs_epi32(four(i + 8), four(i + 12));
+      const __m128i b = std::is_signed_v<Q> ? _mm_packs_epi16(lo, hi) : _mm_packus_epi16(lo, hi);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), b);
+    }
+  }
+#endif
+  for (; i < n; ++i) y[i] = quantize_one<Q>(x[i], scale[i], zero_point ? static_cast<int32_t>(zero_point[i]) : 0);
 }
 
 }  // namespace
@@ -98,6 +125,11 @@ void quantize_linear(const float* x, Q* y, int64_t outer, int64_t axis_len, int6
   layout.check();
   if (block_size == 0 && scale_count == 1) {  // per tensor: one row
     quantize_row_vector(x, y, outer * axis_len * inner, scale[0], zero_point ? static_cast<int32_t>(zero_point[0]) : 0);
+    return;
+  }
+  if (block_size == 0 && inner == 1 && scale_count == axis_len) {  // per channel along the last axis
+    for (int64_t o = 0; o < outer; ++o)
+      quantize_row_per_element(x + o * axis_len, y + o * axis_len, axis_len, scale, zero_point);
     return;
   }
   for (int64_t o = 0; o < outer; ++o) {

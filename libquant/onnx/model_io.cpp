@@ -2,11 +2,18 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <unistd.h>
+
+#include <cassert>
+#include <cerrno>
 #include <climits>
+#include <cstring>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "libquant/core/file_util.h"
+#include "libquant/io/external_data.h"
 #include "libquant/io/tensor_proto.h"
 
 namespace quant::onnx_io {
@@ -333,6 +340,32 @@ Expected<std::unique_ptr<ir::Graph>> load_model_from_bytes(std::string_view byte
 }
 
 void export_model(const ir::Graph& g, onnx::ModelProto* model) {
+  Status st = export_model(g, model, nullptr, 0);
+  assert(st.is_ok());  // without a writer nothing can fail
+  (void)st;
+}
+
+// The initializers' protos, in the graph's order: inline, or in `writer`'s file.
+static Status export_initializers(const ir::Graph& g, onnx::GraphProto* gp, io::ExternalDataWriter* writer, int64_t threshold) {
+  int k = 0;
+  for (const ir::Value* v : g.initializers()) {
+    const Tensor& t = *v->constant;
+    onnx::TensorProto* p = gp->mutable_initializer(k++);
+    const bool packed = t.dtype() == DType::Int4 || t.dtype() == DType::UInt4;
+    const auto bytes = static_cast<int64_t>(packed ? (t.size() + 1) / 2 : t.byte_size());
+    std::optional<io::ExternalRef> ref = writer ? writer->find(t) : std::nullopt;
+    if (!ref && writer && t.dtype() != DType::String && bytes > 0 && bytes >= threshold) {
+      auto appended = writer->append(t);
+      if (!appended) return appended.status();
+      ref = *appended;
+    }
+    if (ref) io::tensor_to_external_proto(t, v->name(), *ref, p);
+    else io::tensor_to_proto(t, v->name(), p);
+  }
+  return Status::ok();
+}
+
+Status export_model(const ir::Graph& g, onnx::ModelProto* model, io::ExternalDataWriter* writer, int64_t threshold) {
   model->Clear();
   model->set_ir_version(g.ir_version);
   model->set_producer_name(g.producer_name);
@@ -360,7 +393,7 @@ void export_model(const ir::Graph& g, onnx::ModelProto* model) {
     listed.insert(v);
   }
   for (const ir::Value* v : g.initializers()) {
-    io::tensor_to_proto(*v->constant, v->name(), gp->add_initializer());
+    gp->add_initializer();
     listed.insert(v);
   }
   for (const auto& n : g.nodes()) {
@@ -381,14 +414,48 @@ void export_model(const ir::Graph& g, onnx::ModelProto* model) {
       }
     }
   }
+  return export_initializers(g, gp, writer, threshold);
 }
 
-Status save_model(const ir::Graph& graph, const std::string& path) {
+std::string external_data_path(const std::string& path) { return path + ".data"; }
+
+Status save_model(const ir::Graph& graph, const std::string& path, const SaveOptions& o) {
+  io::ExternalDataWriter* writer = o.writer;
+  bool external = o.external == ExternalData::Always;
+  if (o.external == ExternalData::Auto) {
+    int64_t total = 0;
+    for (const ir::Value* v : graph.initializers()) total += static_cast<int64_t>(v->constant->byte_size());
+    external = total > kAutoExternalBytes || (writer && writer->bytes_written() > 0);
+  }
+  std::unique_ptr<io::ExternalDataWriter> own;
+  if (external && !writer) {
+    QT_ASSIGN_OR_RETURN(own, io::ExternalDataWriter::create(external_data_path(path)));
+    writer = own.get();
+  }
   onnx::ModelProto model;
-  export_model(graph, &model);
+  QT_RETURN_IF_ERROR(export_model(graph, &model, external ? writer : nullptr, o.threshold));
+  // Protobuf serializes at most 2 GiB (INT_MAX bytes) into one message.
+  if (model.ByteSizeLong() > static_cast<size_t>(INT_MAX))
+    return Status::bad_input(path + ": the model is larger than protobuf's 2 GiB limit; write its weights as external "
+                             "data (--external-data auto or always)");
   std::string bytes;
-  if (!model.SerializeToString(&bytes)) return Status::internal(path + ": model is too large to serialize (> 2 GiB)");
-  return write_file_atomic(path, bytes);
+  if (!model.SerializeToString(&bytes)) return Status::internal(path + ": serializing the model failed");
+  if (!external) return write_file_atomic(path, bytes);
+  // The model goes to a temporary file first, then the data file and the
+  // model take their names: a failure before the renames leaves neither.
+  std::string tmp;
+  QT_ASSIGN_OR_RETURN(int fd, create_temp_beside(path, &tmp));
+  Status st = write_all(fd, bytes.data(), bytes.size(), path);
+  if (st && ::fsync(fd) != 0) st = Status::internal(path + ": write failed (" + std::strerror(errno) + ")");
+  if (::close(fd) != 0 && st) st = Status::internal(path + ": write failed (" + std::strerror(errno) + ")");
+  if (st) st = writer->commit();
+  if (!st) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  st = rename_into_place(tmp, path);
+  if (!st) ::unlink(writer->path().c_str());  // no data file without its model
+  return st;
 }
 
 }  // namespace quant::onnx_io

@@ -14,6 +14,10 @@ namespace onnx {
 class ModelProto;
 }
 
+namespace quant::io {
+class ExternalDataWriter;
+}
+
 namespace quant::onnx_io {
 
 // Reads and imports a model file; errors name the file.
@@ -40,7 +44,29 @@ struct Subgraph {
 Expected<Subgraph> import_subgraph(const std::string& serialized_graph, const std::map<std::string, int64_t>& opset_imports);
 
 void export_model(const ir::Graph& graph, onnx::ModelProto* model);
-// Serializes and writes atomically.
-Status save_model(const ir::Graph& graph, const std::string& path);
+// The same, with initializers of at least `threshold` bytes (and every one
+// `writer` already holds) stored in `writer`'s external data file.
+Status export_model(const ir::Graph& graph, onnx::ModelProto* model, io::ExternalDataWriter* writer, int64_t threshold);
+
+// Where save_model puts initializers (DESIGN "Large models"): in the .onnx
+// file (Never), in an external data file beside it named "<path>.data"
+// (Always), or in one when the model's initializers exceed kAutoExternalBytes
+// or `writer` already holds some of them (Auto).
+enum class ExternalData { Auto, Always, Never };
+inline constexpr int64_t kAutoExternalBytes = int64_t{1} << 30;
+struct SaveOptions {
+  ExternalData external = ExternalData::Auto;
+  // The smallest initializer, in bytes, that goes to the external data file
+  // (ONNX's convert_model_to_external_data uses 1024 too).
+  int64_t threshold = 1024;
+  // A writer for "<path>.data" that passes already spilled tensors into
+  // (qconvert's streaming conversion); save_model commits it.
+  io::ExternalDataWriter* writer = nullptr;
+};
+// Serializes and writes atomically: the model and its data file appear
+// together, or neither does.
+Status save_model(const ir::Graph& graph, const std::string& path, const SaveOptions& options = {});
+// The name of the external data file save_model writes beside `path`.
+std::string external_data_path(const std::string& path);
 
 }  // namespace quant::onnx_io

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
+#include <string_view>
 
 #include "libquant/calib/params.h"
 #include "libquant/kernels/int4_matmul.h"
@@ -20,19 +23,32 @@ ir::Value* new_value(ir::Graph& g, const std::string& base, DType dtype) {
   return v;
 }
 
-// W [rows, cols] transposed.
+// W [rows, cols] transposed, in 32 x 32 tiles: element by element, every
+// write of a large weight missed the cache (most of a 12 GiB model's
+// conversion time, DESIGN "Large models").
 Tensor transposed(const Tensor& w) {
+  constexpr int64_t kTile = 32;
   const int64_t r = w.dim(0), c = w.dim(1);
   Tensor t(DType::Float32, {c, r});
-  for (int64_t i = 0; i < r; ++i)
-    for (int64_t j = 0; j < c; ++j) t.data<float>()[j * r + i] = w.data<float>()[i * c + j];
+  const float* src = w.data<float>();
+  float* dst = t.data<float>();
+  for (int64_t i0 = 0; i0 < r; i0 += kTile)
+    for (int64_t j0 = 0; j0 < c; j0 += kTile) {
+      const int64_t i1 = std::min(r, i0 + kTile), j1 = std::min(c, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j) dst[j * r + i] = src[i * c + j];
+    }
   return t;
 }
 
 // A MatMul / Gemm reduced to Y = X [.., K] x W [K, N] (+ bias [N]).
 struct Linear {
   ir::Value* x = nullptr;
-  Tensor w;                       // [K, N], alpha folded in
+  // [K, N], alpha folded in: the initializer itself for MatMul (not copied: a
+  // mapped weight is read once, DESIGN "Large models"), `owned` for Gemm.
+  const Tensor* view = nullptr;
+  Tensor owned;
+  const Tensor& w() const { return view ? *view : owned; }
   std::optional<Tensor> bias;     // [N], beta folded in
   std::string why_not;            // non-empty: stays float
 };
@@ -54,7 +70,7 @@ Linear as_linear(const ir::Node& n) {
       l.why_not = "1-D input (MatMulInteger wants rank >= 2)";
       return l;
     }
-    l.w = *w;
+    l.view = w;
     return l;
   }
   // Gemm (opset 7-13): Y = alpha * A' B' + beta * C.
@@ -62,10 +78,10 @@ Linear as_linear(const ir::Node& n) {
     l.why_not = "Gemm with transA";
     return l;
   }
-  l.w = n.attr_int("transB", 0) ? transposed(*w) : *w;
+  l.owned = n.attr_int("transB", 0) ? transposed(*w) : *w;
   const float alpha = n.attr_float("alpha", 1.0f), beta = n.attr_float("beta", 1.0f);
-  for (float& v : l.w.values<float>()) v *= alpha;
-  const int64_t N = l.w.dim(1);
+  for (float& v : l.owned.values<float>()) v *= alpha;
+  const int64_t N = l.owned.dim(1);
   if (n.inputs.size() > 2 && n.inputs[2]) {
     const Tensor* c = ir::constant_data(n.inputs[2]);
     if (!c || c->dtype() != DType::Float32 || (c->size() != N && c->size() != 1) || (c->rank() == 2 && c->dim(0) != 1)) {
@@ -95,23 +111,47 @@ class DynamicBuilder {
   ir::Value* constant(const std::string& base, Tensor t);
   ir::Value* rescale(ir::Node* before, const std::string& base, ir::Value* acc, const DynamicInput& in,
                      Tensor w_scale, ir::Value* out, const std::optional<Tensor>& bias);
+  void release_unused_weights(const std::vector<ir::Value*>& inputs);
 
   ir::Graph& g_;
   const DynamicOptions& o_;
   QuantizeReport report_;
   std::map<const ir::Value*, DynamicInput> dynamic_inputs_;  // one DynamicQuantizeLinear per activation
-  std::map<std::string, ir::Value*> constants_by_content_;
+  std::multimap<size_t, ir::Value*> constants_by_hash_;     // content hash -> constants made
+  Status spill_status_;
 };
+
+bool same_content(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.byte_size()) == 0;
+}
 
 // Exporters share one initializer between layers with equal weights (PyTorch
 // deduplicates them, qconvert's constant folding then copies them through
 // Identity); quantized constants with equal content are stored once again.
+// They are found by a hash of their bytes (a map keyed by the bytes would hold
+// a second copy of every weight) and compared in full when the hash matches.
 ir::Value* DynamicBuilder::constant(const std::string& base, Tensor t) {
-  std::string key = std::to_string(static_cast<int>(t.dtype())) + dims_to_string(t.shape());
-  key.append(static_cast<const char*>(t.raw()), t.byte_size());
-  auto [it, fresh] = constants_by_content_.try_emplace(std::move(key), nullptr);
-  if (fresh) it->second = add_constant(g_, base, std::move(t));
-  return it->second;
+  const size_t hash = std::hash<std::string_view>{}(
+      std::string_view(static_cast<const char*>(t.raw()), t.byte_size()));
+  auto [first, last] = constants_by_hash_.equal_range(hash);
+  for (auto it = first; it != last; ++it)
+    if (same_content(*it->second->constant, t)) return it->second;
+  if (o_.spill && spill_status_.is_ok()) {
+    auto spilled = o_.spill(std::move(t));
+    if (!spilled) spill_status_ = spilled.status();
+    else t = *std::move(spilled);
+  }
+  ir::Value* v = add_constant(g_, base, std::move(t));
+  constants_by_hash_.emplace(hash, v);
+  return v;
+}
+
+// Frees the constants among a removed node's `inputs` that nothing reads any
+// more, as soon as it is rewritten: a mapped float weight then leaves memory
+// before the next layer is read, so the pass holds one layer at a time.
+void DynamicBuilder::release_unused_weights(const std::vector<ir::Value*>& inputs) {
+  for (ir::Value* v : inputs)
+    if (v && v->constant && !g_.is_graph_output(v) && g_.consumers(v).empty()) v->constant.reset();
 }
 
 DynamicBuilder::DynamicInput DynamicBuilder::quantized_input(ir::Node* before, ir::Value* x) {
@@ -147,15 +187,16 @@ ir::Value* DynamicBuilder::rescale(ir::Node* before, const std::string& base, ir
 }
 
 void DynamicBuilder::rewrite_int8_linear(ir::Node* n, Linear& l) {
-  const int64_t K = l.w.dim(0), N = l.w.dim(1);
+  const Tensor& w = l.w();
+  const int64_t K = w.dim(0), N = w.dim(1);
   // Symmetric int8 per output column (axis 1 of [K, N]), zero point 0.
-  QuantParams p = calib::choose_weight_params(l.w, 1, DType::Int8, calib::Schema::Symmetric);
+  QuantParams p = calib::choose_weight_params(w, 1, DType::Int8, calib::Schema::Symmetric);
   Tensor q(DType::Int8, {K, N});
-  kernels::quantize_linear<int8_t>(l.w.data<float>(), q.data<int8_t>(), K, N, 1, p.scale.data(), nullptr, 0, N);
+  kernels::quantize_linear<int8_t>(w.data<float>(), q.data<int8_t>(), K, N, 1, p.scale.data(), nullptr, 0, N);
   std::string method = "absmax per column, int8 symmetric";
   if (const int32_t bound = o_.weight_pair_bound; bound > 0) {
     // MatMulInteger's K pairs (2j, 2j + 1) of each column (kernels/qdot_sat16.h).
-    const int64_t changed = bound_weight_pairs(KOrder::matrix(K, N), l.w, p, bound, q);
+    const int64_t changed = bound_weight_pairs(KOrder::matrix(K, N), w, p, bound, q);
     if (changed) method += ", " + std::to_string(changed) + " pairs bounded to |w0| + |w1| <= " + std::to_string(bound);
   }
   const std::string base = n->name.empty() ? n->outputs[0]->name() : n->name;
@@ -180,9 +221,9 @@ void DynamicBuilder::rewrite_int8_linear(ir::Node* n, Linear& l) {
 }
 
 void DynamicBuilder::rewrite_int4_linear(ir::Node* n, Linear& l) {
-  const int64_t K = l.w.dim(0), N = l.w.dim(1), G = o_.group_size;
+  const int64_t K = l.w().dim(0), N = l.w().dim(1), G = o_.group_size;
   const int64_t nb = (K + G - 1) / G;
-  const Tensor wt = transposed(l.w);  // [N, K]: groups run along K
+  const Tensor wt = transposed(l.w());  // [N, K]: groups run along K
   std::vector<int8_t> values(static_cast<size_t>(N * K));
   Tensor scales(DType::Float32, {N * nb});
   for (int64_t r = 0; r < N; ++r) {
@@ -280,7 +321,7 @@ Expected<QuantizeReport> DynamicBuilder::run() {
                              "), the model has " + std::to_string(g_.opset()));
   if (int4) QT_RETURN_IF_ERROR(check_group_size(o_.group_size));
   QT_ASSIGN_OR_RETURN(auto order, g_.topological_order());
-  std::vector<ir::Node*> rewritten;
+  bool rewrote_any = false;
   for (ir::Node* n : order) {
     const bool linear = n->domain.empty() && (n->op_type == "MatMul" || n->op_type == "Gemm");
     const bool conv = n->domain.empty() && n->op_type == "Conv" && o_.conv && !int4;
@@ -296,14 +337,19 @@ Expected<QuantizeReport> DynamicBuilder::run() {
     } else if (why.empty()) {
       why = rewrite_conv(n);
     }
-    if (why.empty()) rewritten.push_back(n);
     const char* form = int4 ? (o_.accuracy_level == 4 ? "MatMulNBits, int8 activations per row at run time x int4 weights"
                                                        : "MatMulNBits, float activations x int4 weights (weight-only)")
                             : n->op_type == "Conv" ? "DynamicQuantizeLinear + ConvInteger" : "DynamicQuantizeLinear + MatMulInteger";
     report_.nodes.push_back({n->name, n->op_type, why.empty(), why.empty() ? form : why});
+    if (why.empty()) {
+      rewrote_any = true;
+      const std::vector<ir::Value*> inputs = n->inputs;
+      g_.remove_node(n);
+      release_unused_weights(inputs);
+    }
   }
-  for (ir::Node* n : rewritten) g_.remove_node(n);
-  if (int4 && !rewritten.empty()) g_.opset_imports.try_emplace("com.microsoft", 1);
+  QT_RETURN_IF_ERROR(spill_status_);
+  if (int4 && rewrote_any) g_.opset_imports.try_emplace("com.microsoft", 1);
   g_.remove_unused_values();
   QT_RETURN_IF_ERROR(g_.sort_topologically());
   QT_RETURN_IF_ERROR(ir::verify(g_));

@@ -29,6 +29,7 @@
 //    zeros, which quantize to 0: the same arithmetic).
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 
@@ -56,6 +57,11 @@ struct DynamicOptions {
   // values; a target with uint8 weights): MatMulInteger then runs ONNX
   // Runtime's exact U8U8 kernels on x86 instead of saturating U8S8 ones.
   bool uint8_weights = false;
+  // Where each quantized weight goes as soon as it is made (qconvert's
+  // streaming conversion, DESIGN "Large models"): the tensor returned replaces
+  // it, e.g. its bytes written to the output's external data file and mapped
+  // back. Unset: weights stay in memory.
+  std::function<Expected<Tensor>(Tensor)> spill;
 };
 
 // Checks the group size: a power of two from 16 to 256 (MatMulNBits needs a

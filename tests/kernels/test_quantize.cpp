@@ -193,3 +193,35 @@ TEST_CASE("quantize_linear's vector path matches the scalar definition", "[kerne
   quantize_linear<uint8_t>(x.data(), y.data(), 1, 2, 101, scales, zps, 0, 2);
   for (size_t i = 0; i < y.size(); ++i) REQUIRE(int32_t(y[i]) == want_one(x[i], scales[i / 101], zps[i / 101], 0, 255));
 }
+
+TEST_CASE("quantize_linear per channel along the last axis equals the scalar definition", "[kernels][quantize]") {
+  // [3, 37] per channel of the 37 columns (MatMul weights): the SIMD path runs
+  // 16 at a time, the tail one by one; ties, saturation, NaN and Inf included.
+  const int64_t rows = 3, cols = 37;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x(static_cast<size_t>(rows * cols)), scale(static_cast<size_t>(cols));
+  for (int64_t c = 0; c < cols; ++c) scale[static_cast<size_t>(c)] = 0.05f + 0.01f * static_cast<float>(c);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (static_cast<float>(i % 23) - 11.0f) * 0.37f;
+  x[0] = 0.5f * scale[0];  // a tie
+  x[5] = nan;
+  x[17] = inf;
+  x[40] = -inf;
+  x[60] = 1e9f;
+  auto check = [&](auto zero) {
+    using Q = decltype(zero);
+    std::vector<Q> zp(static_cast<size_t>(cols));
+    for (int64_t c = 0; c < cols; ++c) zp[static_cast<size_t>(c)] = static_cast<Q>(c % 5);
+    std::vector<Q> y(x.size());
+    quantize_linear<Q>(x.data(), y.data(), rows, cols, 1, scale.data(), zp.data(), 0, cols);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        const size_t i = static_cast<size_t>(r * cols + c);
+        Q want;
+        quantize_linear<Q>(&x[i], &want, 1, 1, 1, &scale[static_cast<size_t>(c)], &zp[static_cast<size_t>(c)], 0, 1);
+        INFO("row " << r << " column " << c);
+        CHECK(static_cast<int>(y[i]) == static_cast<int>(want));
+      }
+  };
+  check(int8_t{0});
+  check(uint8_t{0});
+}
