@@ -9,6 +9,8 @@
         DIR/rev.onnx   reverse LSTM with peepholes and clip, then MatMul on Y_h
         DIR/gru.onnx   GRU then MatMul (GRU stays float, MatMul is quantized)
         DIR/in/        three X samples [7, 3, 10] (.npy) shared by all four
+        DIR/long.onnx  bidirectional LSTM, 50 steps, batch 4, 128 inputs, 256 hidden, bias
+        DIR/long_in/   two samples for it
     make_lstm_models.py maxdiff A_DIR B_DIR TOL
         max |A - B| over every <stem>.out<k>.npy; prints it and exits 1 above TOL.
 """
@@ -24,11 +26,12 @@ S, N, I, H = 7, 3, 10, 12
 
 
 def lstm_model(path, rng, direction, outputs, bias=True, lens=True, initial=True, peephole=False, clip=None,
-               tail=None, op="LSTM"):
+               tail=None, op="LSTM", dims=(S, N, I, H), w_scale=0.3):
+    S, N, I, H = dims  # noqa: N806 (the module's defaults, or a larger model)
     dirs = 2 if direction == "bidirectional" else 1
     gates = 4 if op == "LSTM" else 3
-    inits = [numpy_helper.from_array((rng.standard_normal((dirs, gates * H, I)) * 0.3).astype(f32), "W"),
-             numpy_helper.from_array((rng.standard_normal((dirs, gates * H, H)) * 0.3).astype(f32), "R")]
+    inits = [numpy_helper.from_array((rng.standard_normal((dirs, gates * H, I)) * w_scale).astype(f32), "W"),
+             numpy_helper.from_array((rng.standard_normal((dirs, gates * H, H)) * w_scale).astype(f32), "R")]
     inputs = ["x", "W", "R"]
 
     def optional(on, name, array):
@@ -37,7 +40,7 @@ def lstm_model(path, rng, direction, outputs, bias=True, lens=True, initial=True
         inputs.append(name if on else "")
 
     optional(bias, "B", (rng.standard_normal((dirs, 2 * gates * H)) * 0.2).astype(f32))
-    optional(lens, "lens", np.array([S, 5, 2][:N], np.int32))
+    optional(lens, "lens", np.array([S, 5, 2, 1][:N], np.int32))
     optional(initial, "h0", (rng.standard_normal((dirs, N, H)) * 0.5).astype(f32))
     if op == "LSTM":
         optional(initial, "c0", (rng.standard_normal((dirs, N, H)) * 0.5).astype(f32))
@@ -76,6 +79,14 @@ def make(d):
     lstm_model(os.path.join(d, "gru.onnx"), rng, "forward", ["Y"], op="GRU", tail=True)
     for k in range(3):
         np.save(os.path.join(d, "in", "sample_%d.npy" % k), (rng.standard_normal((S, N, I)) * (1 + k)).astype(f32))
+    # 50 steps of 256 hidden units: enough quantized activations for float
+    # rounding to move some across a rounding boundary (see the test).
+    long = (50, 4, 128, 256)
+    os.makedirs(os.path.join(d, "long_in"), exist_ok=True)
+    lstm_model(os.path.join(d, "long.onnx"), rng, "bidirectional", ["Y", "Y_h", "Y_c"], lens=False, initial=False,
+               dims=long, w_scale=0.05)
+    for k in range(2):
+        np.save(os.path.join(d, "long_in", "sample_%d.npy" % k), rng.standard_normal(long[:3]).astype(f32))
 
 
 def maxdiff(a_dir, b_dir, tol):
