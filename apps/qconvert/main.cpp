@@ -111,6 +111,11 @@ std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r, 
     if (t.kind == "activation") e["range"] = {t.range.min, t.range.max};
     j["tensors"].push_back(e);
   }
+  // Filled by quantize_dynamic only (a static conversion's nodes carry no weight_bytes yet).
+  if (const auto c = quant::passes::weight_coverage(r); f.dynamic && c.total > 0) {
+    j["weight_coverage"] = {{"weight_bytes", c.total}, {"quantized_bytes", c.quantized}, {"fraction", c.fraction()},
+                            {"float_bytes_by_reason", c.float_by_reason}};
+  }
   j["notes"] = r.notes;
   if (!search.is_null()) j["search"] = search;
   for (const auto& n : r.nodes)
@@ -268,6 +273,21 @@ void add_target_metadata(const Flags& f, quant::ir::Graph& graph) {
   if (!overrides.empty()) graph.metadata.emplace_back("qtool.target_overrides", overrides);
 }
 
+// One warning when less than half of the float weight bytes were quantized,
+// naming the reasons that kept the rest float, largest first.
+void warn_weight_coverage(const Flags& f, const quant::passes::QuantizeReport& r) {
+  const auto c = quant::passes::weight_coverage(r);
+  if (c.total == 0 || 2 * c.quantized >= c.total) return;
+  std::vector<std::pair<int64_t, std::string>> reasons;
+  for (const auto& [why, n] : c.float_by_reason) reasons.emplace_back(n, why);
+  std::sort(reasons.rbegin(), reasons.rend());
+  std::string why;
+  for (const auto& [n, reason] : reasons)
+    why += fmt::format("{}{:.0f}% {}", why.empty() ? "" : "; ", 100.0 * static_cast<double>(n) / static_cast<double>(c.total), reason);
+  spdlog::warn("{}: only {:.0f}% of the float weight bytes were quantized ({} of {}); float: {}", f.model,
+               100.0 * c.fraction(), c.quantized, c.total, why);
+}
+
 // qconvert --dynamic: no profile; weights quantized now, activations at run time.
 Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) {
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
@@ -305,6 +325,7 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
   if (f.weights == "int4") graph->metadata.emplace_back("qtool.group_size", std::to_string(f.group_size));
   graph->producer_name = "qtool";
   graph->producer_version = QTOOL_VERSION;
+  warn_weight_coverage(f, *report);
   if (!f.report.empty()) QT_RETURN_IF_ERROR(quant::write_file_atomic(f.report, report_json(f, *report, bytes)));
   return quant::onnx_io::save_model(*graph, f.output, save_options(f, writer.get()));
 }

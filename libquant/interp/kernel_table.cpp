@@ -213,6 +213,7 @@ constexpr std::array kKernels = {
     KernelEntry{"", "MatMulInteger", make_matmul_integer},
     KernelEntry{"", "ConvInteger", make_conv_integer},
     KernelEntry{"com.microsoft", "MatMulNBits", make_matmul_nbits},
+    KernelEntry{"com.microsoft", "DynamicQuantizeLSTM", make_dynamic_quantize_lstm},
 };
 
 }  // namespace

@@ -240,6 +240,8 @@ KernelResult make_upsample(const KernelContext&);
 KernelResult make_rnn(const KernelContext&);
 KernelResult make_gru(const KernelContext&);
 KernelResult make_lstm(const KernelContext&);
+// ops_rnn_dynamic.cpp
+KernelResult make_dynamic_quantize_lstm(const KernelContext&);
 KernelResult make_if(const KernelContext&);
 KernelResult make_loop(const KernelContext&);
 KernelResult make_scan(const KernelContext&);

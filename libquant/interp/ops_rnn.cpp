@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "libquant/interp/ops.h"
+#include "libquant/interp/rnn_attrs.h"
 #include "libquant/kernels/rnn.h"
 
 namespace quant::interp {
@@ -12,8 +13,6 @@ namespace {
 
 using kernels::RnnActivation;
 using kernels::RnnActivationKind;
-
-enum class Cell { Rnn, Gru, Lstm };
 
 struct CellInfo {
   const char* op;
@@ -56,18 +55,6 @@ constexpr ActivationSpec kActivations[] = {
     {"softplus", RnnActivationKind::Softplus, false, false, 0, 0},
 };
 
-struct RnnAttrs {
-  Cell cell;
-  int64_t gates;
-  int64_t directions;  // 1 or 2
-  bool reverse;        // direction == "reverse"
-  int64_t hidden_size; // -1: from R's shape
-  int64_t layout;      // 0: [seq, batch, ...]; 1: [batch, seq, ...] (opset 14)
-  float clip;          // 0: none
-  bool linear_before_reset;
-  bool input_forget;
-  std::vector<RnnActivation> activations;  // per direction, gates' functions in order
-};
 
 Expected<std::vector<RnnActivation>> parse_activations(const ir::Node& node, const CellInfo& info, int64_t directions) {
   std::vector<std::string> names;
@@ -111,7 +98,9 @@ Expected<std::vector<RnnActivation>> parse_activations(const ir::Node& node, con
   return out;
 }
 
-Expected<RnnAttrs> parse_attrs(const KernelContext& ctx, Cell cell) {
+}  // namespace
+
+Expected<RnnAttrs> parse_rnn_attrs(const KernelContext& ctx, Cell cell) {
   const ir::Node& node = ctx.node;
   const CellInfo info = cell_info(cell);
   RnnAttrs a{};
@@ -139,8 +128,7 @@ Expected<RnnAttrs> parse_attrs(const KernelContext& ctx, Cell cell) {
   return a;
 }
 
-// Checks an optional per-direction tensor's shape; `what` names it.
-Status require_shape(const char* op, const Tensor* t, const Dims& want, const char* what) {
+Status require_rnn_shape(const char* op, const Tensor* t, const Dims& want, const char* what) {
   if (!t) return Status::ok();
   if (t->dtype() != DType::Float32 && std::string(what) != "sequence_lens")
     return Status::bad_input(std::string(op) + " " + what + " must be float32, got " + std::string(dtype_name(t->dtype())));
@@ -149,6 +137,39 @@ Status require_shape(const char* op, const Tensor* t, const Dims& want, const ch
                              dims_to_string(want));
   return Status::ok();
 }
+
+Expected<RnnOptionalInputs> rnn_optional_inputs(const ir::Node& node, const RnnAttrs& a, std::span<const Tensor* const> in,
+                                                int64_t S, int64_t N, int64_t H) {
+  const char* op = cell_info(a.cell).op;
+  auto input = [&](size_t i) { return i < in.size() ? in[i] : nullptr; };
+  const int64_t D = a.directions, GH = a.gates * H;
+  RnnOptionalInputs o;
+  o.bias = input(3);
+  o.lens = input(4);
+  o.h0 = input(5);
+  o.c0 = a.cell == Cell::Lstm ? input(6) : nullptr;
+  o.peephole = a.cell == Cell::Lstm ? input(7) : nullptr;
+  const Dims state_shape = a.layout == 0 ? Dims{D, N, H} : Dims{N, D, H};
+  QT_RETURN_IF_ERROR(require_rnn_shape(op, o.bias, {D, 2 * GH}, "B"));
+  QT_RETURN_IF_ERROR(require_rnn_shape(op, o.lens, {N}, "sequence_lens"));
+  QT_RETURN_IF_ERROR(require_rnn_shape(op, o.h0, state_shape, "initial_h"));
+  QT_RETURN_IF_ERROR(require_rnn_shape(op, o.c0, state_shape, "initial_c"));
+  QT_RETURN_IF_ERROR(require_rnn_shape(op, o.peephole, {D, 3 * H}, "P"));
+  if (o.lens) {
+    QT_RETURN_IF_ERROR(require_dtype(node, *o.lens, DType::Int32, "sequence_lens"));
+    for (int32_t l : o.lens->values<int32_t>())
+      if (l < 0 || l > S)
+        return Status::bad_input(std::string(op) + " sequence_lens value " + std::to_string(l) + " is outside [0, " +
+                                 std::to_string(S) + "]");
+  }
+  // Refuse sizes whose scratch memory alone would exceed 4 GiB.
+  if (static_cast<double>(S + 2) * static_cast<double>(N + 1) * static_cast<double>(GH) > static_cast<double>(int64_t{1} << 30))
+    return Status::bad_input(std::string(op) + " is too large: sequence " + std::to_string(S) + " x batch " +
+                             std::to_string(N) + " x " + std::to_string(GH) + " gate values");
+  return o;
+}
+
+namespace {
 
 // dst[b][a][:] = src[a][b][:] for src [A, B, inner].
 void swap_leading_axes(const float* src, int64_t A, int64_t B, int64_t inner, float* dst) {
@@ -161,7 +182,6 @@ void swap_leading_axes(const float* src, int64_t A, int64_t B, int64_t inner, fl
 Status run_recurrent(const ir::Node& node, const RnnAttrs& a, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
   const char* op = cell_info(a.cell).op;
   QT_RETURN_IF_ERROR(require_inputs(node, in, 3));
-  auto input = [&](size_t i) { return i < in.size() ? in[i] : nullptr; };
   const Tensor& x = *in[0];
   const Tensor& w = *in[1];
   const Tensor& r = *in[2];
@@ -176,31 +196,15 @@ Status run_recurrent(const ir::Node& node, const RnnAttrs& a, std::span<const Te
   const int64_t N = a.layout == 0 ? x.dim(1) : x.dim(0);
   const int64_t I = x.dim(2);
   const int64_t GH = a.gates * H;
-  QT_RETURN_IF_ERROR(require_shape(op, &w, {D, GH, I}, "W"));
-  QT_RETURN_IF_ERROR(require_shape(op, &r, {D, GH, H}, "R"));
-  const Tensor* bias = input(3);
-  const Tensor* lens = input(4);
-  const Tensor* h0 = input(5);
-  const Tensor* c0 = a.cell == Cell::Lstm ? input(6) : nullptr;
-  const Tensor* peep = a.cell == Cell::Lstm ? input(7) : nullptr;
-  const Dims state_shape = a.layout == 0 ? Dims{D, N, H} : Dims{N, D, H};
-  QT_RETURN_IF_ERROR(require_shape(op, bias, {D, 2 * GH}, "B"));
-  QT_RETURN_IF_ERROR(require_shape(op, lens, {N}, "sequence_lens"));
-  QT_RETURN_IF_ERROR(require_shape(op, h0, state_shape, "initial_h"));
-  QT_RETURN_IF_ERROR(require_shape(op, c0, state_shape, "initial_c"));
-  QT_RETURN_IF_ERROR(require_shape(op, peep, {D, 3 * H}, "P"));
-  if (lens) {
-    QT_RETURN_IF_ERROR(require_dtype(node, *lens, DType::Int32, "sequence_lens"));
-    for (int32_t l : lens->values<int32_t>())
-      if (l < 0 || l > S)
-        return Status::bad_input(std::string(op) + " sequence_lens value " + std::to_string(l) + " is outside [0, " +
-                                 std::to_string(S) + "]");
-  }
+  QT_RETURN_IF_ERROR(require_rnn_shape(op, &w, {D, GH, I}, "W"));
+  QT_RETURN_IF_ERROR(require_rnn_shape(op, &r, {D, GH, H}, "R"));
+  QT_ASSIGN_OR_RETURN(const RnnOptionalInputs opt, rnn_optional_inputs(node, a, in, S, N, H));
+  const Tensor* bias = opt.bias;
+  const Tensor* lens = opt.lens;
+  const Tensor* h0 = opt.h0;
+  const Tensor* c0 = opt.c0;
+  const Tensor* peep = opt.peephole;
   const kernels::RnnDims dims{S, N, I, H};
-  // Refuse sizes whose scratch memory alone would exceed 4 GiB.
-  if (static_cast<double>(S + 2) * static_cast<double>(N + 1) * static_cast<double>(GH) > static_cast<double>(int64_t{1} << 30))
-    return Status::bad_input(std::string(op) + " is too large: sequence " + std::to_string(S) + " x batch " +
-                             std::to_string(N) + " x " + std::to_string(GH) + " gate values");
 
   // Time-major copies for layout 1 (transposes of tensors that exist; the
   // outputs below are checked against the size limit).
@@ -278,7 +282,7 @@ Status run_recurrent(const ir::Node& node, const RnnAttrs& a, std::span<const Te
 }
 
 KernelResult make_recurrent(const KernelContext& ctx, Cell cell) {
-  QT_ASSIGN_OR_RETURN(RnnAttrs attrs, parse_attrs(ctx, cell));
+  QT_ASSIGN_OR_RETURN(RnnAttrs attrs, parse_rnn_attrs(ctx, cell));
   const ir::Node& node = ctx.node;
   return make_kernel([&node, attrs](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     return run_recurrent(node, attrs, in, out);

@@ -215,15 +215,51 @@ void gru_cell_f32(const RnnDims& d, const RnnDirection& io, const RnnActivation&
   finish(d, io, w);
 }
 
+void lstm_gates_f32(int64_t H, float* gates, const float* bias, float* c, float* h_out, const LstmCell& cell) {
+  float* gi = gates;
+  float* go = gates + H;
+  float* gf = gates + 2 * H;
+  float* gc = gates + 3 * H;
+  const float* p_i = cell.peephole;
+  const float* p_o = cell.peephole ? cell.peephole + H : nullptr;
+  const float* p_f = cell.peephole ? cell.peephole + 2 * H : nullptr;
+  // Per gate: peephole term, bias, clip, activation (the order of ONNX
+  // Runtime's UniDirectionalLstm::GateComputations, 1.20). Input and forget
+  // gates see Ct-1 through the peepholes; the output gate sees the new Ct
+  // (ONNX LSTM).
+  auto pre = [&](float* x, const float* peep, const float* cs, int64_t block) {
+    if (peep)
+      for (int64_t j = 0; j < H; ++j) x[j] += peep[j] * cs[j];
+    if (bias)
+      for (int64_t j = 0; j < H; ++j) x[j] += bias[block * H + j];
+    clip_values(x, H, cell.clip);
+  };
+  pre(gi, p_i, c, 0);
+  rnn_activation_f32(cell.f, gi, H);
+  if (cell.input_forget) {
+    for (int64_t j = 0; j < H; ++j) gf[j] = 1.0f - gi[j];
+  } else {
+    pre(gf, p_f, c, 2);
+    rnn_activation_f32(cell.f, gf, H);
+  }
+  pre(gc, nullptr, c, 3);
+  rnn_activation_f32(cell.g, gc, H);
+  for (int64_t j = 0; j < H; ++j) c[j] = gf[j] * c[j] + gi[j] * gc[j];
+  pre(go, p_o, c, 1);
+  rnn_activation_f32(cell.f, go, H);
+  // h(Ct) into the spare block gc, then Ht = o (.) h(Ct).
+  std::copy(c, c + H, gc);
+  rnn_activation_f32(cell.h, gc, H);
+  for (int64_t j = 0; j < H; ++j) h_out[j] = go[j] * gc[j];
+}
+
 void lstm_cell_f32(const RnnDims& d, const RnnDirection& io, const RnnActivation& f, const RnnActivation& g,
                    const RnnActivation& h, bool input_forget, float* ws) {
   const int64_t H = d.hidden_size, G = 4 * H;
   Workspace w = split_workspace(d, 4, ws);
   sum_biases(io, G, w.bias);
   begin(d, io, 4, w);
-  const float* p_i = io.peephole;
-  const float* p_o = io.peephole ? io.peephole + H : nullptr;
-  const float* p_f = io.peephole ? io.peephole + 2 * H : nullptr;
+  const LstmCell cell{f, g, h, input_forget, io.peephole, io.clip};
   for (int64_t k = 0; k < d.seq_len; ++k) {
     const int64_t t = step_time(d, io, k);
     gemm_f32(false, true, d.batch, G, H, 1.0f, w.h, io.r, 0.0f, nullptr, 1, 1, w.hr);
@@ -233,38 +269,7 @@ void lstm_cell_f32(const RnnDims& d, const RnnDirection& io, const RnnActivation
         float* gates = w.hr + b * G;
         const float* x = w.xw + (t * d.batch + b) * G;
         for (int64_t j = 0; j < G; ++j) gates[j] += x[j];
-        float* gi = gates;
-        float* go = gates + H;
-        float* gf = gates + 2 * H;
-        float* gc = gates + 3 * H;
-        float* c = w.c + b * H;
-        // Input and forget gates see Ct-1 through the peepholes; the output
-        // gate sees the new Ct (ONNX LSTM). Clipping follows the peephole
-        // terms, as in ONNX Runtime.
-        if (p_i)
-          for (int64_t j = 0; j < H; ++j) gi[j] += p_i[j] * c[j];
-        clip_values(gi, H, io.clip);
-        rnn_activation_f32(f, gi, H);
-        if (input_forget) {
-          for (int64_t j = 0; j < H; ++j) gf[j] = 1.0f - gi[j];
-        } else {
-          if (p_f)
-            for (int64_t j = 0; j < H; ++j) gf[j] += p_f[j] * c[j];
-          clip_values(gf, H, io.clip);
-          rnn_activation_f32(f, gf, H);
-        }
-        clip_values(gc, H, io.clip);
-        rnn_activation_f32(g, gc, H);
-        for (int64_t j = 0; j < H; ++j) c[j] = gf[j] * c[j] + gi[j] * gc[j];
-        if (p_o)
-          for (int64_t j = 0; j < H; ++j) go[j] += p_o[j] * c[j];
-        clip_values(go, H, io.clip);
-        rnn_activation_f32(f, go, H);
-        // h(Ct) into the spare block gc, then Ht = o (.) h(Ct).
-        std::copy(c, c + H, gc);
-        rnn_activation_f32(h, gc, H);
-        float* hs = w.h + b * H;
-        for (int64_t j = 0; j < H; ++j) hs[j] = go[j] * gc[j];
+        lstm_gates_f32(H, gates, nullptr, w.c + b * H, w.h + b * H, cell);
       }
       write_y(d, io, w, t, b, active);
     }

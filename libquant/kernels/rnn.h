@@ -62,6 +62,20 @@ void rnn_cell_f32(const RnnDims& d, const RnnDirection& io, const RnnActivation&
 void gru_cell_f32(const RnnDims& d, const RnnDirection& io, const RnnActivation& f, const RnnActivation& g,
                   bool linear_before_reset, float* workspace);
 
+// What an LSTM cell applies after its matrix products.
+struct LstmCell {
+  RnnActivation f, g, h;
+  bool input_forget = false;        // f = 1 - i
+  const float* peephole = nullptr;  // [3*hidden] (i o f) or null
+  float clip = 0.0f;                // > 0: pre-activations clamped to [-clip, clip]
+};
+
+// One batch entry's LSTM step after the products: `gates` [4*hidden] (i o f c)
+// holds X*W^T + H*R^T (+ biases when `bias` is null); `bias` [4*hidden], when
+// given, is added after the peephole terms, as ONNX Runtime does. Updates the
+// cell state c [hidden] in place, writes Ht to h_out [hidden]; gates is scratch.
+void lstm_gates_f32(int64_t hidden, float* gates, const float* bias, float* c, float* h_out, const LstmCell& cell);
+
 // ONNX LSTM with optional peepholes; input_forget couples the gates (f = 1 - i).
 void lstm_cell_f32(const RnnDims& d, const RnnDirection& io, const RnnActivation& f, const RnnActivation& g,
                    const RnnActivation& h, bool input_forget, float* workspace);

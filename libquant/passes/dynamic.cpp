@@ -11,6 +11,7 @@
 #include "libquant/calib/params.h"
 #include "libquant/kernels/int4_matmul.h"
 #include "libquant/kernels/quantize.h"
+#include "libquant/passes/dynamic_lstm.h"
 #include "libquant/passes/graph_edit.h"
 #include "libquant/passes/k_order.h"
 
@@ -93,6 +94,29 @@ Linear as_linear(const ir::Node& n) {
     l.bias = std::move(b);
   }
   return l;
+}
+
+// NodeDecision::weight_bytes of n; `counted` holds the constants already
+// counted at an earlier reader.
+int64_t weight_bytes(const ir::Node& n, std::set<const ir::Value*>& counted) {
+  const bool recurrent = n.domain.empty() && (n.op_type == "LSTM" || n.op_type == "GRU" || n.op_type == "RNN");
+  int64_t total = 0;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Tensor* t = ir::constant_data(n.inputs[i]);
+    if (!t || t->dtype() != DType::Float32 || t->rank() < 2 || (recurrent && i != 1 && i != 2)) continue;
+    if (counted.insert(n.inputs[i]).second) total += static_cast<int64_t>(t->byte_size());
+  }
+  return total;
+}
+
+// Why a node other than MatMul / Gemm / Conv / LSTM stays float.
+std::string no_dynamic_form(const ir::Node& n, bool int4) {
+  if (int4 && n.op_type == "Conv") return "int4 weights are for MatMul/Gemm only";
+  if (int4 && n.op_type == "LSTM") return "int4 weights are for MatMul/Gemm only (LSTM takes int8: --weights int8)";
+  if (n.domain.empty() && n.op_type == "GRU")
+    return "GRU stays float: ONNX Runtime has no quantized GRU op (only DynamicQuantizeLSTM), and int8 weights "
+           "dequantized in front of a float GRU would save no computation";
+  return "no dynamic form: stays float";
 }
 
 class DynamicBuilder {
@@ -322,25 +346,31 @@ Expected<QuantizeReport> DynamicBuilder::run() {
   if (int4) QT_RETURN_IF_ERROR(check_group_size(o_.group_size));
   QT_ASSIGN_OR_RETURN(auto order, g_.topological_order());
   bool rewrote_any = false;
+  std::set<const ir::Value*> counted;
+  const ConstantMaker make_constant = [this](const std::string& base, Tensor t) { return constant(base, std::move(t)); };
   for (ir::Node* n : order) {
     const bool linear = n->domain.empty() && (n->op_type == "MatMul" || n->op_type == "Gemm");
     const bool conv = n->domain.empty() && n->op_type == "Conv" && o_.conv && !int4;
+    const bool lstm = n->domain.empty() && n->op_type == "LSTM" && !int4;
     std::string why;
     if (o_.exclude_nodes.count(n->name)) why = "excluded by --exclude-node";
     else if (o_.exclude_ops.count(n->op_type)) why = "excluded by --exclude-op";
-    else if (!linear && !conv)
-      why = int4 && n->op_type == "Conv" ? "int4 weights are for MatMul/Gemm only" : "no dynamic form: stays float";
+    else if (!linear && !conv && !lstm)
+      why = no_dynamic_form(*n, int4);
     if (why.empty() && linear) {
       Linear l = as_linear(*n);
       why = l.why_not;
       if (why.empty()) int4 ? rewrite_int4_linear(n, l) : rewrite_int8_linear(n, l);
+    } else if (why.empty() && lstm) {
+      why = rewrite_lstm_dynamic(g_, n, o_.uint8_weights, make_constant, report_.tensors);
     } else if (why.empty()) {
       why = rewrite_conv(n);
     }
     const char* form = int4 ? (o_.accuracy_level == 4 ? "MatMulNBits, int8 activations per row at run time x int4 weights"
                                                        : "MatMulNBits, float activations x int4 weights (weight-only)")
-                            : n->op_type == "Conv" ? "DynamicQuantizeLinear + ConvInteger" : "DynamicQuantizeLinear + MatMulInteger";
-    report_.nodes.push_back({n->name, n->op_type, why.empty(), why.empty() ? form : why});
+                       : lstm ? "com.microsoft DynamicQuantizeLSTM, X and Ht-1 quantized at run time x int8 W and R"
+                       : n->op_type == "Conv" ? "DynamicQuantizeLinear + ConvInteger" : "DynamicQuantizeLinear + MatMulInteger";
+    report_.nodes.push_back({n->name, n->op_type, why.empty(), why.empty() ? form : why, weight_bytes(*n, counted)});
     if (why.empty()) {
       rewrote_any = true;
       const std::vector<ir::Value*> inputs = n->inputs;
@@ -373,6 +403,17 @@ Status check_group_size(int64_t group_size) {
 Expected<QuantizeReport> quantize_dynamic(ir::Graph& graph, const DynamicOptions& options) {
   DynamicBuilder builder(graph, options);
   return builder.run();
+}
+
+WeightCoverage weight_coverage(const QuantizeReport& report) {
+  WeightCoverage c;
+  for (const NodeDecision& n : report.nodes) {
+    if (n.weight_bytes == 0) continue;
+    c.total += n.weight_bytes;
+    if (n.quantized) c.quantized += n.weight_bytes;
+    else c.float_by_reason[n.op_type + ": " + n.reason] += n.weight_bytes;
+  }
+  return c;
 }
 
 int64_t initializer_bytes(const ir::Graph& graph) {

@@ -66,6 +66,11 @@ struct NodeDecision {
   std::string op_type;
   bool quantized = false;
   std::string reason;
+  // Bytes of the float weights the node reads (constant float inputs of rank
+  // >= 2; for RNN/GRU/LSTM W and R), each constant counted at its first
+  // reader: what quantizing the node would store in fewer bits. Filled by
+  // quantize_dynamic (qconvert's weight coverage warning and report).
+  int64_t weight_bytes = 0;
 };
 
 struct TensorDecision {
