@@ -52,6 +52,47 @@ __attribute__((target("avx2"))) inline __m256i first_lanes(int count) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(std::clamp(count, 0, 8)), iota);
 }
 
+// Stores the R x (8 V) tile in acc after the epilogue: whole (every column
+// valid: plain moves) or masked to the first n_valid columns.
+template <int R, int V, bool kWhole>
+[[gnu::always_inline]] __attribute__((target("avx2,fma"))) inline void store_tile(const __m256 (&acc)[R][V], float* c,
+                                                                                  int64_t ldc, int n_valid,
+                                                                                  const MicroEpilogue& ep) {
+  __m256i mask[V];
+#pragma GCC unroll 2
+  for (int v = 0; v < V; ++v) mask[v] = kWhole ? _mm256_set1_epi32(-1) : first_lanes(n_valid - 8 * v);
+  auto load = [&](int v, const float* p) __attribute__((target("avx2"))) {
+    return kWhole ? _mm256_loadu_ps(p + 8 * v) : _mm256_maskload_ps(p + 8 * v, mask[v]);
+  };
+  const __m256 alpha = _mm256_set1_ps(ep.alpha);
+  const __m256 lo = _mm256_set1_ps(ep.lo), hi = _mm256_set1_ps(ep.hi);
+  const bool add_col = ep.last && ep.col_bias, add_row = ep.last && ep.row_bias, clamp = ep.last && ep.clamp;
+  const bool add_residual = ep.last && ep.residual;
+  __m256 cb[V];
+#pragma GCC unroll 2
+  for (int v = 0; v < V; ++v) cb[v] = add_col ? load(v, ep.col_bias) : _mm256_setzero_ps();
+#pragma GCC unroll 6
+  for (int i = 0; i < R; ++i) {
+    float* row = c + i * ldc;
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) {
+      __m256 x = acc[i][v];
+      if (ep.alpha != 1.0f) x = _mm256_mul_ps(x, alpha);
+      if (ep.accumulate) x = _mm256_add_ps(x, load(v, row));
+      if (add_row) x = _mm256_add_ps(x, _mm256_set1_ps(ep.row_bias[i]));
+      if (add_col) x = _mm256_add_ps(x, cb[v]);
+      if (add_residual) x = _mm256_add_ps(x, load(v, ep.residual + i * ep.ldr));
+      // max(lo, x) then min(hi, x): x, the second operand, comes back for a
+      // NaN, which passes through as in store_tile_scalar.
+      if (clamp) x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
+      if (kWhole)
+        _mm256_storeu_ps(row + 8 * v, x);
+      else
+        _mm256_maskstore_ps(row + 8 * v, mask[v], x);
+    }
+  }
+}
+
 // The first R rows and 8 V columns of a 6 x 16 tile (the A panel is packed 6
 // rows high, B panels 16 wide whatever R and V).
 template <int R, int V>
@@ -88,41 +129,12 @@ __attribute__((target("avx2,fma"))) void f32_gemm_avx2_rows(int64_t kc, const fl
   }
   // Partial tiles (edges of N) load and store through masks (VMASKMOVPS
   // neither reads nor writes a masked-off lane); whole tiles use plain
-  // moves, which cost less on every AVX2 CPU (and far less on AMD Zen).
-  const bool whole = n_valid >= 8 * V;
-  __m256i mask[V];
-#pragma GCC unroll 2
-  for (int v = 0; v < V; ++v) mask[v] = first_lanes(n_valid - 8 * v);
-  auto load = [&](int v, const float* p) __attribute__((target("avx2"))) {
-    return whole ? _mm256_loadu_ps(p + 8 * v) : _mm256_maskload_ps(p + 8 * v, mask[v]);
-  };
-  const __m256 alpha = _mm256_set1_ps(ep.alpha);
-  const __m256 lo = _mm256_set1_ps(ep.lo), hi = _mm256_set1_ps(ep.hi);
-  const bool add_col = ep.last && ep.col_bias, add_row = ep.last && ep.row_bias, clamp = ep.last && ep.clamp;
-  const bool add_residual = ep.last && ep.residual;
-  __m256 cb[V];
-#pragma GCC unroll 2
-  for (int v = 0; v < V; ++v) cb[v] = add_col ? _mm256_maskload_ps(ep.col_bias + 8 * v, mask[v]) : _mm256_setzero_ps();
-#pragma GCC unroll 6
-  for (int i = 0; i < R; ++i) {
-    float* row = c + i * ldc;
-#pragma GCC unroll 2
-    for (int v = 0; v < V; ++v) {
-      __m256 x = acc[i][v];
-      if (ep.alpha != 1.0f) x = _mm256_mul_ps(x, alpha);
-      if (ep.accumulate) x = _mm256_add_ps(x, load(v, row));
-      if (add_row) x = _mm256_add_ps(x, _mm256_set1_ps(ep.row_bias[i]));
-      if (add_col) x = _mm256_add_ps(x, cb[v]);
-      if (add_residual) x = _mm256_add_ps(x, load(v, ep.residual + i * ep.ldr));
-      // max(lo, x) then min(hi, x): x, the second operand, comes back for a
-      // NaN, which passes through as in store_tile_scalar.
-      if (clamp) x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
-      if (whole)
-        _mm256_storeu_ps(row + 8 * v, x);
-      else
-        _mm256_maskstore_ps(row + 8 * v, mask[v], x);
-    }
-  }
+  // moves, which cost less on every AVX2 CPU (and far less on AMD Zen), and
+  // build no masks.
+  if (n_valid >= 8 * V)
+    store_tile<R, V, true>(acc, c, ldc, n_valid, ep);
+  else
+    store_tile<R, V, false>(acc, c, ldc, n_valid, ep);
 }
 
 using RowsFn = void (*)(int64_t, const float*, const float*, int64_t, float*, int64_t, int, const MicroEpilogue&);
