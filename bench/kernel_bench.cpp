@@ -2,49 +2,63 @@
 // from, measured in the same process (scripts/bench.sh kernels). Not a test:
 // it times things, and the figures depend on the host and its load.
 //
-//   kernel_bench SECTION...    sections: int8-avx2
+//   kernel_bench SECTION...    sections: int8-avx2 float-avx2
 //
-// Each section is one function of kSections at the bottom; another (float
-// AVX2, say) is a function and a row. Times are the best of several
+// Each section is one function of kSections at the bottom; another is a
+// function and a row. Times are the best of several
 // repetitions (the least disturbed by other jobs on a shared host); the peak
 // and the kernels are measured alike, so their ratio is the efficiency. "ops"
 // counts a multiply and an add as two operations. Bad arguments: one
 // "error:" line, exit 2.
 #include <algorithm>
-#include <chrono>
+#include <ctime>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "libquant/kernels/conv.h"
+#include "libquant/kernels/conv_fast.h"
 #include "libquant/kernels/cpu.h"
+#include "libquant/kernels/gemm_ukernel.h"
 #include "libquant/kernels/qconv_fast.h"
 #include "libquant/kernels/qgemm_ukernel.h"
 #include "libquant/kernels/requant.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 namespace qk = quant::kernels;
 using qk::detail::QGemmIsa;
 
+// This thread's CPU time in seconds: time spent descheduled (another
+// process's time slice) does not count. On a shared 2-core host with a load
+// of 10, calls of 10 ms or more were never left alone for their whole length,
+// and their best wall time still held several other processes' slices.
+double thread_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 // Seconds per call of f: the fastest of `reps` runs, each repeating f until
-// it has taken at least `min_seconds`. Short runs, many of them: on a shared
-// core the best ones fall between other processes' time slices.
+// it has taken at least `min_seconds` of this thread's CPU time. Short runs,
+// many of them: on a shared core the best ones also suffer least from other
+// processes' traffic through the caches.
 template <class F>
 double best_seconds(F f, int reps = 60, double min_seconds = 0.002) {
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
     int64_t n = 0;
-    const auto t0 = Clock::now();
+    const double t0 = thread_seconds();
     double elapsed = 0;
     do {
       f();
       ++n;
-      elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+      elapsed = thread_seconds() - t0;
     } while (elapsed < min_seconds);
     best = std::min(best, elapsed / static_cast<double>(n));
   }
@@ -125,6 +139,42 @@ __attribute__((target("avx2"))) double pairs_peak_ops_per_second(bool sequence) 
   return 512.0 * kAsmIters / s;
 }
 #undef QT_PAIR_STEP
+
+// The float micro-kernel's register pattern alone: per iteration 12
+// independent VFMADD231PS into ymm0-11 from two "B" vectors (ymm12, ymm13)
+// and a broadcast (ymm14), as the 6 x 16 tile has them; 12 x 8 multiply-adds
+// = 192 ops. Twelve chains cover the FMA latency (4-5 cycles) on two ports.
+__attribute__((target("avx2,fma"))) double fma_peak_ops_per_second() {
+  const double s = best_seconds([] {
+    int64_t n = kAsmIters;
+    asm volatile(
+        "vxorps %%ymm0, %%ymm0, %%ymm0\n"
+        "vmovaps %%ymm0, %%ymm12\n"
+        "vmovaps %%ymm0, %%ymm13\n"
+        "vmovaps %%ymm0, %%ymm14\n"
+        "1:\n"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm2\n"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm3\n"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm6\n"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm7\n"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm10\n"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm11\n"
+        "dec %0\n"
+        "jnz 1b\n"
+        "vzeroupper\n"
+        : "+r"(n)
+        :
+        : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+          "xmm12", "xmm13", "xmm14");
+  });
+  return 192.0 * kAsmIters / s;
+}
 #endif
 
 // Bytes drawn uniformly from [lo, hi] (as int), stored as uint8.
@@ -207,13 +257,18 @@ double conv_seconds(const qk::ConvGeometry& g, int wmax, std::mt19937& rng) {
       [&] { qk::qconv_fast<uint8_t, uint8_t>(g, x.data(), uint8_t{7}, packed, bias.data(), &r, y.data(), 1); }, 15, 0);
 }
 
+// Whether the kernels in force are the AVX2 ones (`isa_name`, and `complete`
+// for what else the section needs); else says so on stderr.
+bool avx2_in_force(const char* section, const char* isa_name, bool complete) {
+  if (std::string(isa_name) == "avx2" && complete) return true;
+  std::fprintf(stderr, "error: %s needs the AVX2 kernels (ISA in force: %s): run on an AVX2 host with QTOOL_ISA=avx2\n",
+               section, isa_name);
+  return false;
+}
+
 int section_int8_avx2() {
   const QGemmIsa& isa = qk::detail::best_qgemm_isa();
-  if (std::string(isa.name) != "avx2" || !isa.a_unsigned_pairs) {
-    std::fprintf(stderr, "error: int8-avx2 needs the AVX2 kernels (ISA in force: %s): run on an AVX2 host with QTOOL_ISA=avx2\n",
-                 isa.name);
-    return 2;
-  }
+  if (!avx2_in_force("int8-avx2", isa.name, isa.a_unsigned_pairs != nullptr)) return 2;
 #if defined(__x86_64__) && defined(__GNUC__)
   std::mt19937 rng(5);
   const double hz = cycles_per_second();
@@ -260,11 +315,115 @@ int section_int8_avx2() {
 #endif
 }
 
+// torchvision's mobilenet_v2 at 224 x 224: its pointwise (1x1) convolutions,
+// the expansions, projections and the last conv (34 of its 52 convolutions;
+// the others are depthwise, and the stem).
+constexpr ConvLayer kMobilenetV2Pointwise[] = {
+    {"1x1 32->16 @112", 1, 32, 16, 112, 1, 1},   {"1x1 16->96 @112", 1, 16, 96, 112, 1, 1},
+    {"1x1 96->24 @56", 1, 96, 24, 56, 1, 1},     {"1x1 24->144 @56", 2, 24, 144, 56, 1, 1},
+    {"1x1 144->24 @56", 1, 144, 24, 56, 1, 1},   {"1x1 144->32 @28", 1, 144, 32, 28, 1, 1},
+    {"1x1 32->192 @28", 3, 32, 192, 28, 1, 1},   {"1x1 192->32 @28", 2, 192, 32, 28, 1, 1},
+    {"1x1 192->64 @14", 1, 192, 64, 14, 1, 1},   {"1x1 64->384 @14", 4, 64, 384, 14, 1, 1},
+    {"1x1 384->64 @14", 3, 384, 64, 14, 1, 1},   {"1x1 384->96 @14", 1, 384, 96, 14, 1, 1},
+    {"1x1 96->576 @14", 3, 96, 576, 14, 1, 1},   {"1x1 576->96 @14", 2, 576, 96, 14, 1, 1},
+    {"1x1 576->160 @7", 1, 576, 160, 7, 1, 1},   {"1x1 160->960 @7", 3, 160, 960, 7, 1, 1},
+    {"1x1 960->160 @7", 2, 960, 160, 7, 1, 1},   {"1x1 960->320 @7", 1, 960, 320, 7, 1, 1},
+    {"1x1 320->1280 @7", 1, 320, 1280, 7, 1, 1},
+};
+
+std::vector<float> random_floats(std::mt19937& rng, size_t count) {
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(count);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Seconds per run of one float layer as qrun runs it: weights packed at
+// prepare time, bias and Relu fused, 1 thread.
+double float_conv_seconds(const qk::ConvGeometry& g, std::mt19937& rng) {
+  const int64_t depth = g.in_channels * g.kernel[0] * g.kernel[1];
+  const int64_t plane = g.out_spatial[0] * g.out_spatial[1];
+  const auto x = random_floats(rng, static_cast<size_t>(g.in_channels * g.in_spatial[0] * g.in_spatial[1]));
+  const auto w = random_floats(rng, static_cast<size_t>(g.out_channels * depth));
+  const auto bias = random_floats(rng, static_cast<size_t>(g.out_channels));
+  const qk::PackedConvWeights packed(w.data(), g.out_channels, 1, depth);
+  std::vector<float> y(static_cast<size_t>(g.out_channels * plane));
+  qk::ConvActivation relu;
+  relu.clamp = true, relu.lo = 0.0f, relu.hi = std::numeric_limits<float>::infinity();
+  return best_seconds([&] { qk::conv_f32_fast(g, x.data(), w.data(), &packed, bias.data(), y.data(), 1, relu); }, 15, 0);
+}
+
+// Prints one row per layer and a summary; returns the layers at or above
+// `target` percent of `peak`.
+int float_layer_table(const char* model, const ConvLayer* layers, size_t n_layers, double peak, double target,
+                      std::mt19937& rng) {
+  std::printf("float-avx2: %s float convs (bias + Relu fused, weights prepacked, 1 thread)\n", model);
+  std::printf("float-avx2: %-32s %5s %8s %9s %8s %6s\n", "layer", "count", "GMAC", "ms", "GFLOPS", "eff%");
+  double total_ops = 0, total_s = 0, lowest = 1e9;
+  int count = 0, reached = 0;
+  for (size_t i = 0; i < n_layers; ++i) {
+    const ConvLayer& l = layers[i];
+    const qk::ConvGeometry g = geometry_of(l);
+    const double ops = 2.0 * static_cast<double>(g.out_channels * g.out_spatial[0] * g.out_spatial[1]) *
+                       static_cast<double>(l.c * l.k * l.k);
+    const double s = float_conv_seconds(g, rng);
+    const double eff = 100 * ops / s / peak;
+    std::printf("float-avx2: %-32s %5d %8.3f %9.3f %8.1f %5.1f%%\n", l.name, l.count, ops / 2e9, s * 1e3, ops / s / 1e9,
+                eff);
+    total_ops += l.count * ops, total_s += l.count * s, count += l.count;
+    lowest = std::min(lowest, eff);
+    if (eff >= target) reached += l.count;
+  }
+  std::printf("float-avx2: %-32s %5d %8.3f %9.3f %8.1f %5.1f%%\n", (std::string("all, ") + model).c_str(), count,
+              total_ops / 2e9, total_s * 1e3, total_ops / total_s / 1e9, 100 * total_ops / total_s / peak);
+  std::printf("float-avx2: summary %s: %d of %d convs at >= %.0f%% of the FMA peak, lowest layer %.1f%%, "
+              "all convs %.1f%%\n",
+              model, reached, count, target, lowest, 100 * total_ops / total_s / peak);
+  return reached;
+}
+
+int section_float_avx2() {
+  const qk::detail::GemmIsa& isa = qk::detail::best_gemm_isa();
+  if (!avx2_in_force("float-avx2", isa.name, true)) return 2;
+#if defined(__x86_64__) && defined(__GNUC__)
+  std::mt19937 rng(7);
+  const double hz = cycles_per_second();
+  const double peak = fma_peak_ops_per_second();
+  std::printf("float-avx2: core clock %.2f GHz (dependent adds); 1 thread\n", hz / 1e9);
+  // Two FMA ports of 8 lanes: 32 float ops per cycle at the most.
+  std::printf("float-avx2: peak VFMADD231PS ymm (registers only, 12 chains) %.1f GFLOPS = %.1f ops/cycle "
+              "(port bound 32)\n",
+              peak / 1e9, peak / hz);
+  {
+    // The micro-kernel on L1-resident panels, whole tiles.
+    constexpr int64_t kc = 256;
+    const auto a = random_floats(rng, static_cast<size_t>(kc * isa.mr));
+    const auto b = random_floats(rng, static_cast<size_t>(kc * isa.nr));
+    std::vector<float> c(static_cast<size_t>(isa.mr * isa.nr));
+    const qk::detail::MicroEpilogue ep;
+    const double s = best_seconds([&] {
+      for (int i = 0; i < 100; ++i) isa.kernel(kc, a.data(), b.data(), isa.nr, c.data(), isa.nr, isa.mr, isa.nr, ep);
+      asm volatile("" : : "r"(c.data()) : "memory");
+    });
+    const double ops = 2.0 * 100 * kc * isa.mr * isa.nr / s;
+    std::printf("float-avx2: kernel %dx%d K=256, L1: %6.1f GFLOPS = %5.1f ops/cycle, %5.1f%% of peak\n", isa.mr, isa.nr,
+                ops / 1e9, ops / hz, 100 * ops / peak);
+  }
+  constexpr double kTarget = 75;  // issue #22
+  float_layer_table("resnet18", kResnet18Convs, std::size(kResnet18Convs), peak, kTarget, rng);
+  float_layer_table("mobilenet_v2 pointwise", kMobilenetV2Pointwise, std::size(kMobilenetV2Pointwise), peak, kTarget, rng);
+  return 0;
+#else
+  std::fprintf(stderr, "error: float-avx2 needs an x86-64 build\n");
+  return 2;
+#endif
+}
+
 struct Section {
   const char* name;
   int (*run)();
 };
-constexpr Section kSections[] = {{"int8-avx2", section_int8_avx2}};
+constexpr Section kSections[] = {{"int8-avx2", section_int8_avx2}, {"float-avx2", section_float_avx2}};
 
 }  // namespace
 
@@ -274,7 +433,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (argc < 2) {
-    std::fprintf(stderr, "error: name a section (int8-avx2)\n");
+    std::fprintf(stderr, "error: name a section (int8-avx2, float-avx2)\n");
     return 2;
   }
   for (int i = 1; i < argc; ++i) {
@@ -282,7 +441,7 @@ int main(int argc, char** argv) {
     for (const Section& c : kSections)
       if (std::string(argv[i]) == c.name) s = &c;
     if (!s) {
-      std::fprintf(stderr, "error: unknown section '%s' (known: int8-avx2)\n", argv[i]);
+      std::fprintf(stderr, "error: unknown section '%s' (known: int8-avx2, float-avx2)\n", argv[i]);
       return 2;
     }
   }

@@ -4,7 +4,8 @@
 # Builds are not triggered here: run scripts/setup.sh first.
 # speed needs the zoo (scripts/make_zoo.sh) and ONNX Runtime (scripts/setup_ort.sh);
 # BENCH_MODELS (default "resnet18 mobilenet_v2"), BENCH_THREADS ("1 2"),
-# BENCH_RUNS (timed runs per sample, 3) and BENCH_SAMPLES (4) tune it;
+# BENCH_RUNS (timed runs per sample, 3) and BENCH_SAMPLES (4) tune it,
+# BENCH_QPROFILE=0 leaves out qprofile's timing (the longest part);
 # QTOOL_ISA=portable|avx2|avx512|vnni runs qrun's kernels capped at that ISA
 # (libquant/kernels/cpu.h), e.g. the AVX2 paths on an AVX-512 host.
 set -euo pipefail
@@ -152,6 +153,7 @@ bench_speed() {
     # the profile) is printed beside it, and the all-in time per sample too.
     # The pair runs three times and the median per-sample time counts: one
     # pair's difference swung by 20% between bench runs.
+    [ "${BENCH_QPROFILE:-1}" != 0 ] || continue
     local count small wall_small wall rss per startup all_in pin pair pers=()
     count=$(find "$w/data_rep" -name '*.npy' | wc -l)
     small=$((count / 4 > 0 ? count / 4 : 1))
@@ -240,12 +242,20 @@ bench_targets() {
 #   int8-avx2  the AVX2 int8 micro-kernels (VPMADDUBSW pairs and widening)
 #              vs a register-only VPMADDUBSW + VPMADDWD + VPADDD loop, and
 #              resnet18's convolutions (per layer, % of that peak) with each;
-#              run under QTOOL_ISA=avx2, so AVX-512 hosts measure it too.
+#   float-avx2 the AVX2 float micro-kernel (6 x 16) vs a register-only
+#              VFMADD231PS loop (12 chains, the kernel's registers), and per
+#              layer resnet18's convolutions and mobilenet_v2's pointwise ones
+#              as qrun runs them (im2col packing, bias and Relu included), a
+#              summary line per model (layers at >= 75% of that peak, the
+#              lowest layer, all layers together);
+#              both run under QTOOL_ISA=avx2, so AVX-512 hosts measure them too.
+# Times are this thread's CPU time (a shared host's other processes' slices
+# do not count), the best of several runs.
 # A new section is a function in kernel_bench.cpp, its name below, and (for
 # another ISA) its QTOOL_ISA in the case.
 # ---------------------------------------------------------------------------
 bench_kernels() {
-  local sections=${BENCH_KERNELS:-int8-avx2} s pin
+  local sections=${BENCH_KERNELS:-int8-avx2 float-avx2} s pin
   [ -x "$bin/kernel_bench" ] || { echo "error: $bin/kernel_bench not found (run scripts/setup.sh)" >&2; return 2; }
   echo "== kernels: throughput vs the instructions' peak (1 thread); host ISA: $(grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
   pin=$(pin_for 1)

@@ -331,41 +331,81 @@ __attribute__((target("avx2,fma"))) __m256 odd_lanes(__m256 lo, __m256 hi) {
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
+// U blocks of 8 outputs of one row from ow on, in U independent chains of
+// nine FMAs. One block at a time waited on the FMA latency (nine dependent
+// FMAs, 4 cycles each, per 8 outputs) and took 31% of a float mobilenet_v2
+// run with QTOOL_ISA=avx2 (perf); each output's sum keeps its order (bias,
+// then the taps row by row), so the bits are the border path's.
+// With kPartial (U = 1), only the first n outputs: every load and the store
+// masked to the elements those outputs read and write (VMASKMOVPS touches no
+// masked-off element). The rows of mobilenet_v2's depthwise convs are 7 to
+// 112 wide: the interior's last n < 8 outputs, summed one by one in the
+// border path, had taken most of this kernel's time (perf).
+template <int U, bool kPartial = false>
+__attribute__((target("avx2,fma"))) inline void blocks_avx2(const Depthwise3x3Plane& p, const Rows& rows,
+                                                             const __m256* w, __m256 bias, float* yrow, int64_t ow,
+                                                             int n = 8) {
+  static_assert(!kPartial || U == 1);
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  // Elements [0, count) of 8 (count may be below 0 or above 8).
+  auto first = [&](int count) __attribute__((target("avx2"))) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), iota); };
+  auto load = [&](const float* q, int count) __attribute__((target("avx2"))) {
+    return kPartial ? _mm256_maskload_ps(q, first(count)) : _mm256_loadu_ps(q);
+  };
+  __m256 acc[U];
+#pragma GCC unroll 4
+  for (int u = 0; u < U; ++u) acc[u] = bias;
+  for (int kh = 0; kh < 3; ++kh) {
+    if (!rows.r[kh]) continue;
+    const float* q0 = rows.r[kh] + ow * p.stride_w - p.pad_left;
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) {
+      const float* q = q0 + 8 * u * p.stride_w;
+      __m256 x0, x1, x2;
+      if (p.stride_w == 1) {
+        x0 = load(q, n);
+        x1 = load(q + 1, n);
+        x2 = load(q + 2, n);
+      } else {
+        // Output l reads q[2l], q[2l+1], q[2l+2]: elements [0, 2n) from q
+        // and [0, 2n-1) from q + 2.
+        const __m256 a = load(q, 2 * n), b = load(q + 8, 2 * n - 8);
+        x0 = even_lanes(a, b);
+        x1 = odd_lanes(a, b);
+        x2 = even_lanes(load(q + 2, 2 * n - 1), load(q + 10, 2 * n - 9));
+      }
+      acc[u] = _mm256_fmadd_ps(w[kh * 3], x0, acc[u]);
+      acc[u] = _mm256_fmadd_ps(w[kh * 3 + 1], x1, acc[u]);
+      acc[u] = _mm256_fmadd_ps(w[kh * 3 + 2], x2, acc[u]);
+    }
+  }
+  const __m256 lo = _mm256_set1_ps(p.lo), hi = _mm256_set1_ps(p.hi);
+#pragma GCC unroll 4
+  for (int u = 0; u < U; ++u) {
+    if (p.clamp) acc[u] = _mm256_min_ps(hi, _mm256_max_ps(lo, acc[u]));
+    if (kPartial)
+      _mm256_maskstore_ps(yrow + ow, first(n), acc[u]);
+    else
+      _mm256_storeu_ps(yrow + ow + 8 * u, acc[u]);
+  }
+}
+
 __attribute__((target("avx2,fma"))) void dwconv3x3_f32_avx2(const Depthwise3x3Plane& p) {
   __m256 w[9];
   for (int i = 0; i < 9; ++i) w[i] = _mm256_set1_ps(p.w[i]);
-  const __m256 bias = _mm256_set1_ps(p.bias), lo = _mm256_set1_ps(p.lo), hi = _mm256_set1_ps(p.hi);
+  const __m256 bias = _mm256_set1_ps(p.bias);
   for_each_row(
       p, [&](const Rows& rows, float* yrow, int64_t ow0, int64_t ow1) __attribute__((target("avx2,fma"))) {
-        // Full blocks of 8 only. Stride 2 loads q[0..17], one past the last
+        // Blocks of 8, four at a time while they last, then one partial
+        // block. Stride 2 loads q[0..17] per whole block, one past the last
         // element the block reads (q[16]); that one is inside the row when a
-        // further interior output follows (ow + 9 <= ow1).
+        // further interior output follows (ow + 9 <= ow1 for the last block).
         const int64_t need = p.stride_w == 1 ? 8 : 9;
         int64_t ow = ow0;
-        for (; ow + need <= ow1; ow += 8) {
-          __m256 acc = bias;
-          for (int kh = 0; kh < 3; ++kh) {
-            if (!rows.r[kh]) continue;
-            const float* q = rows.r[kh] + ow * p.stride_w - p.pad_left;
-            __m256 x0, x1, x2;
-            if (p.stride_w == 1) {
-              x0 = _mm256_loadu_ps(q);
-              x1 = _mm256_loadu_ps(q + 1);
-              x2 = _mm256_loadu_ps(q + 2);
-            } else {
-              const __m256 a = _mm256_loadu_ps(q), b = _mm256_loadu_ps(q + 8);
-              x0 = even_lanes(a, b);
-              x1 = odd_lanes(a, b);
-              x2 = even_lanes(_mm256_loadu_ps(q + 2), _mm256_loadu_ps(q + 10));
-            }
-            acc = _mm256_fmadd_ps(w[kh * 3], x0, acc);
-            acc = _mm256_fmadd_ps(w[kh * 3 + 1], x1, acc);
-            acc = _mm256_fmadd_ps(w[kh * 3 + 2], x2, acc);
-          }
-          if (p.clamp) acc = _mm256_min_ps(hi, _mm256_max_ps(lo, acc));
-          _mm256_storeu_ps(yrow + ow, acc);
-        }
-        return ow;
+        for (; ow + 24 + need <= ow1; ow += 32) blocks_avx2<4>(p, rows, w, bias, yrow, ow);
+        for (; ow + need <= ow1; ow += 8) blocks_avx2<1>(p, rows, w, bias, yrow, ow);
+        if (ow < ow1) blocks_avx2<1, true>(p, rows, w, bias, yrow, ow, static_cast<int>(ow1 - ow));
+        return ow1;
       });
 }
 

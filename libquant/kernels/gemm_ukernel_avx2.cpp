@@ -1,83 +1,156 @@
-// AVX2 + FMA float GEMM micro-kernel, 6 x 16 tile: 12 ymm accumulators, two
-// B loads and six broadcasts per k (the classic Haswell BLIS shape). Compiled
-// with a target attribute, so the rest of the library needs no -mavx2; it is
-// only called when the CPU reports avx2 and fma.
+// AVX2 + FMA float GEMM micro-kernels: an R x (8 V) tile in R * V ymm
+// accumulators, V B loads and R broadcasts per k. Compiled with a target
+// attribute, so the rest of the library needs no -mavx2; only called when
+// the CPU reports avx2 and fma.
+//
+// The whole tile is 6 x 16: 12 accumulators, two B vectors and one
+// broadcast fill 15 of the 16 ymm registers, the shape BLIS picked for
+// Haswell by the analysis of Low et al., "Analytical Modeling Is Enough for
+// High-Performance BLIS" (ACM TOMS 43(2), 2016): MR x NR/8 independent FMA
+// chains must cover latency x ports (5 x 2 on Haswell, 4 x 2 later), and
+// the broadcasts plus B loads per k (6 + 2) stay within the two load ports'
+// rate while the FMAs (12) take 6 cycles. oneDNN's AVX2 sgemm uses the same
+// 6 x 16 (its "avx2 kernel 16x6", transposed). Edge tiles run only the
+// multiply-adds of their valid rows (R < 6) and of one vector when at most 8
+// columns are valid: a 7 x 7 map (49 columns, resnet18's layer4) ends in a
+// panel of 1 column, which computed 16 wasted 15/16 of that panel.
+//
+// Blocking is gemm_packed's, shared with AVX-512: depth blocks of kGemmKc =
+// 256 keep an A panel (6 x 256 floats, 6 KB) and a B panel (256 x 16, 16 KB)
+// in a 32-48 KB L1, and a B block (256 x kGemmNc = 512, 512 KB) in a 1-2 MB
+// L2 while the A panels sweep it. BLIS's order for Haswell (each B panel
+// kept in L1 across a block of A panels held in L2, MC = 96 rows) ran slower
+// on this host: resnet18's convs at 67% of the FMA peak against 73%,
+// mobilenet_v2's pointwise ones 62% against 69% (kernel_bench float-avx2,
+// 2026-11-26).
 #include "libquant/kernels/gemm_ukernel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <utility>
 
 namespace quant::kernels::detail {
 namespace {
 
 constexpr int kMr = 6, kNr = 16;
 
-__attribute__((target("avx2,fma"))) void f32_gemm_avx2_6x16(int64_t kc, const float* a, const float* b,
-                                                             int64_t b_stride, float* c, int64_t ldc, int m_valid,
-                                                             int n_valid, const MicroEpilogue& ep) {
-  __m256 acc[kMr][2];
+// A prefetch into L2 of the line holding byte `offset` from p, worked out as
+// an integer: it may lie past the end of the operand, which a prefetch
+// tolerates (it never faults) but pointer arithmetic does not.
+inline void prefetch_l2(const float* p, int64_t offset) {
+  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(offset)),
+               _MM_HINT_T1);
+}
+
+// Lanes [0, count) of 8, count clamped to [0, 8], as a maskload/maskstore mask.
+__attribute__((target("avx2"))) inline __m256i first_lanes(int count) {
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(std::clamp(count, 0, 8)), iota);
+}
+
+// Stores the R x (8 V) tile in acc after the epilogue: whole (every column
+// valid: plain moves) or masked to the first n_valid columns.
+template <int R, int V, bool kWhole>
+[[gnu::always_inline]] __attribute__((target("avx2,fma"))) inline void store_tile(const __m256 (&acc)[R][V], float* c,
+                                                                                  int64_t ldc, int n_valid,
+                                                                                  const MicroEpilogue& ep) {
+  __m256i mask[V];
+#pragma GCC unroll 2
+  for (int v = 0; v < V; ++v) mask[v] = kWhole ? _mm256_set1_epi32(-1) : first_lanes(n_valid - 8 * v);
+  auto load = [&](int v, const float* p) __attribute__((target("avx2"))) {
+    return kWhole ? _mm256_loadu_ps(p + 8 * v) : _mm256_maskload_ps(p + 8 * v, mask[v]);
+  };
+  const __m256 alpha = _mm256_set1_ps(ep.alpha);
+  const __m256 lo = _mm256_set1_ps(ep.lo), hi = _mm256_set1_ps(ep.hi);
+  const bool add_col = ep.last && ep.col_bias, add_row = ep.last && ep.row_bias, clamp = ep.last && ep.clamp;
+  const bool add_residual = ep.last && ep.residual;
+  __m256 cb[V];
+#pragma GCC unroll 2
+  for (int v = 0; v < V; ++v) cb[v] = add_col ? load(v, ep.col_bias) : _mm256_setzero_ps();
 #pragma GCC unroll 6
-  for (int i = 0; i < kMr; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int i = 0; i < R; ++i) {
+    float* row = c + i * ldc;
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) {
+      __m256 x = acc[i][v];
+      if (ep.alpha != 1.0f) x = _mm256_mul_ps(x, alpha);
+      if (ep.accumulate) x = _mm256_add_ps(x, load(v, row));
+      if (add_row) x = _mm256_add_ps(x, _mm256_set1_ps(ep.row_bias[i]));
+      if (add_col) x = _mm256_add_ps(x, cb[v]);
+      if (add_residual) x = _mm256_add_ps(x, load(v, ep.residual + i * ep.ldr));
+      // max(lo, x) then min(hi, x): x, the second operand, comes back for a
+      // NaN, which passes through as in store_tile_scalar.
+      if (clamp) x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
+      if (kWhole)
+        _mm256_storeu_ps(row + 8 * v, x);
+      else
+        _mm256_maskstore_ps(row + 8 * v, mask[v], x);
+    }
+  }
+}
+
+// The first R rows and 8 V columns of a 6 x 16 tile (the A panel is packed 6
+// rows high, B panels 16 wide whatever R and V).
+template <int R, int V>
+__attribute__((target("avx2,fma"))) void f32_gemm_avx2_rows(int64_t kc, const float* a, const float* b,
+                                                            int64_t b_stride, float* c, int64_t ldc, int n_valid,
+                                                            const MicroEpilogue& ep) {
+  __m256 acc[R][V];
+#pragma GCC unroll 6
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) acc[i][v] = _mm256_setzero_ps();
+  // The next A panel (packed weights lie panel after panel) into L2, a line
+  // every second k (48 bytes of panel), as the AVX-512 kernel does: resnet18's
+  // layer4 weights (9.4 MB per 3x3 conv) come from L3, and this took its
+  // convs from 58-60% to 65-67% of the FMA peak (kernel_bench float-avx2,
+  // the two interleaved in one run); other layers moved within the noise.
+  // Prefetching B 8 rows ahead into L1, as the AVX-512 kernel also does,
+  // gained nothing here (B panels of 16 floats stream well from L2), and
+  // "k % 3" in place of "k & 1" cost 5% (a multiply per k).
+  const int64_t a_next = kc * kMr * static_cast<int64_t>(sizeof(float));
   for (int64_t k = 0; k < kc; ++k) {
-    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    if ((k & 1) == 0) prefetch_l2(a, a_next);
+    __m256 bv[V];
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
 #pragma GCC unroll 6
-    for (int i = 0; i < kMr; ++i) {
+    for (int i = 0; i < R; ++i) {
       const __m256 ai = _mm256_broadcast_ss(a + i);
-      acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) acc[i][v] = _mm256_fmadd_ps(ai, bv[v], acc[i][v]);
     }
     a += kMr;
     b += b_stride;
   }
-  if (m_valid == kMr && n_valid == kNr) {
-    const __m256 alpha = _mm256_set1_ps(ep.alpha);
-    const __m256 lo = _mm256_set1_ps(ep.lo), hi = _mm256_set1_ps(ep.hi);
-    const bool add_col = ep.last && ep.col_bias, add_row = ep.last && ep.row_bias, clamp = ep.last && ep.clamp;
-    const __m256 cb0 = add_col ? _mm256_loadu_ps(ep.col_bias) : _mm256_setzero_ps();
-    const __m256 cb1 = add_col ? _mm256_loadu_ps(ep.col_bias + 8) : _mm256_setzero_ps();
-#pragma GCC unroll 6
-    for (int i = 0; i < kMr; ++i) {
-      float* row = c + i * ldc;
-      __m256 v0 = acc[i][0], v1 = acc[i][1];
-      if (ep.alpha != 1.0f) {
-        v0 = _mm256_mul_ps(v0, alpha);
-        v1 = _mm256_mul_ps(v1, alpha);
-      }
-      if (ep.accumulate) {
-        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(row));
-        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(row + 8));
-      }
-      if (add_row) {
-        const __m256 rb = _mm256_set1_ps(ep.row_bias[i]);
-        v0 = _mm256_add_ps(v0, rb);
-        v1 = _mm256_add_ps(v1, rb);
-      }
-      if (add_col) {
-        v0 = _mm256_add_ps(v0, cb0);
-        v1 = _mm256_add_ps(v1, cb1);
-      }
-      if (ep.last && ep.residual) {
-        const float* r = ep.residual + i * ep.ldr;
-        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(r));
-        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(r + 8));
-      }
-      if (clamp) {
-        // max(lo, v), min(hi, v): v, the second operand, comes back for a NaN.
-        v0 = _mm256_min_ps(hi, _mm256_max_ps(lo, v0));
-        v1 = _mm256_min_ps(hi, _mm256_max_ps(lo, v1));
-      }
-      _mm256_storeu_ps(row, v0);
-      _mm256_storeu_ps(row + 8, v1);
-    }
-    return;
-  }
-  alignas(32) float tile[kMr * kNr];
-#pragma GCC unroll 6
-  for (int i = 0; i < kMr; ++i) {
-    _mm256_store_ps(tile + i * kNr, acc[i][0]);
-    _mm256_store_ps(tile + i * kNr + 8, acc[i][1]);
-  }
-  store_tile_scalar(tile, kNr, c, ldc, m_valid, n_valid, ep);
+  // Partial tiles (edges of N) load and store through masks (VMASKMOVPS
+  // neither reads nor writes a masked-off lane); whole tiles use plain
+  // moves, which cost less on every AVX2 CPU (and far less on AMD Zen), and
+  // build no masks.
+  if (n_valid >= 8 * V)
+    store_tile<R, V, true>(acc, c, ldc, n_valid, ep);
+  else
+    store_tile<R, V, false>(acc, c, ldc, n_valid, ep);
+}
+
+using RowsFn = void (*)(int64_t, const float*, const float*, int64_t, float*, int64_t, int, const MicroEpilogue&);
+
+template <int... Rs>
+constexpr std::array<RowsFn, 2 * sizeof...(Rs)> rows_table(std::integer_sequence<int, Rs...>) {
+  return {f32_gemm_avx2_rows<Rs + 1, 1>..., f32_gemm_avx2_rows<Rs + 1, 2>...};
+}
+
+constexpr auto kRows = rows_table(std::make_integer_sequence<int, kMr>{});
+
+// Dispatches a tile to the kernel for its valid rows (1..6) and vectors (1, 2).
+void f32_gemm_avx2_6x16(int64_t kc, const float* a, const float* b, int64_t b_stride, float* c, int64_t ldc,
+                        int m_valid, int n_valid, const MicroEpilogue& ep) {
+  const int v = n_valid > 8 ? 1 : 0;
+  kRows[static_cast<size_t>(v * kMr + std::clamp(m_valid, 1, kMr) - 1)](kc, a, b, b_stride, c, ldc, n_valid, ep);
 }
 
 const GemmIsa kAvx2{"avx2", kMr, kNr, f32_gemm_avx2_6x16};

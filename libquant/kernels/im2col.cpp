@@ -46,6 +46,41 @@ __attribute__((target("avx512f"))) void copy_run_avx512(float* d, const float* s
   }
   copy_run_portable(d, src, stride, n);
 }
+
+// Lanes [0, count) of 8, count clamped to [0, 8], as a VMASKMOVPS mask.
+__attribute__((target("avx2"))) inline __m256i first_lanes8(int64_t count) {
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::clamp<int64_t>(count, 0, 8))), iota);
+}
+
+// Even elements of [lo, hi] (8 + 8 floats) in order: [lo0 lo2 lo4 lo6 hi0 hi2 hi4 hi6].
+__attribute__((target("avx2"))) inline __m256 even_elements(__m256 lo, __m256 hi) {
+  const __m256 e = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));  // lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+__attribute__((target("avx2"))) void copy_run_avx2(float* d, const float* src, int64_t stride, int64_t n) {
+  // Masked loads and stores (VMASKMOVPS neither reads nor writes a
+  // masked-off lane): no element past the run is touched.
+  if (stride == 1) {
+    for (; n >= 8; n -= 8, src += 8, d += 8) _mm256_storeu_ps(d, _mm256_loadu_ps(src));
+    if (n > 0) _mm256_maskstore_ps(d, first_lanes8(n), _mm256_maskload_ps(src, first_lanes8(n)));
+    return;
+  }
+  if (stride == 2) {
+    for (; n > 0; n -= 8, src += 16, d += 8) {
+      const int64_t used = 2 * std::min<int64_t>(n, 8) - 1;  // elements read from src
+      const __m256 v = even_elements(_mm256_maskload_ps(src, first_lanes8(used)),
+                                     _mm256_maskload_ps(src + 8, first_lanes8(used - 8)));
+      if (n >= 8)
+        _mm256_storeu_ps(d, v);
+      else
+        _mm256_maskstore_ps(d, first_lanes8(n), v);
+    }
+    return;
+  }
+  copy_run_portable(d, src, stride, n);
+}
 #endif
 
 bool has_avx512_bmi2() {
@@ -57,10 +92,12 @@ bool has_avx512_bmi2() {
 }
 
 const bool kAvx512Bmi2 = has_avx512_bmi2();
+const bool kAvx2 = cpu_supports("avx2");
 
 RunCopy pick_run_copy() {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (kAvx512Bmi2) return copy_run_avx512;
+  if (kAvx2) return copy_run_avx2;
 #endif
   return copy_run_portable;
 }
@@ -117,8 +154,7 @@ TapOffset tap_offset(const detail::Spatial3& s, int64_t t) {
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
-constexpr int kMaxVectors = 4;  // panels up to 64 floats wide
-constexpr int kMaxLanes = 16 * kMaxVectors;
+constexpr int kMaxLanes = 64;  // panels up to 64 floats wide
 
 // The lanes [a, b) of a panel that lie in one output row (od, oh), from
 // output column ow on.
@@ -127,13 +163,113 @@ struct Segment {
   int64_t od, oh, ow;
 };
 
-// One tap's reads for the 16 lanes of a vector: lane l (of the vector) gets
-// xc[offset + l * stride] for l in `lanes`; with stride 2, the elements
-// xc[offset + e] loaded are e in `load_a` and 16 + e in `load_b`.
-struct VectorRun {
+// The panel's output positions from column j on, cut into output rows;
+// lanes past `lanes_here` belong to no segment (and stay zero). Returns the
+// number of segments.
+int panel_segments(const detail::Spatial3& s, int64_t j, int lanes_here, Segment* seg) {
+  int n_seg = 0;
+  int64_t ow = j % s.out[2], oh = (j / s.out[2]) % s.out[1], od = j / (s.out[2] * s.out[1]);
+  for (int a = 0; a < lanes_here;) {
+    const int b = static_cast<int>(std::min<int64_t>(lanes_here, a + s.out[2] - ow));
+    seg[n_seg++] = {a, b, od, oh, ow};
+    a = b;
+    ow = 0;
+    if (++oh == s.out[1]) {
+      oh = 0;
+      ++od;
+    }
+  }
+  return n_seg;
+}
+
+// Lanes [a, b) of one vector (counted from its first lane) whose tap lands
+// inside the input: lane l reads xc[offset + l * stride] (xc: the channel).
+struct LaneRun {
+  int64_t offset;
+  int a, b;
+};
+
+// Calls emit(LaneRun) for the reads of tap t in vector v (panel lanes
+// [lanes v, lanes (v + 1))): at most one run per segment.
+template <class Emit>
+void tap_runs(const detail::Spatial3& s, int64_t t, const Segment* seg, int n_seg, int lanes, int v, Emit&& emit) {
+  const int64_t sw = s.strides[2];
+  const TapOffset off = tap_offset(s, t);
+  const detail::IndexRange rw = detail::valid_range(off.w, sw, s.in[2], s.out[2]);
+  for (int n = 0; n < n_seg; ++n) {
+    const Segment& g = seg[n];
+    const int64_t id = g.od * s.strides[0] + off.d, ih = g.oh * s.strides[1] + off.h;
+    if (id < 0 || id >= s.in[0] || ih < 0 || ih >= s.in[1]) continue;
+    // Lanes whose tap lands inside the input row, cut to this vector; lane l
+    // (from the panel's first) reads base + l * sw.
+    const int64_t a = std::max<int64_t>(g.a + std::max<int64_t>(rw.lo - g.ow, 0), lanes * v);
+    const int64_t b = std::min<int64_t>(g.a + std::min<int64_t>(rw.hi - g.ow, g.b - g.a), lanes * v + lanes);
+    if (a >= b) continue;
+    const int64_t base = (id * s.in[1] + ih) * s.in[2] + (g.ow - g.a) * sw + off.w;
+    emit(LaneRun{base + lanes * v * sw, static_cast<int>(a - lanes * v), static_cast<int>(b - lanes * v)});
+  }
+}
+
+// Walks the rows [k0, k0+kc) of a panel: tap index i of the block's taps
+// and the channel plane xc they read. Rows in order: consecutive taps of one
+// channel read neighbouring input rows, and the panel is written front to back.
+struct RowWalk {
+  int64_t i, t, taps, k_volume, in_plane;
+  const float* xc;
+  RowWalk(int64_t k0, int64_t taps_, int64_t k_volume_, const float* x, int64_t in_plane_)
+      : i(0), t(k0 % k_volume_), taps(taps_), k_volume(k_volume_), in_plane(in_plane_),
+        xc(x + k0 / k_volume_ * in_plane_) {}
+  void next() {
+    if (++i == taps) i = 0;
+    if (++t == k_volume) {
+      t = 0;
+      xc += in_plane;
+    }
+  }
+};
+
+// Rows [k0, k0+kc) of one panel from the runs of each (tap, vector): `width`
+// runs each (W when not 0: a fixed count, unrolled), every `most` entries.
+template <class Run>
+using CopyRows = void (*)(const Run* runs, int64_t most, int64_t width, int vectors, int64_t taps, int64_t k_volume,
+                          int64_t k0, int64_t kc, const float* x, int64_t in_plane, float* d);
+
+// AVX-512: one tap's reads for the 16 lanes of a vector: lane l (of the
+// vector) gets xc[offset + l * stride] for l in `lanes`; with stride 2, the
+// elements xc[offset + e] loaded are e in `load_a` and 16 + e in `load_b`.
+struct Avx512Run {
   int64_t offset;
   __mmask16 lanes, load_a, load_b;
 };
+
+template <int SW, int W>
+__attribute__((target("avx512f"))) void copy_rows_avx512(const Avx512Run* runs, int64_t most, int64_t width,
+                                                         int vectors, int64_t taps, int64_t k_volume, int64_t k0,
+                                                         int64_t kc, const float* x, int64_t in_plane, float* d) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const int64_t n_runs = W ? W : width;
+  RowWalk walk(k0, taps, k_volume, x, in_plane);
+  for (int64_t k = 0; k < kc; ++k, d += 16 * vectors, walk.next()) {
+    const Avx512Run* list = runs + walk.i * vectors * most;
+    for (int v = 0; v < vectors; ++v, list += most) {
+      // Masked-off lanes are not read, so an offset before the plane (left
+      // padding) touches nothing outside it.
+      __m512 vec = _mm512_setzero_ps();
+#pragma GCC unroll 2
+      for (int64_t n = 0; n < n_runs; ++n) {
+        const Avx512Run& r = list[n];
+        if constexpr (SW == 1) {
+          vec = _mm512_mask_loadu_ps(vec, r.lanes, walk.xc + r.offset);
+        } else {
+          const __m512 lo = _mm512_maskz_loadu_ps(r.load_a, walk.xc + r.offset);
+          const __m512 hi = _mm512_maskz_loadu_ps(r.load_b, walk.xc + r.offset + 16);
+          vec = _mm512_mask_mov_ps(vec, r.lanes, _mm512_permutex2var_ps(lo, even, hi));
+        }
+      }
+      _mm512_storeu_ps(d + 16 * v, vec);
+    }
+  }
+}
 
 // Element masks of the even elements 2l, l in `lanes`, of a 32-element window.
 __attribute__((target("bmi2"))) inline void spread_even(__mmask16 lanes, __mmask16& a, __mmask16& b) {
@@ -141,53 +277,88 @@ __attribute__((target("bmi2"))) inline void spread_even(__mmask16 lanes, __mmask
   b = static_cast<__mmask16>(_pdep_u32(lanes >> 8, 0x5555u));
 }
 
-// Rows [k0, k0+kc) of one panel from the runs of each (tap, vector): `width`
-// runs each (W when not 0: a fixed count, unrolled), every `most` entries.
-// Rows in order: consecutive taps of one channel read neighbouring input
-// rows, and the panel is written front to back.
-using CopyRows = void (*)(const VectorRun* runs, int64_t most, int64_t width, int vectors, int64_t taps,
-                          int64_t k_volume, int64_t k0, int64_t kc, const float* x, int64_t in_plane, float* d);
+struct Avx512Packer {
+  using Run = Avx512Run;
+  static constexpr int kLanes = 16;
+  __attribute__((target("bmi2"))) static Run run(const LaneRun& l, int64_t sw) {
+    Run r{l.offset, static_cast<__mmask16>(((1u << l.b) - 1u) & ~((1u << l.a) - 1u)), 0, 0};
+    if (sw == 2) spread_even(r.lanes, r.load_a, r.load_b);
+    return r;
+  }
+  static CopyRows<Run> copy(int64_t sw, int64_t width) {
+    if (sw == 1) return width == 1 ? copy_rows_avx512<1, 1> : width == 2 ? copy_rows_avx512<1, 2> : copy_rows_avx512<1, 0>;
+    return width == 1 ? copy_rows_avx512<2, 1> : width == 2 ? copy_rows_avx512<2, 2> : copy_rows_avx512<2, 0>;
+  }
+};
+
+// AVX2: one tap's reads for the 8 lanes of a vector, as VMASKMOVPS element
+// masks of xc[offset + e]: e in load_a (e < 8) and 8 + e in load_b (stride
+// 2 only). A masked-off element reads as zero, so the runs of a vector
+// (disjoint lanes) combine by OR. With stride 2 the masks take the odd
+// elements between a run's even ones too (inside the input row, so safe to
+// read); keeping only the even elements drops them.
+struct Avx2Run {
+  alignas(32) int32_t load_a[8];
+  int32_t load_b[8];
+  int64_t offset;
+};
 
 template <int SW, int W>
-__attribute__((target("avx512f"))) void copy_rows(const VectorRun* runs, int64_t most, int64_t width, int vectors,
-                                                  int64_t taps, int64_t k_volume, int64_t k0, int64_t kc,
-                                                  const float* x, int64_t in_plane, float* d) {
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+__attribute__((target("avx2"))) void copy_rows_avx2(const Avx2Run* runs, int64_t most, int64_t width, int vectors,
+                                                    int64_t taps, int64_t k_volume, int64_t k0, int64_t kc,
+                                                    const float* x, int64_t in_plane, float* d) {
   const int64_t n_runs = W ? W : width;
-  const int nr = 16 * vectors;
-  int64_t i = 0, t = k0 % k_volume;
-  const float* xc = x + k0 / k_volume * in_plane;
-  for (int64_t k = 0; k < kc; ++k, d += nr) {
-    const VectorRun* list = runs + i * vectors * most;
+  RowWalk walk(k0, taps, k_volume, x, in_plane);
+  for (int64_t k = 0; k < kc; ++k, d += 8 * vectors, walk.next()) {
+    const Avx2Run* list = runs + walk.i * vectors * most;
     for (int v = 0; v < vectors; ++v, list += most) {
-      // Masked-off lanes are not read, so an offset before the plane (left
-      // padding) touches nothing outside it.
-      __m512 vec = _mm512_setzero_ps();
+      __m256 vec = _mm256_setzero_ps();
 #pragma GCC unroll 2
       for (int64_t n = 0; n < n_runs; ++n) {
-        const VectorRun& r = list[n];
+        const Avx2Run& r = list[n];
+        const __m256i ma = _mm256_load_si256(reinterpret_cast<const __m256i*>(r.load_a));
         if constexpr (SW == 1) {
-          vec = _mm512_mask_loadu_ps(vec, r.lanes, xc + r.offset);
+          vec = _mm256_or_ps(vec, _mm256_maskload_ps(walk.xc + r.offset, ma));
         } else {
-          const __m512 lo = _mm512_maskz_loadu_ps(r.load_a, xc + r.offset);
-          const __m512 hi = _mm512_maskz_loadu_ps(r.load_b, xc + r.offset + 16);
-          vec = _mm512_mask_mov_ps(vec, r.lanes, _mm512_permutex2var_ps(lo, even, hi));
+          const __m256i mb = _mm256_load_si256(reinterpret_cast<const __m256i*>(r.load_b));
+          const __m256 lo = _mm256_maskload_ps(walk.xc + r.offset, ma);
+          const __m256 hi = _mm256_maskload_ps(walk.xc + r.offset + 8, mb);
+          vec = _mm256_or_ps(vec, even_elements(lo, hi));
         }
       }
-      _mm512_storeu_ps(d + 16 * v, vec);
-    }
-    if (++i == taps) i = 0;
-    if (++t == k_volume) {
-      t = 0;
-      xc += in_plane;
+      _mm256_storeu_ps(d + 8 * v, vec);
     }
   }
 }
 
-__attribute__((target("avx512f,bmi2"))) void pack_avx512(const detail::Spatial3& s, const float* x, int64_t in_plane,
-                                                     int64_t k_volume, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
-                                                     int nr, float* dst) {
-  const int vectors = nr / 16;
+struct Avx2Packer {
+  using Run = Avx2Run;
+  static constexpr int kLanes = 8;
+  static Run run(const LaneRun& l, int64_t sw) {
+    Run r{};
+    r.offset = l.offset;
+    // Elements read: [a, b) with stride 1, [2a, 2b - 1) with stride 2.
+    const int e0 = static_cast<int>(sw) * l.a, e1 = sw == 1 ? l.b : 2 * l.b - 1;
+    for (int e = 0; e < 8; ++e) {
+      r.load_a[e] = e >= e0 && e < e1 ? -1 : 0;
+      r.load_b[e] = e + 8 >= e0 && e + 8 < e1 ? -1 : 0;
+    }
+    return r;
+  }
+  static CopyRows<Run> copy(int64_t sw, int64_t width) {
+    if (sw == 1) return width == 1 ? copy_rows_avx2<1, 1> : width == 2 ? copy_rows_avx2<1, 2> : copy_rows_avx2<1, 0>;
+    return width == 1 ? copy_rows_avx2<2, 1> : width == 2 ? copy_rows_avx2<2, 2> : copy_rows_avx2<2, 0>;
+  }
+};
+
+// The vector packer (stride 1 or 2 along the width, nr a multiple of the
+// ISA's lanes, at most kMaxLanes): panel by panel, the runs of every tap and
+// vector worked out once, then every channel of the depth block copied with them.
+template <class Isa>
+void pack_vector(const detail::Spatial3& s, const float* x, int64_t in_plane, int64_t k_volume, int64_t k0,
+                 int64_t kc, int64_t j0, int64_t nc, int nr, float* dst) {
+  using Run = typename Isa::Run;
+  const int vectors = nr / Isa::kLanes;
   const int64_t sw = s.strides[2];
   const int64_t n_panels = (nc + nr - 1) / nr;
   // The taps of the depth block: rows k0.. hold taps t0, t0+1, ... (mod the
@@ -195,68 +366,30 @@ __attribute__((target("avx512f,bmi2"))) void pack_avx512(const detail::Spatial3&
   const int64_t taps = std::min(k_volume, kc);
   // Per panel: the runs of every tap and vector, tap-major (grows per
   // thread, never shrinks).
-  thread_local std::vector<VectorRun> runs;
+  thread_local std::vector<Run> runs;
   Segment seg[kMaxLanes];
   for (int64_t q = 0; q < n_panels; ++q) {
-    // The panel's output positions, cut into output rows; lanes past nc
-    // belong to no segment and stay zero.
-    const int lanes_here = static_cast<int>(std::min<int64_t>(nr, nc - q * nr));
-    int n_seg = 0;
-    {
-      const int64_t j = j0 + q * nr;
-      int64_t ow = j % s.out[2], oh = (j / s.out[2]) % s.out[1], od = j / (s.out[2] * s.out[1]);
-      for (int a = 0; a < lanes_here;) {
-        const int b = static_cast<int>(std::min<int64_t>(lanes_here, a + s.out[2] - ow));
-        seg[n_seg++] = {a, b, od, oh, ow};
-        a = b;
-        ow = 0;
-        if (++oh == s.out[1]) {
-          oh = 0;
-          ++od;
-        }
-      }
-    }
+    const int n_seg = panel_segments(s, j0 + q * nr, static_cast<int>(std::min<int64_t>(nr, nc - q * nr)), seg);
     // Every (tap, vector) gets the same number of runs, the most any has
     // (empty ones padding: a load with an empty mask reads nothing), so that
-    // the copy loop below runs a fixed count and its branches predict.
-    // At most one run per segment and vector it touches.
-    const int64_t most = std::min<int64_t>(n_seg, 16);
+    // the copy loop runs a fixed count and its branches predict. At most one
+    // run per segment and vector it touches.
+    const int64_t most = std::min<int64_t>(n_seg, Isa::kLanes);
     runs.resize(static_cast<size_t>(taps * vectors * most));
     int64_t width = 0;  // runs used per (tap, vector) so far
     for (int64_t i = 0; i < taps; ++i) {
-      const int64_t t = (k0 + i) % k_volume;
-      const TapOffset off = tap_offset(s, t);
-      const detail::IndexRange rw = detail::valid_range(off.w, sw, s.in[2], s.out[2]);
       for (int v = 0; v < vectors; ++v) {
-        VectorRun* list = runs.data() + (i * vectors + v) * most;
+        Run* list = runs.data() + (i * vectors + v) * most;
         int64_t n_runs = 0;
-        for (int n = 0; n < n_seg; ++n) {
-          const Segment& g = seg[n];
-          const int64_t id = g.od * s.strides[0] + off.d, ih = g.oh * s.strides[1] + off.h;
-          if (id < 0 || id >= s.in[0] || ih < 0 || ih >= s.in[1]) continue;
-          // Lanes whose tap lands inside the input row, cut to this vector;
-          // lane l (from the panel's first) reads base + l * sw.
-          const int64_t a = std::max<int64_t>(g.a + std::max<int64_t>(rw.lo - g.ow, 0), 16 * v);
-          const int64_t b = std::min<int64_t>(g.a + std::min<int64_t>(rw.hi - g.ow, g.b - g.a), 16 * v + 16);
-          if (a >= b) continue;
-          const int64_t base = (id * s.in[1] + ih) * s.in[2] + (g.ow - g.a) * sw + off.w;
-          VectorRun& r = list[n_runs++];
-          const unsigned lo = static_cast<unsigned>(a - 16 * v), hi = static_cast<unsigned>(b - 16 * v);
-          r.lanes = static_cast<__mmask16>(((1u << hi) - 1u) & ~((1u << lo) - 1u));
-          r.offset = base + 16 * v * sw;
-          if (sw == 2) spread_even(r.lanes, r.load_a, r.load_b);
-        }
-        for (int64_t n = n_runs; n < most; ++n) list[n] = VectorRun{0, 0, 0, 0};
+        tap_runs(s, (k0 + i) % k_volume, seg, n_seg, Isa::kLanes, v,
+                 [&](const LaneRun& l) { list[n_runs++] = Isa::run(l, sw); });
+        for (int64_t n = n_runs; n < most; ++n) list[n] = Run{};
         width = std::max(width, n_runs);
       }
     }
-    float* panel = dst + q * kc * nr;
-    const CopyRows copy = sw == 1 ? (width == 1 ? copy_rows<1, 1> : width == 2 ? copy_rows<1, 2> : copy_rows<1, 0>)
-                                  : (width == 1 ? copy_rows<2, 1> : width == 2 ? copy_rows<2, 2> : copy_rows<2, 0>);
-    copy(runs.data(), most, width, vectors, taps, k_volume, k0, kc, x, in_plane, panel);
+    Isa::copy(sw, width)(runs.data(), most, width, vectors, taps, k_volume, k0, kc, x, in_plane, dst + q * kc * nr);
   }
 }
-
 #endif
 
 }  // namespace
@@ -264,19 +397,25 @@ __attribute__((target("avx512f,bmi2"))) void pack_avx512(const detail::Spatial3&
 Im2colSource::Im2colSource(const detail::Spatial3& s, const float* x, Packer packer) : s_(s), x_(x), packer_(packer) {
   in_plane_ = s.in[0] * s.in[1] * s.in[2];
   k_volume_ = s.kernel[0] * s.kernel[1] * s.kernel[2];
-  if (!kAvx512Bmi2 || (s.strides[2] != 1 && s.strides[2] != 2)) packer_ = Packer::kGeneric;
+  if (s.strides[2] == 1 || s.strides[2] == 2) {
+    if (kAvx512Bmi2 && packer != Packer::kVectorAvx2 && packer != Packer::kGeneric) vector_ = Vector::kAvx512;
+    else if (kAvx2 && packer != Packer::kGeneric) vector_ = Vector::kAvx2;
+  }
 }
 
-bool Im2colSource::vector_available() { return kAvx512Bmi2; }
+bool Im2colSource::vector_available() { return kAvx512Bmi2 || kAvx2; }
+bool Im2colSource::vector_avx2_available() { return kAvx2; }
 
 void Im2colSource::pack(int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, float* dst) const {
 #if defined(__x86_64__) && defined(__GNUC__)
   // kBest: the vector packer works out each tap's runs once per panel and
   // depth block; with fewer than four channels to reuse them (a stem conv
   // over RGB: 3 channels, 49 taps), the row-wise packer is faster.
-  const bool vector = packer_ == Packer::kVector || (packer_ == Packer::kBest && kc >= 4 * k_volume_);
-  if (vector && nr % 16 == 0 && nr <= kMaxLanes)
-    return pack_avx512(s_, x_, in_plane_, k_volume_, k0, kc, j0, nc, nr, dst);
+  const bool vector = packer_ != Packer::kBest || kc >= 4 * k_volume_;
+  if (vector && vector_ == Vector::kAvx512 && nr % 16 == 0 && nr <= kMaxLanes)
+    return pack_vector<Avx512Packer>(s_, x_, in_plane_, k_volume_, k0, kc, j0, nc, nr, dst);
+  if (vector && vector_ == Vector::kAvx2 && nr % 8 == 0 && nr <= kMaxLanes)
+    return pack_vector<Avx2Packer>(s_, x_, in_plane_, k_volume_, k0, kc, j0, nc, nr, dst);
 #endif
   pack_generic(k0, kc, j0, nc, nr, dst);
 }

@@ -93,6 +93,11 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       // More output channels than pixels, 3 column panels, K = 288: threads
       // split the rows and share B, packed from im2col in runs of panels.
       {1, 32, 96, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      // 7x7 outputs (49 columns: a last panel of one column) with row counts
+      // off the tile (20 = 3 x 6 + 2, 13), as resnet18's layer4.
+      {1, 16, 20, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 24, 13, 1, {14, 14}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 40, 7, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
   };
   for (const Case& c : cases) {
     const ConvGeometry g = geometry(c);

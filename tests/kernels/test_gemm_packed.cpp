@@ -1,6 +1,8 @@
 // The packed GEMM (every micro-kernel this CPU runs) against the naive
 // gemm_f32_reference over swept shapes, transposes, packing modes, epilogues
 // and thread counts.
+#include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
@@ -39,9 +41,13 @@ TEST_CASE("gemm_f32_packed matches the reference for every ISA, shape and packin
   // Shapes straddle the tile sizes (4x8, 6x16, 8x32) and the K/N blocks; the
   // row counts leave every remainder 1..7 of 8 (the AVX-512 kernel has one
   // variant per number of valid rows).
-  const std::vector<std::array<int64_t, 3>> shapes = {{1, 1, 1},   {1, 1000, 64}, {7, 5, 3},     {6, 16, 9},
-                                                      {8, 32, 257}, {13, 33, 31}, {64, 49, 300}, {17, 530, 12},
-                                                      {3, 7, 600},  {40, 1, 5},   {2, 3, 0},     {12, 45, 70}};
+  // K = 1 and 2, N = 49 (a 7x7 map: a last panel of one column), M past
+  // one block of A panels (the AVX2 loop keeps 16 panels of 6 rows per
+  // block) and K past two depth blocks.
+  const std::vector<std::array<int64_t, 3>> shapes = {
+      {1, 1, 1},    {1, 1000, 64}, {7, 5, 3},   {6, 16, 9},  {8, 32, 257}, {13, 33, 31}, {64, 49, 300},
+      {17, 530, 12}, {3, 7, 600},  {40, 1, 5},  {2, 3, 0},   {12, 45, 70}, {5, 9, 1},    {11, 23, 2},
+      {19, 49, 64}, {101, 40, 33}, {25, 7, 520}, {1, 17, 5}};
   for (const detail::GemmIsa* isa : detail::supported_gemm_isas()) {
     for (const auto& [M, N, K] : shapes) {
       for (int mode = 0; mode < 4; ++mode) {
@@ -108,6 +114,53 @@ TEST_CASE("gemm_f32_packed matches the reference for every ISA, shape and packin
           gemm_f32_packed(M, N, K, GemmA{&pa, {}}, GemmB{nullptr, bv, nullptr}, many.data(), N, {}, threads, *isa,
                           GemmSplit::Rows);
           CHECK(many == one);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("gemm micro-kernels compute every edge tile and leave the rest of C alone", "[kernels][gemm]") {
+  // Each kernel on one tile with every count of valid rows and columns (the
+  // AVX2 and AVX-512 kernels have a variant per row count and per number of
+  // vectors), K = 1, 2 and 7, with the whole epilogue on the last block, and
+  // C wider than the tile: what lies past the valid part must stay.
+  std::mt19937 rng(19);
+  for (const detail::GemmIsa* isa : detail::supported_gemm_isas()) {
+    for (int64_t kc : {1, 2, 7}) {
+      const std::vector<float> a = random_vector(size_t(kc * isa->mr), rng), b = random_vector(size_t(kc * isa->nr), rng);
+      const std::vector<float> row_bias = random_vector(size_t(isa->mr), rng), col_bias = random_vector(size_t(isa->nr), rng);
+      const std::vector<float> residual = random_vector(size_t(isa->mr * isa->nr), rng);
+      for (int m_valid = 1; m_valid <= isa->mr; ++m_valid) {
+        for (int n_valid = 1; n_valid <= isa->nr; ++n_valid) {
+          const int64_t ldc = isa->nr + 5;
+          std::vector<float> c(size_t(isa->mr * ldc), 3.0f);
+          detail::MicroEpilogue ep;
+          ep.alpha = 2.0f;
+          ep.accumulate = true;
+          ep.row_bias = row_bias.data();
+          ep.col_bias = col_bias.data();
+          ep.residual = residual.data();
+          ep.ldr = isa->nr;
+          ep.clamp = true;
+          ep.lo = -1.0f;
+          ep.hi = 1.0f;
+          isa->kernel(kc, a.data(), b.data(), isa->nr, c.data(), ldc, m_valid, n_valid, ep);
+          size_t bad = 0;
+          for (int i = 0; i < isa->mr; ++i)
+            for (int64_t j = 0; j < ldc; ++j) {
+              float want = 3.0f;
+              if (i < m_valid && j < n_valid) {
+                float acc = 0.0f;
+                for (int64_t k = 0; k < kc; ++k) acc += a[size_t(k * isa->mr + i)] * b[size_t(k * isa->nr + j)];
+                want = std::clamp(2.0f * acc + 3.0f + row_bias[size_t(i)] + col_bias[size_t(j)] +
+                                      residual[size_t(i * isa->nr + j)],
+                                  -1.0f, 1.0f);
+              }
+              if (!(std::abs(c[size_t(i * ldc + j)] - want) <= 1e-5f * float(kc + 4))) ++bad;
+            }
+          INFO(isa->name << " kc=" << kc << " m_valid=" << m_valid << " n_valid=" << n_valid);
+          CHECK(bad == 0);
         }
       }
     }

@@ -72,6 +72,8 @@ void check_packer(Im2colSource::Packer packer, bool compare_to_generic) {
       {2, geometry(3, 3, 3, 3, 1, 1, 1, 1, 3, 3, 3, 3)},     // windows entirely in padding
       {2, geometry(10, 1, 3, 1, 1, 1, 1, 1, 1, 0, 1, 0)},    // width 1: a row per lane
       {3, geometry(8, 9, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1)},     // stride 3: generic packer only
+      {3, geometry(9, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1)},     // stride 2, 2 outputs per row: 4+ rows per 8 lanes
+      {2, geometry(13, 19, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0)},   // stride 2, no padding: runs end at the row's last element
       {2, geometry(5, 6, 2, 3, 1, 2, 1, 1, 1, 1, 0, 1, 4, 2)},  // 3-D
   };
   for (const Geometry& gc : cases) {
@@ -118,6 +120,12 @@ TEST_CASE("im2col generic packer writes the im2col matrix's panels", "[kernels][
 }
 
 TEST_CASE("im2col vector packer writes the generic packer's bytes", "[kernels][conv]") {
-  if (!Im2colSource::vector_available()) QTOOL_SKIP("no AVX-512F + BMI2 on this CPU: kVector would be kGeneric");
+  if (!Im2colSource::vector_available()) QTOOL_SKIP("no AVX2 or AVX-512F + BMI2 on this CPU: kVector would be kGeneric");
   check_packer(Im2colSource::Packer::kVector, true);
+}
+
+TEST_CASE("im2col AVX2 vector packer writes the generic packer's bytes", "[kernels][conv]") {
+  // On an AVX-512 host too, where kVector is the AVX-512 packer.
+  if (!Im2colSource::vector_avx2_available()) QTOOL_SKIP("no AVX2 on this CPU: kVectorAvx2 would be kGeneric");
+  check_packer(Im2colSource::Packer::kVectorAvx2, true);
 }
