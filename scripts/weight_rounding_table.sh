@@ -8,7 +8,10 @@
 # when present, transformer_encoder_digits (trained; calib/ and its 360 test
 # digits inputs/) and transformer_encoder (random weights; its 8 inputs split:
 # gptq calibrated on the first 4, all measured on the last 4). Prints a
-# Markdown table.
+# Markdown table. Then, when .cache/zoo/byte_lm exists (scripts/make_zoo.sh
+# --only byte_lm: scripts/make_byte_lm.py), the byte-level language model's
+# bits per byte on held-out text (scripts/byte_lm_bpb.py) for float and each
+# rounding, int4 forms only (gptq calibrated on training text).
 #   scripts/weight_rounding_table.sh
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,6 +40,23 @@ snr() {  # snr QUANT FLOAT DATA
     $py -c "import json,sys; print('%.1f' % json.load(sys.stdin)['snr_db'])"
 }
 
+snr_db() { echo "$(snr "$3" "$1" "$2") dB"; }  # snr_db FLOAT DATA QUANT
+
+# each_rounding MODEL CALIB MEASURE QCONVERT-FLAGS...: " A | B | C | D |", MEASURE QUANT.onnx
+# of the model converted with each rounding (gptq calibrated on CALIB).
+each_rounding() {
+  local model=$1 calib=$2 measure=$3 r row=""
+  shift 3
+  for r in rtn gptq gptq-act hqq; do
+    local extra=(--weight-rounding "${r%-act}")
+    [ "${r%-act}" = gptq ] && extra+=(--data "$calib")
+    [ "$r" = gptq-act ] && extra+=(--gptq-act-order)
+    "$build/qconvert" "$model" "$@" "${extra[@]}" -o "$tmp/q.onnx"
+    row+=" $($measure "$tmp/q.onnx") |"
+  done
+  echo "$row"
+}
+
 echo "| model | form | rtn | gptq | gptq act-order | hqq |"
 echo "|---|---|---|---|---|---|"
 for entry in "${models[@]}"; do
@@ -47,14 +67,27 @@ for entry in "${models[@]}"; do
     flags=(--dynamic)
     [ "$kind" = weight-only ] && flags=(--profile "$tmp/$name.profile.json")
     [ "$bits" = int4 ] && flags+=(--weights int4 --group-size "${group#g}")
-    row="| $name | $form |"
-    for r in rtn gptq gptq-act hqq; do
-      extra=(--weight-rounding "${r%-act}")
-      [ "${r%-act}" = gptq ] && extra+=(--data "$calib")
-      [ "$r" = gptq-act ] && extra+=(--gptq-act-order)
-      "$build/qconvert" "$model" "${flags[@]}" "${extra[@]}" -o "$tmp/q.onnx"
-      row+=" $(snr "$tmp/q.onnx" "$model" "$test") dB |"
-    done
-    echo "$row"
+    echo "| $name | $form |$(each_rounding "$model" "$calib" "snr_db $model $test" "${flags[@]}")"
   done
+done
+
+lm="$zoo/byte_lm"
+[ -f "$lm/DONE" ] || exit 0
+bpb() {  # bpb MODEL: bits per byte on the held-out windows
+  rm -rf "$tmp/out"
+  "$build/qrun" "$1" --data "$lm/inputs" -o "$tmp/out" --quiet >/dev/null
+  $py "$repo/scripts/byte_lm_bpb.py" "$tmp/out" "$lm/targets.npy"
+}
+echo
+echo "byte_lm: float $(bpb "$lm/model.onnx") bits per byte"
+echo
+echo "| byte_lm form | rtn | gptq | gptq act-order | hqq |"
+echo "|---|---|---|---|---|"
+$build/qprofile "$lm/model.onnx" --data "$lm/calib" -o "$tmp/lm.profile.json" --quiet
+for form in "g32 dynamic" "g128 dynamic" "g32 weight-only" "g128 weight-only"; do
+  read -r group kind <<<"$form"
+  flags=(--dynamic)
+  [ "$kind" = weight-only ] && flags=(--profile "$tmp/lm.profile.json")
+  flags+=(--weights int4 --group-size "${group#g}")
+  echo "| int4 $form |$(each_rounding "$lm/model.onnx" "$lm/calib" bpb "${flags[@]}")"
 done
