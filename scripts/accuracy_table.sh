@@ -66,6 +66,8 @@ else
     d=$(dirname "$m")
     [ -z "${QTOOL_ZOO_MODELS:-}" ] || [[ " $QTOOL_ZOO_MODELS " == *" $(basename "$d") "* ]] || continue
     [ -d "$d/inputs" ] || continue
+    # The byte-level LM (next-byte targets, bits per byte): scripts/weight_rounding_table.sh measures it.
+    [ -f "$d/targets.npy" ] && continue
     if [ -d "$d/calib" ] && [ -f "$d/labels.npy" ]; then
       models+=("$m|$d/calib|$d/inputs|$d/labels.npy|")
     elif [ -d "$d/calib" ] && [ -f "$d/masks.npy" ]; then

@@ -630,13 +630,23 @@ def export_segmentation(name, out_dir):
                lr=f"{lr:g}", iou=f"{iou:.4f}")
 
 
+# The byte-level language model of scripts/make_byte_lm.py (issue 25: bits per
+# byte under 4-bit weight rounding), trained on Python's standard library.
+LM_MODELS = {"byte_lm": 1}  # name -> recipe
+
+
+def export_byte_lm(name, out_dir):
+    import make_byte_lm  # scripts/, this script's directory
+    make_byte_lm.main(os.path.join(out_dir, name), recipe=LM_MODELS[name])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", default="", help="comma-separated model names (default: all)")
     ap.add_argument("--force", action="store_true", help="re-export models that are already there")
     args = ap.parse_args()
-    known = list(MODELS) + list(DIGITS_MODELS) + list(SEGMENTATION_MODELS)
+    known = list(MODELS) + list(DIGITS_MODELS) + list(SEGMENTATION_MODELS) + list(LM_MODELS)
     names = [n for n in args.only.split(",") if n] or known
     for n in names:
         if n not in known:
@@ -650,6 +660,8 @@ def main():
             recipe, export_one = RECIPE, export
         elif n in DIGITS_MODELS:
             recipe, export_one = DIGITS_MODELS[n][0], export_digits
+        elif n in LM_MODELS:
+            recipe, export_one = LM_MODELS[n], export_byte_lm
         else:
             recipe, export_one = SEGMENTATION_MODELS[n][0], export_segmentation
         if not args.force and recipe_of(os.path.join(args.out, n, "DONE")) == recipe:

@@ -1,25 +1,31 @@
 #include "apps/qconvert/calibration_run.h"
 
+#include <optional>
+
 #include "apps/common/cli.h"
 #include "libquant/interp/session.h"
 #include "libquant/passes/bias_correction.h"
+#include "libquant/passes/hessian_collector.h"
 #include "libquant/profile/collector.h"
 
 namespace qtool {
 
 quant::Expected<Calibration> run_calibration(const quant::ir::Graph& graph, const DataFlags& data,
                                              const std::string& model_path, int bins,
-                                             const std::set<std::string>& profiled, bool means) {
+                                             const std::set<std::string>& profiled, bool means, bool hessians) {
   QT_ASSIGN_OR_RETURN(auto reader, DataReader::create(data, graph, model_path));
   quant::interp::SessionOptions options;
   options.threads = default_threads();
   auto session = quant::interp::Session::create(graph, options);
-  if (!session) return session.status().with_context(model_path + " (equalized float graph)");
+  if (!session) return session.status().with_context(model_path + " (float graph for calibration)");
   quant::profile::Collector collector(graph, bins);
   quant::passes::InputMeanCollector inputs(graph);
+  std::optional<quant::passes::HessianCollector> gptq;
+  if (hessians) gptq.emplace(graph);
   auto observe = [&](const quant::ir::Value& v, const quant::Tensor& t) {
     if (!profiled.empty()) collector.observe(v, t);
     if (means) inputs.observe(v, t);
+    if (gptq) gptq->observe(v, t);
   };
   for (size_t run = 0; run < reader.runs(); ++run) {
     QT_ASSIGN_OR_RETURN(auto x, reader.load(run));
@@ -32,6 +38,10 @@ quant::Expected<Calibration> run_calibration(const quant::ir::Graph& graph, cons
     if (it != collector.tensors().end()) c.tensors.emplace(name, std::move(it->second));
   }
   c.means = inputs.means();
+  if (gptq) {
+    c.hessians = gptq->take();
+    for (const auto& s : gptq->skipped()) c.notes.push_back("gptq: '" + s + "' rounded to nearest: its input does not fit its weight");
+  }
   for (const auto& s : inputs.skipped()) c.notes.push_back("bias correction: '" + s + "' left: its input does not fit its geometry");
   return c;
 }

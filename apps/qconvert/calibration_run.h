@@ -4,7 +4,8 @@
 // activations equalization rescaled per channel (a per-tensor profile cannot be
 // rescaled by a per-channel factor: the new range is max_i(range_i / s_i), and
 // the profile does not keep ranges per channel), and the layers' mean inputs
-// for bias correction (passes/bias_correction.h).
+// for bias correction (passes/bias_correction.h); and for --weight-rounding
+// gptq the sums x x^T of every MatMul/Gemm's input rows (passes/hessian_collector.h).
 #pragma once
 
 #include <map>
@@ -13,6 +14,7 @@
 
 #include "apps/common/data.h"
 #include "libquant/calib/bias_correction.h"
+#include "libquant/calib/gptq.h"
 #include "libquant/ir/graph.h"
 #include "libquant/profile/profile.h"
 
@@ -21,11 +23,12 @@ namespace qtool {
 struct Calibration {
   std::map<std::string, quant::profile::TensorProfile> tensors;  // the `profiled` activations
   std::map<std::string, quant::calib::InputMeans> means;         // node -> input sums (with `means`)
+  std::map<std::string, quant::calib::Hessian> hessians;         // node -> input x x^T sums (with `hessians`)
   std::vector<std::string> notes;
 };
 
 quant::Expected<Calibration> run_calibration(const quant::ir::Graph& graph, const DataFlags& data,
                                              const std::string& model_path, int bins,
-                                             const std::set<std::string>& profiled, bool means);
+                                             const std::set<std::string>& profiled, bool means, bool hessians = false);
 
 }  // namespace qtool

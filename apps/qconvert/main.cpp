@@ -56,6 +56,9 @@ struct Flags {
   bool equalize = false, equalize_relu6 = false, bias_correction = false;  // need --data (search.data)
   std::string external_data = "auto";  // --external-data auto|always|never
   int64_t external_threshold = 1024;     // --external-data-threshold BYTES
+  std::string weight_rounding = "rtn";  // rtn|gptq|hqq (gptq needs --data)
+  double gptq_damp = 0.01;
+  bool gptq_damp_given = false, gptq_act_order = false;
   bool verbose = false;
 };
 
@@ -104,6 +107,8 @@ std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r, 
                     {"bias_correction", f.bias_correction}};
   }
   if (f.weights == "int4") j["options"]["group_size"] = f.group_size;
+  j["options"]["weight_rounding"] = f.weight_rounding;
+  if (f.weight_rounding == "gptq") j["options"]["gptq"] = {{"damp", f.gptq_damp}, {"act_order", f.gptq_act_order}, {"block", 128}};
   j["weight_bytes"] = {{"before", bytes.before}, {"after", bytes.after},
                        {"ratio", bytes.before ? static_cast<double>(bytes.after) / static_cast<double>(bytes.before) : 0.0}};
   for (const auto& t : r.tensors) {
@@ -205,6 +210,15 @@ Status check_mode_flags(Flags& f) {
     if (Status st = quant::passes::check_group_size(f.group_size); !st) return Status::bad_input("--group-size: " + st.message());
   }
   if (f.equalize_relu6 && !f.equalize) return Status::bad_input("--equalize-relu6 goes with --equalize");
+  if (f.weight_rounding != "rtn" && f.weights != "int4" && !f.dynamic)
+    return Status::bad_input("--weight-rounding " + f.weight_rounding +
+                             " applies to --weights int4 and to --dynamic (int8 MatMul/Gemm weights), not to static " +
+                             f.weights + " weights");
+  if ((f.gptq_damp_given || f.gptq_act_order) && f.weight_rounding != "gptq")
+    return Status::bad_input("--gptq-damp and --gptq-act-order go with --weight-rounding gptq");
+  if (!(f.gptq_damp > 0 && f.gptq_damp <= 1))
+    return Status::bad_input("--gptq-damp " + std::to_string(f.gptq_damp) +
+                             ": the damping is a fraction of the Hessian's mean diagonal, in (0, 1]");
   if (f.dynamic && (f.equalize || f.bias_correction))
     return Status::bad_input("--equalize and --bias-correction apply to static quantization, not --dynamic");
   if (f.dynamic) {
@@ -288,6 +302,14 @@ void warn_weight_coverage(const Flags& f, const quant::passes::QuantizeReport& r
                100.0 * c.fraction(), c.quantized, c.total, why);
 }
 
+// --weight-rounding into the int4 / dynamic options; gptq takes the Hessians of `calib`.
+void set_weight_rounding(const Flags& f, const qtool::Calibration* calib, quant::passes::DynamicOptions& opt) {
+  opt.rounding = *quant::calib::weight_rounding_from_name(f.weight_rounding);
+  opt.gptq.damp = f.gptq_damp;
+  opt.gptq.act_order = f.gptq_act_order;
+  opt.hessians = calib ? &calib->hessians : nullptr;
+}
+
 // qconvert --dynamic: no profile; weights quantized now, activations at run time.
 Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) {
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
@@ -314,6 +336,14 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
   }
   QT_RETURN_IF_ERROR(upgrade_opset(f, *graph, quant::passes::dynamic_opset_need(opt), notes, nullptr));
   QT_RETURN_IF_ERROR(prepare_graph(f, *graph, notes));
+  set_weight_rounding(f, nullptr, opt);
+  std::optional<qtool::Calibration> calib;
+  if (f.weight_rounding == "gptq") {
+    // The inputs' Hessians, from a float run of the prepared graph (its node names are the rewritten ones).
+    QT_ASSIGN_OR_RETURN(calib, qtool::run_calibration(*graph, f.search.data, f.model, 16, {}, false, true));
+    set_weight_rounding(f, &*calib, opt);
+    notes.insert(notes.end(), calib->notes.begin(), calib->notes.end());
+  }
   auto report = quant::passes::quantize_dynamic(*graph, opt);
   if (!report) return report.status().with_context(f.model);
   report->notes.insert(report->notes.begin(), notes.begin(), notes.end());
@@ -323,6 +353,7 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
   add_target_metadata(f, *graph);
   graph->metadata.emplace_back("qtool.weights", f.weights);
   if (f.weights == "int4") graph->metadata.emplace_back("qtool.group_size", std::to_string(f.group_size));
+  if (f.weight_rounding != "rtn") graph->metadata.emplace_back("qtool.weight_rounding", f.weight_rounding);
   graph->producer_name = "qtool";
   graph->producer_version = QTOOL_VERSION;
   warn_weight_coverage(f, *report);
@@ -365,7 +396,8 @@ Expected<qtool::Calibration> calibrate(const Flags& f, const quant::passes::Quan
   QT_RETURN_IF_ERROR(upgrade_opset(f, *graph, quant::passes::qdq_opset_need(opt), notes, &profile, false));
   QT_RETURN_IF_ERROR(prepare_graph(f, *graph, notes));
   QT_ASSIGN_OR_RETURN(auto changed, equalize_graph(f, *graph, notes, nullptr, nullptr));
-  return qtool::run_calibration(*graph, f.search.data, f.model, profile.bins, changed, f.bias_correction);
+  return qtool::run_calibration(*graph, f.search.data, f.model, profile.bins, changed, f.bias_correction,
+                                f.weight_rounding == "gptq");
 }
 
 // The flags and the target's rules as insert_qdq's options.
@@ -419,8 +451,8 @@ Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetS
   if (f.bias_correction && calib) {
     quant::passes::add_missing_biases(*graph, calib->means);
     float_weights = quant::passes::float_weights(*graph, calib->means);
-    notes.insert(notes.end(), calib->notes.begin(), calib->notes.end());
   }
+  if ((f.bias_correction || f.weight_rounding == "gptq") && calib) notes.insert(notes.end(), calib->notes.begin(), calib->notes.end());
   quant::passes::QuantizeReport int4_report;
   if (f.weights == "int4") {
     // Static int4 is weight-only: MatMul/Gemm become MatMulNBits with float
@@ -432,6 +464,7 @@ Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetS
     o4.accuracy_level = 0;
     o4.exclude_nodes = opt.exclude_nodes;
     o4.exclude_ops = opt.exclude_ops;
+    set_weight_rounding(f, calib, o4);
     auto r4 = quant::passes::quantize_dynamic(*graph, o4);
     if (!r4) return r4.status().with_context(f.model);
     int4_report = std::move(*r4);
@@ -469,9 +502,14 @@ Status convert(Flags& f, const CLI::App& app) {
   QT_ASSIGN_OR_RETURN(auto target, quant::target::load_target(f.target));
   f.target = target.name;
   apply_target(target, app, f);
+  f.gptq_damp_given = app.count("--gptq-damp") > 0;
   QT_RETURN_IF_ERROR(check_mode_flags(f));
-  const bool calibrating = f.equalize || f.bias_correction;
+  const bool gptq = f.weight_rounding == "gptq";
+  const bool calibrating = f.equalize || f.bias_correction || gptq;
   QT_RETURN_IF_ERROR(qtool::check_search_flags(f.search, app, f.dynamic, calibrating));
+  if (gptq && f.search.data.dirs.empty())
+    return Status::bad_input("--weight-rounding gptq needs --data DIR: calibration data to gather each MatMul/Gemm's "
+                             "input Hessian on (hqq needs none)");
   if (calibrating && f.search.data.dirs.empty())
     return Status::bad_input(std::string(f.bias_correction ? "--bias-correction" : "--equalize") +
                              " needs --data DIR: calibration data to measure " +
@@ -524,6 +562,7 @@ Status convert(Flags& f, const CLI::App& app) {
   graph->metadata.emplace_back("qtool.activations", f.activations);
   graph->metadata.emplace_back("qtool.weights", f.weights);
   if (f.weights == "int4") graph->metadata.emplace_back("qtool.group_size", std::to_string(f.group_size));
+  if (f.weight_rounding != "rtn") graph->metadata.emplace_back("qtool.weight_rounding", f.weight_rounding);
   graph->metadata.emplace_back("qtool.granularity", f.per_tensor ? "per-tensor" : "per-channel");
   graph->metadata.emplace_back("qtool.calibration", f.calibration);
   graph->metadata.emplace_back("qtool.format", f.format);
@@ -554,6 +593,8 @@ constexpr const char* kExamples =
     "    $ qconvert model.onnx --profile model.profile.json -o model.int8.onnx --target ort-x86-vnni\n"
     "  No profile: 4-bit grouped weights, int8 activations quantized at run time:\n"
     "    $ qconvert model.onnx --dynamic --weights int4 -o model.int4.onnx\n"
+    "  The same with GPTQ rounding, from the Hessians of each MatMul's inputs on calib/:\n"
+    "    $ qconvert model.onnx --dynamic --weights int4 --weight-rounding gptq --data calib/ -o model.int4.onnx\n"
     "  Move the fewest nodes to 16-bit activations or float so that the SNR vs float on test/ is at least 30 dB\n"
     "  (exit 3 if impossible):\n"
     "    $ qconvert model.onnx --profile model.profile.json -o model.int8.onnx --data test/ --min-snr 30\n"
@@ -609,6 +650,13 @@ int main(int argc, char** argv) {
     app.add_option("--external-data-threshold", f.external_threshold,
                    "with external data: initializers of at least this many bytes go to the data file (default 1024)")
         ->check(CLI::NonNegativeNumber);
+    app.add_option("--weight-rounding", f.weight_rounding,
+                   "how int4 weights (and --dynamic int8 MatMul/Gemm weights) are rounded: rtn (to nearest, default), "
+                   "gptq (GPTQ, error compensation from the inputs' Hessians; needs --data), hqq (HQQ, data-free "
+                   "optimised group scales)")
+        ->check(CLI::IsMember({"rtn", "gptq", "hqq"}));
+    app.add_option("--gptq-damp", f.gptq_damp, "gptq: damping as a fraction of the Hessian's mean diagonal (default 0.01)");
+    app.add_flag("--gptq-act-order", f.gptq_act_order, "gptq: quantize the inputs with the largest Hessian diagonal first");
     app.add_flag("--force", f.force, "use a profile made from another model");
     app.add_flag("-v,--verbose", f.verbose, "debug logging");
     int code = 0;

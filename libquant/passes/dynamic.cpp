@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <string_view>
@@ -131,6 +132,8 @@ class DynamicBuilder {
   DynamicInput quantized_input(ir::Node* before, ir::Value* x);
   void rewrite_int8_linear(ir::Node* n, Linear& l);
   void rewrite_int4_linear(ir::Node* n, Linear& l);
+  calib::RoundedWeights round_weights(const ir::Node& n, const Tensor& wt, int64_t group, calib::SymmetricCodes codes,
+                                      std::string& how);
   std::string rewrite_conv(ir::Node* n);
   ir::Value* constant(const std::string& base, Tensor t);
   ir::Value* rescale(ir::Node* before, const std::string& base, ir::Value* acc, const DynamicInput& in,
@@ -210,14 +213,60 @@ ir::Value* DynamicBuilder::rescale(ir::Node* before, const std::string& base, ir
   return out;
 }
 
+// W^T [N, K] rounded by the chosen method, groups of `group` along K; `how`
+// gets the method's part of the report's description.
+calib::RoundedWeights DynamicBuilder::round_weights(const ir::Node& n, const Tensor& wt, int64_t group,
+                                                    calib::SymmetricCodes codes, std::string& how) {
+  const int64_t rows = wt.dim(0), cols = wt.dim(1);
+  const float* w = wt.data<float>();
+  switch (o_.rounding) {
+    case calib::WeightRounding::Rtn: break;
+    case calib::WeightRounding::Hqq:
+      how += ", hqq scales (lp 0.7 half-quadratic, zero point 0)";
+      return calib::hqq_round(w, rows, cols, group, codes);
+    case calib::WeightRounding::Gptq: {
+      const calib::Hessian* h = nullptr;
+      if (o_.hessians)
+        if (auto it = o_.hessians->find(n.name); it != o_.hessians->end()) h = &it->second;
+      if (!h) {
+        report_.notes.push_back("gptq: " + n.describe() + " rounded to nearest: the calibration data never reached its input");
+        break;
+      }
+      calib::GptqResult g = calib::gptq_round(w, rows, cols, group, codes, *h, o_.gptq);
+      if (!g.fallback.empty()) {
+        report_.notes.push_back("gptq: " + n.describe() + " rounded to nearest: " + g.fallback);
+        return std::move(g.weights);
+      }
+      char buf[160];
+      std::snprintf(buf, sizeof buf, ", gptq (damp %g%s, block %lld, %lld input rows)", g.damp,
+                    o_.gptq.act_order ? ", act-order" : "", static_cast<long long>(o_.gptq.block),
+                    static_cast<long long>(h->rows));
+      how += buf;
+      if (g.damp != o_.gptq.damp) report_.notes.push_back("gptq: " + n.describe() + ": damping raised to " + std::to_string(g.damp));
+      if (g.dead_inputs)
+        report_.notes.push_back("gptq: " + n.describe() + ": " + std::to_string(g.dead_inputs) + " inputs always 0 in the data");
+      return std::move(g.weights);
+    }
+  }
+  return calib::round_to_nearest(w, rows, cols, group, codes);
+}
+
 void DynamicBuilder::rewrite_int8_linear(ir::Node* n, Linear& l) {
   const Tensor& w = l.w();
   const int64_t K = w.dim(0), N = w.dim(1);
   // Symmetric int8 per output column (axis 1 of [K, N]), zero point 0.
   QuantParams p = calib::choose_weight_params(w, 1, DType::Int8, calib::Schema::Symmetric);
   Tensor q(DType::Int8, {K, N});
-  kernels::quantize_linear<int8_t>(w.data<float>(), q.data<int8_t>(), K, N, 1, p.scale.data(), nullptr, 0, N);
   std::string method = "absmax per column, int8 symmetric";
+  if (o_.rounding == calib::WeightRounding::Rtn) {
+    kernels::quantize_linear<int8_t>(w.data<float>(), q.data<int8_t>(), K, N, 1, p.scale.data(), nullptr, 0, N);
+  } else {
+    // One group per output column: per channel.
+    const calib::RoundedWeights r = round_weights(*n, transposed(w), K, calib::kInt8Symmetric, method);
+    p.scale = r.scale;
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t c = 0; c < N; ++c) q.data<int8_t>()[k * N + c] = r.q[static_cast<size_t>(c * K + k)];
+  }
   if (const int32_t bound = o_.weight_pair_bound; bound > 0) {
     // MatMulInteger's K pairs (2j, 2j + 1) of each column (kernels/qdot_sat16.h).
     const int64_t changed = bound_weight_pairs(KOrder::matrix(K, N), w, p, bound, q);
@@ -248,26 +297,10 @@ void DynamicBuilder::rewrite_int4_linear(ir::Node* n, Linear& l) {
   const int64_t K = l.w().dim(0), N = l.w().dim(1), G = o_.group_size;
   const int64_t nb = (K + G - 1) / G;
   const Tensor wt = transposed(l.w());  // [N, K]: groups run along K
-  std::vector<int8_t> values(static_cast<size_t>(N * K));
-  Tensor scales(DType::Float32, {N * nb});
-  for (int64_t r = 0; r < N; ++r) {
-    for (int64_t b = 0; b < nb; ++b) {
-      const int64_t k0 = b * G, k1 = std::min(K, k0 + G);
-      float absmax = 0;
-      for (int64_t k = k0; k < k1; ++k) {
-        const float v = wt.data<float>()[r * K + k];
-        if (std::isfinite(v)) absmax = std::max(absmax, std::fabs(v));
-      }
-      // torchao get_group_qparams_symmetric: absmax / ((qmax - qmin) / 2), at least eps.
-      const float s = std::max(absmax / 7.5f, std::numeric_limits<float>::epsilon());
-      scales.data<float>()[r * nb + b] = s;
-      for (int64_t k = k0; k < k1; ++k) {
-        float v = std::nearbyint(wt.data<float>()[r * K + k] / s);
-        if (std::isnan(v)) v = 0;
-        values[static_cast<size_t>(r * K + k)] = static_cast<int8_t>(std::clamp(v, -8.0f, 7.0f));
-      }
-    }
-  }
+  std::string how;
+  const calib::RoundedWeights r = round_weights(*n, wt, G, calib::kInt4Torchao, how);
+  const std::vector<int8_t>& values = r.q;
+  Tensor scales = Tensor::from_vector<float>({N * nb}, r.scale);
   Tensor packed(DType::UInt8, {N, nb, G / 2});
   kernels::pack_int4_blocks(values.data(), N, K, G, packed.data<uint8_t>());
   const std::string base = n->name.empty() ? n->outputs[0]->name() : n->name;
@@ -294,7 +327,7 @@ void DynamicBuilder::rewrite_int4_linear(ir::Node* n, Linear& l) {
   p.axis = 0;
   p.block_size = G;
   report_.tensors.push_back({wname, "weight",
-                             "int4 symmetric per group of " + std::to_string(G) + " along K (absmax / 7.5)", {0, 0}, p});
+                             "int4 symmetric per group of " + std::to_string(G) + " along K (absmax / 7.5)" + how, {0, 0}, p});
 }
 
 // Conv -> DynamicQuantizeLinear + ConvInteger + Cast + Mul (+ Add bias).

@@ -27,6 +27,11 @@
 //    q = clamp(round_half_even(w / scale), -8, 7). A K that G does not divide
 //    gets a shorter last group (MatMulNBits pads the blob; torchao pads K with
 //    zeros, which quantize to 0: the same arithmetic).
+//  Weight rounding (options.rounding, qconvert --weight-rounding): rtn rounds
+//  each weight to nearest with the scales above; gptq (calib/gptq.h, from the
+//  Hessians of the layers' inputs) and hqq (calib/hqq.h, data-free) choose
+//  the codes (gptq) or the group scales (hqq) of the same symmetric forms, for
+//  int4 and int8 MatMul / Gemm weights; Conv stays round to nearest.
 #pragma once
 
 #include <functional>
@@ -34,6 +39,8 @@
 #include <set>
 #include <string>
 
+#include "libquant/calib/gptq.h"
+#include "libquant/calib/hqq.h"
 #include "libquant/core/status.h"
 #include "libquant/ir/graph.h"
 #include "libquant/passes/opset_upgrade.h"
@@ -63,6 +70,11 @@ struct DynamicOptions {
   // it, e.g. its bytes written to the output's external data file and mapped
   // back. Unset: weights stay in memory.
   std::function<Expected<Tensor>(Tensor)> spill;
+  calib::WeightRounding rounding = calib::WeightRounding::Rtn;
+  // gptq: node name -> the sums of its input rows (passes/hessian_collector.h);
+  // a layer without one is rounded to nearest, with a report note.
+  const std::map<std::string, calib::Hessian>* hessians = nullptr;
+  calib::GptqOptions gptq;
 };
 
 // Checks the group size: a power of two from 16 to 256 (MatMulNBits needs a

@@ -9,3 +9,11 @@ trap 'rm -rf "$tmp"' EXIT
 # The target under which qrun computes as this host's ONNX Runtime does
 # (tests comparing qrun with ONNX Runtime pass it as qrun --target).
 ort_target=$("$src/tests/interop/ort_host_target.sh")
+# snr NAME REF_DIR GOT_DIR MIN_DB: pooled SNR of two output directories (tests/zoo/snr_table.py).
+snr() { /usr/bin/python3 "$src/tests/zoo/snr_table.py" "$@"; }
+# both MODEL DATA NAME: qrun (computing as this host's ONNX Runtime) and ONNX
+# Runtime outputs of MODEL on DATA into $tmp/{qrun,ort}_NAME.
+both() {
+  "$bin/qrun" "$1" --data "$2" -o "$tmp/qrun_$3" --target "$ort_target" --quiet
+  node "$src/tests/interop/ort_run.js" "$1" "$2" "$tmp/ort_$3" >/dev/null
+}

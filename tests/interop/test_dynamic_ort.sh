@@ -7,11 +7,6 @@
 # weights in external data.
 set -euo pipefail
 source "${QTOOL_SOURCE_DIR:?}/tests/interop/ort_env.sh"
-snr() { /usr/bin/python3 "$src/tests/zoo/snr_table.py" "$@"; }
-both() {  # both MODEL DATA NAME: qrun and ORT outputs of MODEL into $tmp/{qrun,ort}_NAME
-  "$bin/qrun" "$1" --data "$2" -o "$tmp/qrun_$3" --target "$ort_target" --quiet
-  node "$src/tests/interop/ort_run.js" "$1" "$2" "$tmp/ort_$3" >/dev/null
-}
 
 /usr/bin/python3 "$src/tests/e2e/dynamic_models.py" make "$tmp/m"
 for name in linear gemm; do

@@ -5,7 +5,6 @@
 # to ONNX Runtime's outputs of the original float models.
 set -euo pipefail
 source "${QTOOL_SOURCE_DIR:?}/tests/interop/ort_env.sh"
-snr() { /usr/bin/python3 "$src/tests/zoo/snr_table.py" "$@"; }
 
 /usr/bin/python3 "$src/tests/e2e/old_opset_models.py" make "$tmp/m"
 data="$tmp/m/cnn9_in"
