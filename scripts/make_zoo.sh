@@ -6,9 +6,10 @@
 # architectures trained within minutes of CPU on scikit-learn's digits (NAME_digits:
 # calibration and test images, labels; see scripts/make_zoo.py), and a
 # DBNet-style segmentation model trained on canvases of digits
-# (fpn_text_digits: ground-truth masks instead of labels); and a byte-level
-# language model trained on Python's standard library sources (byte_lm,
-# scripts/make_byte_lm.py: next-byte targets, bits per byte).
+# (fpn_text_digits: ground-truth masks instead of labels); and, only with
+# --only byte_lm, a byte-level language model trained on Python's standard
+# library sources (byte_lm, scripts/make_byte_lm.py: next-byte targets, bits
+# per byte; scripts/weight_rounding_table.sh measures it).
 # The models are too big to commit: they go to ${ZOO_DIR:-.cache/zoo}
 # (gitignored). Installs Debian's python3-torch, python3-torchvision and
 # python3-sklearn when missing (a fresh CI machine): several hundred MB; and
