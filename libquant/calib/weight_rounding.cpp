@@ -29,12 +29,6 @@ float symmetric_scale(const float* w, int64_t n, SymmetricCodes codes) {
   return std::max(absmax / codes.divisor, std::numeric_limits<float>::epsilon());
 }
 
-int8_t round_code(float w, float scale, SymmetricCodes codes) {
-  float v = std::nearbyint(w / scale);
-  if (std::isnan(v)) v = 0;
-  return static_cast<int8_t>(std::clamp(v, static_cast<float>(codes.qmin), static_cast<float>(codes.qmax)));
-}
-
 RoundedWeights round_groups(const float* w, int64_t rows, int64_t cols, int64_t group, SymmetricCodes codes,
                             const std::function<float(const float*, int64_t)>& scale_of) {
   RoundedWeights r{rows, cols, group, std::vector<int8_t>(static_cast<size_t>(rows * cols)), {}};

@@ -9,6 +9,8 @@
 // per row (per channel). w ~ scale * q with q in [qmin, qmax].
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -46,7 +48,12 @@ const char* weight_rounding_name(WeightRounding r);
 // absmax of the finite values / divisor, at least float epsilon (torchao's eps clamp).
 float symmetric_scale(const float* w, int64_t n, SymmetricCodes codes);
 // clamp(round_half_even(w / scale)), NaN -> 0.
-int8_t round_code(float w, float scale, SymmetricCodes codes);
+// Inline: called once per weight (a large model's conversion time, DESIGN "Large models").
+inline int8_t round_code(float w, float scale, SymmetricCodes codes) {
+  float v = std::nearbyint(w / scale);
+  if (std::isnan(v)) v = 0;
+  return static_cast<int8_t>(std::clamp(v, static_cast<float>(codes.qmin), static_cast<float>(codes.qmax)));
+}
 
 // Each group of W rounded to nearest with the scale `scale_of(group values, count)` gives it.
 RoundedWeights round_groups(const float* w, int64_t rows, int64_t cols, int64_t group, SymmetricCodes codes,
