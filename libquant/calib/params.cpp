@@ -121,23 +121,35 @@ QuantParams choose_weight_params(const Tensor& weights, int64_t axis, DType qtyp
   if (axis >= 0)
     for (int64_t d = axis + 1; d < weights.rank(); ++d) inner *= weights.dim(d);
   std::vector<double> absmax(static_cast<size_t>(std::max<int64_t>(channels, 1)), 0.0);
-  if (weights.dtype() == DType::Float32) {
-    // Row by row over [outer, channels, inner], in memory order: the weights
-    // of a large model are read once, streaming (DESIGN "Large models").
-    // max(|v|) in float is exact, so the result equals the general loop's.
+  if (weights.dtype() == DType::Float32 && weights.size() > 0) {
+    // Over [outer, channels, inner] in memory order: the weights of a large
+    // model are read once, streaming (DESIGN "Large models"). max(|v|) in
+    // float is exact, so the result equals the general loop's; `a <= FLT_MAX`
+    // skips NaN and Inf as isfinite does.
     const float* w = weights.data<float>();
-    const int64_t per_channel = axis < 0 ? weights.size() : inner;
-    const int64_t runs = per_channel == 0 ? 0 : weights.size() / per_channel;
-    for (int64_t r = 0; r < runs; ++r) {
-      const float* row = w + r * per_channel;
-      float m = 0.0f;
-      for (int64_t j = 0; j < per_channel; ++j) {
-        const float a = std::abs(row[j]);
-        if (a <= std::numeric_limits<float>::max()) m = std::max(m, a);  // skips NaN and Inf
+    const int64_t ch = axis < 0 ? 1 : channels, in = axis < 0 ? weights.size() : inner;
+    const int64_t outer = weights.size() / (ch * in);
+    std::vector<float> m(static_cast<size_t>(ch), 0.0f);
+    constexpr float kMax = std::numeric_limits<float>::max();
+    for (int64_t o = 0; o < outer; ++o) {
+      const float* block = w + o * ch * in;
+      if (in == 1) {  // channels along the last axis (MatMul weights [K, N]): one row at a time
+        for (int64_t c = 0; c < ch; ++c) {
+          const float a = std::abs(block[c]);
+          m[static_cast<size_t>(c)] = a <= kMax && a > m[static_cast<size_t>(c)] ? a : m[static_cast<size_t>(c)];
+        }
+        continue;
       }
-      double& slot = absmax[axis < 0 ? 0 : static_cast<size_t>(r % channels)];
-      slot = std::max(slot, static_cast<double>(m));
+      for (int64_t c = 0; c < ch; ++c) {
+        float mc = m[static_cast<size_t>(c)];
+        for (int64_t j = 0; j < in; ++j) {
+          const float a = std::abs(block[c * in + j]);
+          mc = a <= kMax && a > mc ? a : mc;
+        }
+        m[static_cast<size_t>(c)] = mc;
+      }
     }
+    for (size_t c = 0; c < m.size(); ++c) absmax[c] = m[c];
   } else {
     for (int64_t i = 0; i < weights.size(); ++i) {
       float v = value_as_float(weights, i);

@@ -57,6 +57,9 @@ class [[nodiscard]] Expected {
   T&& value() && { assert(has_value()); return std::get<T>(std::move(data_)); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
+  // `*std::move(e)` and `*make()` move the value out (without this overload
+  // they bound to the const& one and copied it).
+  T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 

@@ -278,7 +278,9 @@ void DynamicBuilder::rewrite_int8_linear(ir::Node* n, Linear& l) {
   if (o_.uint8_weights) {
     // The symmetric int8 codes + 128 with zero point 128: the same values.
     Tensor u(DType::UInt8, {K, N});
-    for (int64_t i = 0; i < K * N; ++i) u.data<uint8_t>()[i] = static_cast<uint8_t>(q.data<int8_t>()[i] + 128);
+    const int8_t* qs = q.data<int8_t>();
+    uint8_t* us = u.data<uint8_t>();
+    for (int64_t i = 0; i < K * N; ++i) us[i] = static_cast<uint8_t>(qs[i] + 128);
     inputs[1] = constant(n->inputs[1]->name() + "_quantized", std::move(u));
     inputs.push_back(constant(n->inputs[1]->name() + "_zero_point", Tensor::scalar<uint8_t>(128)));
     method += ", stored as uint8 + 128";
