@@ -74,7 +74,7 @@ Status rename_into_place(const std::string& tmp, const std::string& path) {
   return Status::ok();
 }
 
-Status write_file_atomic(const std::string& path, const std::string& bytes) {
+Expected<std::string> write_temp_beside(const std::string& path, const std::string& bytes) {
   std::string tmp;
   QT_ASSIGN_OR_RETURN(int fd, create_temp_beside(path, &tmp));
   Status st = write_all(fd, bytes.data(), bytes.size(), path);
@@ -84,6 +84,11 @@ Status write_file_atomic(const std::string& path, const std::string& bytes) {
     ::unlink(tmp.c_str());
     return st;
   }
+  return tmp;
+}
+
+Status write_file_atomic(const std::string& path, const std::string& bytes) {
+  QT_ASSIGN_OR_RETURN(std::string tmp, write_temp_beside(path, bytes));
   return rename_into_place(tmp, path);
 }
 

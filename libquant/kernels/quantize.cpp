@@ -53,8 +53,11 @@ Q quantize_one(float x, float scale, int32_t zero_point) {
   return static_cast<Q>(v < lo ? lo : (v > hi ? hi : v));
 }
 
-// quantize_one over y[0, n) with one scale and zero point, 8-bit Q: SSE2
-// sixteen at a time, then quantize_one. Bit for bit the scalar definition:
+#if defined(__SSE2__)
+// The SSE2 body of both row quantizers below, 8-bit Q, sixteen elements at a
+// time while they last; `scales(k)` and `zero_points(k)` give the four lanes'
+// scales and zero points from element k. Returns the first element left for
+// quantize_one. Bit for bit the scalar definition:
 //  - the same IEEE division x / scale;
 //  - CVTPS2DQ rounds in the current (MXCSR) rounding mode, as nearbyint
 //    does; the quotient is first clamped to +-2^24, which changes no result
@@ -63,25 +66,36 @@ Q quantize_one(float x, float scale, int32_t zero_point) {
 //  - PACKSSDW then PACKUSWB (uint8) or PACKSSWB (int8) saturate to Q's range,
 //    as the scalar clamp does;
 //  - NaN quotients take the zero point.
+template <class Q, class Scales, class ZeroPoints>
+int64_t quantize_sse2(const float* x, Q* y, int64_t n, Scales scales, ZeroPoints zero_points) {
+  const __m128 big = _mm_set1_ps(16777216.0f), small = _mm_set1_ps(-16777216.0f);
+  auto four = [&](int64_t k) {
+    const __m128i zp = zero_points(k);
+    const __m128 q = _mm_div_ps(_mm_loadu_ps(x + k), scales(k));
+    const __m128i nan = _mm_castps_si128(_mm_cmpunord_ps(q, q));
+    const __m128i r = _mm_add_epi32(_mm_cvtps_epi32(_mm_min_ps(_mm_max_ps(q, small), big)), zp);
+    return _mm_or_si128(_mm_and_si128(nan, zp), _mm_andnot_si128(nan, r));
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i lo = _mm_packs_epi32(four(i), four(i + 4));
+    const __m128i hi = _mm_packs_epi32(four(i + 8), four(i + 12));
+    const __m128i b = std::is_signed_v<Q> ? _mm_packs_epi16(lo, hi) : _mm_packus_epi16(lo, hi);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), b);
+  }
+  return i;
+}
+#endif
+
+// quantize_one over y[0, n) with one scale and zero point.
 template <class Q>
 void quantize_row_vector(const float* x, Q* y, int64_t n, float scale, int32_t zero_point) {
   int64_t i = 0;
 #if defined(__SSE2__)
   if constexpr (sizeof(Q) == 1) {
-    const __m128 s = _mm_set1_ps(scale), big = _mm_set1_ps(16777216.0f), small = _mm_set1_ps(-16777216.0f);
+    const __m128 s = _mm_set1_ps(scale);
     const __m128i zp = _mm_set1_epi32(zero_point);
-    auto four = [&](const float* p) {
-      const __m128 q = _mm_div_ps(_mm_loadu_ps(p), s);
-      const __m128i nan = _mm_castps_si128(_mm_cmpunord_ps(q, q));
-      const __m128i r = _mm_add_epi32(_mm_cvtps_epi32(_mm_min_ps(_mm_max_ps(q, small), big)), zp);
-      return _mm_or_si128(_mm_and_si128(nan, zp), _mm_andnot_si128(nan, r));
-    };
-    for (; i + 16 <= n; i += 16) {
-      const __m128i lo = _mm_packs_epi32(four(x + i), four(x + i + 4));
-      const __m128i hi = _mm_packs_epi32(four(x + i + 8), four(x + i + 12));
-      const __m128i b = std::is_signed_v<Q> ? _mm_packs_epi16(lo, hi) : _mm_packus_epi16(lo, hi);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), b);
-    }
+    i = quantize_sse2(x, y, n, [&](int64_t) { return s; }, [&](int64_t) { return zp; });
   }
 #endif
   for (; i < n; ++i) y[i] = quantize_one<Q>(x[i], scale, zero_point);
@@ -89,27 +103,18 @@ void quantize_row_vector(const float* x, Q* y, int64_t n, float scale, int32_t z
 
 // As quantize_row_vector with a scale (and zero point) per element: a row of a
 // [.., N] tensor quantized per channel along its last axis (MatMul weights
-// [K, N] per output column). The same arithmetic lane by lane.
+// [K, N] per output column).
 template <class Q>
 void quantize_row_per_element(const float* x, Q* y, int64_t n, const float* scale, const Q* zero_point) {
   int64_t i = 0;
 #if defined(__SSE2__)
   if constexpr (sizeof(Q) == 1) {
-    const __m128 big = _mm_set1_ps(16777216.0f), small = _mm_set1_ps(-16777216.0f);
-    auto four = [&](int64_t k) {
-      const __m128i zp = zero_point ? _mm_setr_epi32(zero_point[k], zero_point[k + 1], zero_point[k + 2], zero_point[k + 3])
-                                    : _mm_setzero_si128();
-      const __m128 q = _mm_div_ps(_mm_loadu_ps(x + k), _mm_loadu_ps(scale + k));
-      const __m128i nan = _mm_castps_si128(_mm_cmpunord_ps(q, q));
-      const __m128i r = _mm_add_epi32(_mm_cvtps_epi32(_mm_min_ps(_mm_max_ps(q, small), big)), zp);
-      return _mm_or_si128(_mm_and_si128(nan, zp), _mm_andnot_si128(nan, r));
-    };
-    for (; i + 16 <= n; i += 16) {
-      const __m128i lo = _mm_packs_epi32(four(i), four(i + 4));
-      const __m128i hi = _mm_packs_epi32(four(i + 8), four(i + 12));
-      const __m128i b = std::is_signed_v<Q> ? _mm_packs_epi16(lo, hi) : _mm_packus_epi16(lo, hi);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), b);
-    }
+    i = quantize_sse2(
+        x, y, n, [&](int64_t k) { return _mm_loadu_ps(scale + k); },
+        [&](int64_t k) {
+          return zero_point ? _mm_setr_epi32(zero_point[k], zero_point[k + 1], zero_point[k + 2], zero_point[k + 3])
+                            : _mm_setzero_si128();
+        });
   }
 #endif
   for (; i < n; ++i) y[i] = quantize_one<Q>(x[i], scale[i], zero_point ? static_cast<int32_t>(zero_point[i]) : 0);

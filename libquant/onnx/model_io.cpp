@@ -5,9 +5,7 @@
 #include <unistd.h>
 
 #include <cassert>
-#include <cerrno>
 #include <climits>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -443,17 +441,12 @@ Status save_model(const ir::Graph& graph, const std::string& path, const SaveOpt
   if (!external) return write_file_atomic(path, bytes);
   // The model goes to a temporary file first, then the data file and the
   // model take their names: a failure before the renames leaves neither.
-  std::string tmp;
-  QT_ASSIGN_OR_RETURN(int fd, create_temp_beside(path, &tmp));
-  Status st = write_all(fd, bytes.data(), bytes.size(), path);
-  if (st && ::fsync(fd) != 0) st = Status::internal(path + ": write failed (" + std::strerror(errno) + ")");
-  if (::close(fd) != 0 && st) st = Status::internal(path + ": write failed (" + std::strerror(errno) + ")");
-  if (st) st = writer->commit();
-  if (!st) {
+  QT_ASSIGN_OR_RETURN(std::string tmp, write_temp_beside(path, bytes));
+  if (Status st = writer->commit(); !st) {
     ::unlink(tmp.c_str());
     return st;
   }
-  st = rename_into_place(tmp, path);
+  Status st = rename_into_place(tmp, path);
   if (!st) ::unlink(writer->path().c_str());  // no data file without its model
   return st;
 }
