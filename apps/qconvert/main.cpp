@@ -83,8 +83,10 @@ struct Conversion {
 };
 
 nlohmann::json params_json(const quant::QuantParams& p) {
-  return {{"type", std::string(quant::dtype_name(p.qtype))}, {"scale", p.scale}, {"zero_point", p.zero_point},
-          {"axis", p.per_tensor() ? nlohmann::json(nullptr) : nlohmann::json(p.axis)}};
+  nlohmann::json j = {{"type", std::string(quant::dtype_name(p.qtype))}, {"scale", p.scale}, {"zero_point", p.zero_point},
+                      {"axis", p.per_tensor() ? nlohmann::json(nullptr) : nlohmann::json(p.axis)}};
+  if (p.block_size > 0) j["block_size"] = p.block_size;
+  return j;
 }
 
 // Initializer bytes of the float model and of the output (qconvert --report).

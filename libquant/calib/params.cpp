@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 
+#include "libquant/kernels/weight_quant.h"
+
 namespace quant::calib {
 namespace {
 
@@ -133,11 +135,8 @@ QuantParams choose_weight_params(const Tensor& weights, int64_t axis, DType qtyp
     constexpr float kMax = std::numeric_limits<float>::max();
     for (int64_t o = 0; o < outer; ++o) {
       const float* block = w + o * ch * in;
-      if (in == 1) {  // channels along the last axis (MatMul weights [K, N]): one row at a time
-        for (int64_t c = 0; c < ch; ++c) {
-          const float a = std::abs(block[c]);
-          m[static_cast<size_t>(c)] = a <= kMax && a > m[static_cast<size_t>(c)] ? a : m[static_cast<size_t>(c)];
-        }
+      if (in == 1) {  // channels along the last axis (MatMul weights [K, N]): one row at a time, SSE2
+        kernels::absmax_update(block, m.data(), ch);
         continue;
       }
       for (int64_t c = 0; c < ch; ++c) {

@@ -9,9 +9,14 @@
 #include <map>
 #include <string_view>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "libquant/calib/params.h"
 #include "libquant/kernels/int4_matmul.h"
 #include "libquant/kernels/quantize.h"
+#include "libquant/kernels/weight_quant.h"
 #include "libquant/passes/dynamic_lstm.h"
 #include "libquant/passes/graph_edit.h"
 #include "libquant/passes/k_order.h"
@@ -181,6 +186,17 @@ void DynamicBuilder::release_unused_weights(const std::vector<ir::Value*>& input
     if (v && v->constant && !g_.is_graph_output(v) && g_.consumers(v).empty()) v->constant.reset();
 }
 
+// Hands the heap's free pages back to the system. A layer's temporaries
+// (packed codes, scales, Gemm copies) are freed once spilled, but glibc keeps
+// freed chunks below its mmap threshold (which grows up to 32 MiB) in the
+// heap, and fragments left between them made a streaming conversion's peak
+// grow with the number of layers (DESIGN "Large models").
+void return_free_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 DynamicBuilder::DynamicInput DynamicBuilder::quantized_input(ir::Node* before, ir::Value* x) {
   auto it = dynamic_inputs_.find(x);
   if (it != dynamic_inputs_.end()) return it->second;
@@ -298,17 +314,24 @@ void DynamicBuilder::rewrite_int8_linear(ir::Node* n, Linear& l) {
 void DynamicBuilder::rewrite_int4_linear(ir::Node* n, Linear& l) {
   const int64_t K = l.w().dim(0), N = l.w().dim(1), G = o_.group_size;
   const int64_t nb = (K + G - 1) / G;
-  const Tensor wt = transposed(l.w());  // [N, K]: groups run along K
-  std::string how;
-  const calib::RoundedWeights r = round_weights(*n, wt, G, calib::kInt4Torchao, how);
-  const std::vector<int8_t>& values = r.q;
-  Tensor scales = Tensor::from_vector<float>({N * nb}, r.scale);
+  Tensor scales(DType::Float32, {N * nb});
   Tensor packed(DType::UInt8, {N, nb, G / 2});
-  kernels::pack_int4_blocks(values.data(), N, K, G, packed.data<uint8_t>());
+  std::string how;
+  if (o_.rounding == calib::WeightRounding::Rtn) {
+    // Straight from [K, N] into the blobs, in one pass over the weight: bit
+    // for bit round_to_nearest of W^T then pack_int4_blocks, without W^T and
+    // the codes in memory (DESIGN "Large models").
+    kernels::quantize_int4_blocks_kn(l.w().data<float>(), K, N, G, packed.data<uint8_t>(), scales.data<float>());
+  } else {
+    const Tensor wt = transposed(l.w());  // [N, K]: groups run along K
+    const calib::RoundedWeights r = round_weights(*n, wt, G, calib::kInt4Torchao, how);
+    std::copy(r.scale.begin(), r.scale.end(), scales.data<float>());
+    kernels::pack_int4_blocks(r.q.data(), N, K, G, packed.data<uint8_t>());
+  }
   const std::string base = n->name.empty() ? n->outputs[0]->name() : n->name;
   const std::string wname = n->inputs[1]->name();
   std::vector<ir::Value*> inputs = {l.x, constant(wname + "_int4", std::move(packed)),
-                                    constant(wname + "_scale", scales)};
+                                    constant(wname + "_scale", std::move(scales))};
   if (l.bias) {
     // MatMulNBits inputs: A, B, scales, zero_points, g_idx, bias.
     inputs.push_back(nullptr);
@@ -322,14 +345,17 @@ void DynamicBuilder::rewrite_int4_linear(ir::Node* n, Linear& l) {
   mm->attributes["bits"] = ir::Attribute::of_int(4);
   mm->attributes["block_size"] = ir::Attribute::of_int(G);
   mm->attributes["accuracy_level"] = ir::Attribute::of_int(o_.accuracy_level);
+  // The report names the initializer that holds the group scales instead of
+  // listing them: N * K / G floats per weight, 1/G of the float model, were
+  // most of a large model's int4 conversion memory (DESIGN "Large models").
   QuantParams p;
   p.qtype = DType::Int4;
-  p.scale.assign(scales.data<float>(), scales.data<float>() + scales.size());
-  p.zero_point.assign(p.scale.size(), 0);
   p.axis = 0;
   p.block_size = G;
   report_.tensors.push_back({wname, "weight",
-                             "int4 symmetric per group of " + std::to_string(G) + " along K (absmax / 7.5)" + how, {0, 0}, p});
+                             "int4 symmetric per group of " + std::to_string(G) + " along K (absmax / 7.5)" + how +
+                                 ", zero point 0, scales in initializer " + inputs[2]->name(),
+                             {0, 0}, p});
 }
 
 // Conv -> DynamicQuantizeLinear + ConvInteger + Cast + Mul (+ Add bias).
@@ -411,6 +437,7 @@ Expected<QuantizeReport> DynamicBuilder::run() {
       const std::vector<ir::Value*> inputs = n->inputs;
       g_.remove_node(n);
       release_unused_weights(inputs);
+      if (o_.spill) return_free_memory();
     }
   }
   QT_RETURN_IF_ERROR(spill_status_);
