@@ -156,14 +156,24 @@ KernelResult make_conv_fused(const KernelContext& ctx, const kernels::ConvActiva
 }
 
 // Gemm (opset 7-13): Y = alpha * A' B' + beta * C, C unidirectionally broadcast.
+// Whether a constant GEMM weight is packed once when the session is made.
+// A weight mapped from external data (a large model, DESIGN "Large models")
+// is not: a packed copy of every weight would double the model in memory,
+// so its runs pack panels as they go (gemm_f32_packed with an unpacked B, the
+// same micro-kernel and sums).
+namespace {
+bool prepacked_weight(const Tensor& w) { return w.mapping() == nullptr; }
+}  // namespace
+
 KernelResult make_gemm(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   const bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
   const float alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
-  // A constant B (the weights of a fully connected layer) is packed once.
+  // A constant B (the weights of a fully connected layer) is packed once,
+  // unless mapped (prepacked_weight).
   const Tensor* b_const = constant_float_input(node, 1);
   auto packed = std::make_shared<kernels::PackedMatrix>();
-  if (b_const && b_const->rank() == 2) {
+  if (b_const && b_const->rank() == 2 && prepacked_weight(*b_const)) {
     const int64_t K = tb ? b_const->dim(1) : b_const->dim(0), N = tb ? b_const->dim(0) : b_const->dim(1);
     *packed = kernels::PackedMatrix::pack_b(tb ? kernels::MatrixView{b_const->data<float>(), 1, K}
                                                : kernels::MatrixView{b_const->data<float>(), N, 1},
@@ -223,11 +233,11 @@ KernelResult make_gemm(const KernelContext& ctx) {
 
 KernelResult make_matmul(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
-  // A constant 2-D B (weights of a linear layer) is packed once; A's batch
-  // dimensions then fold into the GEMM's rows.
+  // A constant 2-D B (weights of a linear layer) is packed once, unless
+  // mapped (prepacked_weight); A's batch dimensions then fold into the GEMM's rows.
   const Tensor* b_const = constant_float_input(node, 1);
   auto packed = std::make_shared<kernels::PackedMatrix>();
-  if (b_const && b_const->rank() == 2)
+  if (b_const && b_const->rank() == 2 && prepacked_weight(*b_const))
     *packed = kernels::PackedMatrix::pack_b(kernels::MatrixView{b_const->data<float>(), b_const->dim(1), 1}, b_const->dim(0),
                                             b_const->dim(1), kernels::detail::best_gemm_isa());
   const int threads = ctx.options.threads;
