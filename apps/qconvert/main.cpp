@@ -116,8 +116,7 @@ std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r, 
     if (t.kind == "activation") e["range"] = {t.range.min, t.range.max};
     j["tensors"].push_back(e);
   }
-  // Filled by quantize_dynamic only (a static conversion's nodes carry no weight_bytes yet).
-  if (const auto c = quant::passes::weight_coverage(r); f.dynamic && c.total > 0) {
+  if (const auto c = quant::passes::weight_coverage(r); c.total > 0) {
     j["weight_coverage"] = {{"weight_bytes", c.total}, {"quantized_bytes", c.quantized}, {"fraction", c.fraction()},
                             {"float_bytes_by_reason", c.float_by_reason}};
   }
@@ -572,6 +571,7 @@ Status convert(Flags& f, const CLI::App& app) {
   graph->producer_name = "qtool";
   graph->producer_version = QTOOL_VERSION;
 
+  warn_weight_coverage(f, report);
   // Write the report first: both files are atomic, and a failed report never
   // leaves a model behind that claims a report exists.
   if (!f.report.empty()) {
