@@ -28,6 +28,18 @@ ln = p["tensors"]["ln"]["channel_absmax"]
 assert len(ln) == 32 and ln[3] > 20 * max(ln[j] for j in range(32) if j not in (3, 17)), ln
 PY
 
+# qprofile merge of two shards gives the whole run's channel absmax (element-wise max).
+"$bin/qprofile" "$m" --data "$d" --shard 0/2 -o "$tmp/s1.json" --quiet
+"$bin/qprofile" "$m" --data "$d" --shard 1/2 -o "$tmp/s2.json" --quiet
+"$bin/qprofile" merge "$tmp/s1.json" "$tmp/s2.json" -o "$tmp/merged.json"
+$py - "$tmp/p.json" "$tmp/s1.json" "$tmp/merged.json" <<'PY' || fail "merged shards lost or changed the channel absmax"
+import json, sys
+whole, s1, merged = (json.load(open(f))["tensors"] for f in sys.argv[1:])
+for name in ("a", "ln", "r"):
+    assert merged[name]["channel_absmax"] == whole[name]["channel_absmax"], name
+assert s1["ln"]["channel_absmax"] != whole["ln"]["channel_absmax"]  # each shard alone sees less
+PY
+
 expect_refused "--smooth-quant needs --data" "$tmp/x.onnx" convert -o "$tmp/x.onnx" --smooth-quant
 expect_refused "alpha is a number in [0, 1], or auto" "$tmp/x.onnx" convert -o "$tmp/x.onnx" --smooth-quant=1.5 --data "$d"
 expect_refused "alpha is a number in [0, 1], or auto" "$tmp/x.onnx" convert -o "$tmp/x.onnx" --smooth-quant=half --data "$d"
