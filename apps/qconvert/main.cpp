@@ -713,10 +713,13 @@ int main(int argc, char** argv) {
                  "(changes the float model where activations exceed 6)");
     app.add_flag("--bias-correction", f.bias_correction,
                  "fold each quantized Conv/Gemm's mean output error (W_q - W) E[x], measured on --data, into its bias");
-    app.add_flag("--smooth-quant{0.5}", f.smooth_quant,
+    app.add_option("--smooth-quant", f.smooth_quant,
                  "SmoothQuant: move activation outliers of MatMul/Gemm inputs into the weights, per input channel "
                  "s = max|x|^alpha / max|w|^(1-alpha); =ALPHA in [0, 1] (default 0.5) or =auto (alpha per layer, "
-                 "searched on --data); needs --data and a profile from this qprofile (version 2)");
+                 "searched on --data); needs --data and a profile from this qprofile (version 2)")
+        ->expected(0, 1)
+        ->default_str("0.5")
+        ->option_text("[=ALPHA|auto]");
     app.add_option("--external-data", f.external_data,
                    "store the output's weights in OUTPUT.data beside it: auto (when they exceed 1 GiB, or the "
                    "model's do), always, never (one file; fails above protobuf's 2 GiB)")

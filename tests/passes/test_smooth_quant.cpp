@@ -170,3 +170,26 @@ TEST_CASE("smooth quant pass: a version 1 profile is refused; a missing absmax l
   CHECK(left->notes.size() == 2);
   CHECK(g.find_value("w1")->constant->data<float>()[0] == w1);
 }
+
+TEST_CASE("smooth quant pass: the row sampler keeps the first rows of each group input, up to its limit",
+          "[passes][smooth_quant]") {
+  std::mt19937 rng(9);
+  ir::Graph g;
+  build(g, rng);
+  passes::RowSampler sampler(g, 5);
+  const auto a = inputs(rng), b = inputs(rng);
+  auto session = interp::Session::create(g, {});
+  REQUIRE(session.has_value());
+  auto observe = [&](const ir::Value& v, const Tensor& t) { sampler.observe(v, t); };
+  REQUIRE((*session)->run(a, observe).has_value());
+  REQUIRE((*session)->run(b, observe).has_value());
+  // ln and r are group inputs (3 rows per run: 3 + 2 of the second); x only feeds a transA Gemm.
+  REQUIRE(sampler.rows().size() == 2);
+  const auto& r = sampler.rows().at("r");
+  CHECK(r.k == kK);
+  REQUIRE(r.rows() == 5);
+  for (int64_t i = 0; i < 5 * kK; ++i) {
+    const float x = i < 3 * kK ? a[0].data<float>()[i] : b[0].data<float>()[i - 3 * kK];
+    CHECK(r.values[static_cast<size_t>(i)] == std::max(x, 0.0f));
+  }
+}
