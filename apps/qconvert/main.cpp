@@ -425,7 +425,8 @@ Expected<std::set<std::string>> smooth_graph(const Flags& f, quant::ir::Graph& g
     notes.push_back(fmt::format("smooth-quant: '{}' -> {} alpha {:.2f}, max factor {:.4g}, {}", l.input, nodes, l.alpha,
                                 l.max_factor,
                                 l.folded_into.empty() ? "Mul '" + l.mul + "' inserted (float)"
-                                                      : "folded into " + l.folded_into));
+                                                      : "folded into " + l.folded_into +
+                                          (l.mul.empty() ? "" : ", Mul '" + l.mul + "' gives its other readers X back (float)")));
   }
   notes.insert(notes.end(), sq.notes.begin(), sq.notes.end());
   if (float_nodes) float_nodes->insert(sq.float_nodes.begin(), sq.float_nodes.end());

@@ -31,10 +31,20 @@ int64_t smoothable_k(const ir::Graph& g, const ir::Node& n) {
 
 bool trans_b(const ir::Node& n) { return n.op_type == "Gemm" && n.attr_int("transB", 0) != 0; }
 
+// Whether X / s may replace X: X is no graph output, and every reader outside
+// the group reads it as a plain input (a subgraph reading it by name could not
+// be given the restored X).
+bool can_fold(const ir::Graph& g, const SmoothGroup& group) {
+  if (g.is_graph_output(group.input)) return false;
+  for (const ir::Node* n : g.consumers(group.input))
+    if (std::find(n->implicit_inputs.begin(), n->implicit_inputs.end(), group.input) != n->implicit_inputs.end()) return false;
+  return true;
+}
+
 // The LayerNormalization producing X that can take gamma /= s, beta /= s; nullptr if none.
 ir::Node* foldable_layer_norm(const ir::Graph& g, const SmoothGroup& group) {
   ir::Node* p = group.input->producer;
-  if (!p || !group.all_readers || !p->domain.empty() || p->op_type != "LayerNormalization") return nullptr;
+  if (!p || !can_fold(g, group) || !p->domain.empty() || p->op_type != "LayerNormalization") return nullptr;
   if (p->outputs.empty() || p->outputs[0] != group.input) return nullptr;
   // ONNX LayerNormalization (opset 17): normalizes axes [axis, rank); the
   // scale and bias broadcast over them. Only the last axis alone is per-channel.
@@ -64,10 +74,11 @@ int per_channel_operand(const ir::Graph& g, const ir::Node& node, int64_t k) {
 // The constants whose division by s divides X by s, when X's producer is an
 // affine op per channel read by the group alone: Mul(x, c) -> {c};
 // Add(Mul(x, c), b) -> {c, b} (the Mul's output read by the Add alone);
+// X's readers outside the group are given X back by restore_readers;
 // `changed` gets the intermediate value. Empty when X's producer is not one.
 std::vector<ir::Value*> foldable_affine(const ir::Graph& g, const SmoothGroup& group, std::vector<std::string>& changed) {
   ir::Node* p = group.input->producer;
-  if (!p || !group.all_readers || !p->domain.empty() || (p->op_type != "Mul" && p->op_type != "Add")) return {};
+  if (!p || !can_fold(g, group) || !p->domain.empty() || (p->op_type != "Mul" && p->op_type != "Add")) return {};
   const int bi = per_channel_operand(g, *p, group.channels);
   if (bi < 0) return {};
   if (p->op_type == "Mul") return {p->input(static_cast<size_t>(bi))};
@@ -78,6 +89,33 @@ std::vector<ir::Value*> foldable_affine(const ir::Graph& g, const SmoothGroup& g
   if (ci < 0) return {};
   changed.push_back(m->name());
   return {mul->input(static_cast<size_t>(ci)), p->input(static_cast<size_t>(bi))};
+}
+
+// After X became X / s: the readers of X outside the group read X / s * s
+// from a float Mul (its output has X's values: the profile's range applies,
+// and is measured again with the rest). Returns the Mul, or nullptr when the
+// group reads X alone.
+ir::Node* restore_readers(ir::Graph& g, const SmoothGroup& group, const std::vector<float>& s) {
+  std::vector<ir::Node*> others;
+  for (const auto& n : g.nodes())
+    if (std::find(group.layers.begin(), group.layers.end(), n.get()) == group.layers.end() &&
+        std::find(n->inputs.begin(), n->inputs.end(), group.input) != n->inputs.end())
+      others.push_back(n.get());
+  if (others.empty()) return nullptr;
+  const std::string& name = group.input->name();
+  Tensor scale(DType::Float32, {group.channels});
+  std::copy(s.begin(), s.end(), scale.data<float>());
+  ir::Value* c = add_constant(g, name + "_unsmooth_scale", std::move(scale));
+  ir::Value* y = g.add_value(g.unique_name(name + "_unsmoothed"));
+  y->dtype = group.input->dtype;
+  y->has_shape = group.input->has_shape;
+  y->shape = group.input->shape;
+  y->dim_names = group.input->dim_names;
+  ir::Node* mul = g.insert_node(others.front(), "Mul", {group.input, c}, {y}, g.unique_name(name + "_unsmooth"));
+  for (ir::Node* n : others)
+    for (ir::Value*& in : n->inputs)
+      if (in == group.input) in = y;
+  return mul;
 }
 
 }  // namespace
@@ -172,6 +210,13 @@ Expected<SmoothReport> smooth_quant(ir::Graph& graph, const profile::Profile& pr
       layer.mul = mul->name;
       report.float_nodes.insert(mul->name);
       report.changed_tensors.insert(y->name());
+    }
+    if (!layer.folded_into.empty()) {
+      if (ir::Node* mul = restore_readers(graph, group, s)) {
+        layer.mul = mul->name;
+        report.float_nodes.insert(mul->name);
+        report.changed_tensors.insert(mul->outputs[0]->name());
+      }
     }
     report.layers.push_back(std::move(layer));
   }

@@ -8,15 +8,17 @@
 //    the weights, with the group's alpha;
 //  - X / s is folded into X's producer when it is a LayerNormalization
 //    (opset 17, normalizing the last axis) with constant per-channel scale and
-//    bias of its own, and every reader of X is in the group: gamma /= s,
-//    beta /= s; or when it is an affine op per channel read by the group alone,
-//    Mul(x, c) (c /= s) or Add(Mul(x, c), b) (c /= s, b /= s; the decomposed
-//    LayerNorm tail of older exports). Otherwise a Mul by 1/s (a [K] constant) is inserted before the
-//    group, as ONNX Runtime's / INC's smoother does where it cannot fold; the
-//    Mul stays float (quantizing it would add a per-tensor step on its
-//    outlier input) and the group reads its output. X itself is still
-//    quantized where its producer or another reader is (a residual Add of a
-//    post-norm block): that step keeps the outliers, so this path gains
+//    bias of its own (gamma /= s, beta /= s), or an affine op per channel,
+//    Mul(x, c) (c /= s) or Add(Mul(x, c), b) (c /= s, b /= s: the decomposed
+//    LayerNorm tail of older exports), and X is no graph output. X's readers
+//    outside the group (the residual Add of a post-norm block) then read
+//    X / s * s from a float Mul inserted for them: the group reads the smoothed
+//    X straight from its producer, the others what they read before;
+//  - otherwise a Mul by 1/s (a [K] constant) is inserted before the group, as
+//    ONNX Runtime's / INC's smoother does where it cannot fold. The Mul stays
+//    float (quantizing it would add a per-tensor step on its outlier input);
+//    but X is still quantized where its producer is a quantized op or another
+//    reader quantizes it, and that step keeps the outliers: this path gains
 //    less than a fold;
 //  - each weight's rows are multiplied by s.
 // The float function is unchanged up to float32 rounding. The smoothed
@@ -60,7 +62,7 @@ struct SmoothReport {
     std::string input;               // X
     std::vector<std::string> nodes;  // the group's layers
     std::string folded_into;         // "LayerNormalization 'name'", "Add 'name'"..., or "" (a Mul was inserted)
-    std::string mul;                 // the inserted Mul's name
+    std::string mul;                 // the inserted Mul's name (folded: the one restoring X for other readers, or "")
     double alpha = 0;
     float max_factor = 1;            // max s_j
   };

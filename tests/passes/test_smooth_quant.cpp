@@ -37,7 +37,8 @@ std::vector<float> random(size_t n, std::mt19937& rng, float scale) {
 //                                                            -> Gemm(w2 [N, K], transB) -> y2
 // x -> Relu -> r -> MatMul(w3) -> y3, and r is also a graph output (no fold: a Mul)
 // x -> Gemm(transA) -> y4 (channel K is x's first axis: left alone)
-void build(ir::Graph& g, std::mt19937& rng) {
+// With `residual`, ln is also read by an Add (ln + x -> y5), as a post-norm block's residual reads it.
+void build(ir::Graph& g, std::mt19937& rng, bool residual = false) {
   g.opset_imports[""] = 17;
   ir::Value* x = g.add_value("x");
   x->dtype = DType::Float32;
@@ -59,6 +60,11 @@ void build(ir::Graph& g, std::mt19937& rng) {
   ir::Node* ta = g.add_node("Gemm", {x, constant(g, "w4", {3, kN}, random(3 * kN, rng, 0.3f))}, {y[3]}, "gemm_ta");
   ta->attributes["transA"] = ir::Attribute::of_int(1);
   g.outputs = {y[0], y[1], y[2], y[3], r};
+  if (residual) {
+    ir::Value* y5 = g.add_value("y5");
+    g.add_node("Add", {ln, x}, {y5}, "residual");
+    g.outputs.push_back(y5);
+  }
 }
 
 std::vector<Tensor> inputs(std::mt19937& rng) {
@@ -191,5 +197,48 @@ TEST_CASE("smooth quant pass: the row sampler keeps the first rows of each group
   for (int64_t i = 0; i < 5 * kK; ++i) {
     const float x = i < 3 * kK ? a[0].data<float>()[i] : b[0].data<float>()[i - 3 * kK];
     CHECK(r.values[static_cast<size_t>(i)] == std::max(x, 0.0f));
+  }
+}
+
+TEST_CASE("smooth quant pass: a LayerNorm also read by a residual Add folds; the Add reads X back from a float Mul",
+          "[passes][smooth_quant]") {
+  std::mt19937 rng(23);
+  ir::Graph g;
+  build(g, rng, true);
+  std::vector<std::vector<Tensor>> data;
+  for (int i = 0; i < 3; ++i) data.push_back(inputs(rng));
+  profile::Profile prof;
+  profile::Collector collector(g, 64);
+  std::vector<std::vector<Tensor>> before;
+  for (const auto& in : data) before.push_back(run(g, in, &collector));
+  prof.tensors = collector.tensors();
+
+  auto report = passes::smooth_quant(g, prof, {}, "p.json");
+  REQUIRE(report.has_value());
+  REQUIRE(report->layers.size() == 2);
+  const auto& ln = report->layers[0];
+  CHECK(ln.folded_into == "LayerNormalization 'ln'");
+  REQUIRE_FALSE(ln.mul.empty());
+  CHECK(report->float_nodes.count(ln.mul));
+  const ir::Node* add = nullptr;
+  for (const auto& n : g.nodes()) if (n->name == "residual") add = n.get();
+  REQUIRE(add);
+  REQUIRE(add->input(0)->producer);
+  CHECK(add->input(0)->producer->name == ln.mul);
+  CHECK(add->input(0)->producer->input(0)->name() == "ln");
+  CHECK(report->changed_tensors.count(add->input(0)->name()));
+  REQUIRE(ir::verify(g).is_ok());
+  for (size_t i = 0; i < data.size(); ++i) {
+    const auto after = run(g, data[i]);
+    for (size_t o = 0; o < after.size(); ++o) {
+      double err = 0, ref = 0;
+      for (int64_t e = 0; e < after[o].size(); ++e) {
+        const double d = double{after[o].data<float>()[e]} - before[i][o].data<float>()[e];
+        err += d * d;
+        ref += double{before[i][o].data<float>()[e]} * before[i][o].data<float>()[e];
+      }
+      INFO("output " << o << " sample " << i);
+      CHECK(std::sqrt(err) <= 1e-5 * std::sqrt(ref));
+    }
   }
 }
