@@ -35,14 +35,27 @@
 # the profiling data), each run by ONNX Runtime: SNR vs float, top-1 agreement,
 # accuracies. QTOOL_ZOO_MODELS="a b" limits the zoo to those names.
 #   scripts/accuracy_table.sh --equalize [MODEL.onnx DATA_DIR]...
+#
+# With --smooth-quant, the table of qconvert --smooth-quant (issue 25,
+# docs/accuracy.md "SmoothQuant"): per model with a MatMul or Gemm, static int8
+# (default target) without SmoothQuant, with --smooth-quant (alpha 0.5) and
+# with --smooth-quant=auto (--data: the profiling data), each run by ONNX
+# Runtime: SNR vs float, top-1 agreement, accuracies; then, when the zoo has
+# byte_lm (scripts/make_zoo.sh --only byte_lm), the language model's bits per
+# byte on held-out text (scripts/byte_lm_bpb.py) for float and the same three.
+#   scripts/accuracy_table.sh --smooth-quant [MODEL.onnx DATA_DIR]...
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${QTOOL_BUILD_DIR:-$repo/build}
 zoo=${QTOOL_ZOO:-$repo/.cache/zoo}
 targets=()
 equalize=0
+smooth=0
 if [ "${1:-}" = --equalize ]; then
   equalize=1
+  shift
+elif [ "${1:-}" = --smooth-quant ]; then
+  smooth=1
   shift
 fi
 while (($#)) && [ "$1" = --target ]; do
@@ -154,6 +167,60 @@ if ((equalize)); then
       printf "$format" "$name" "$flags" "$snr" "$agree" "$facc" "$qacc"
     done
   done
+  exit 0
+fi
+
+if ((smooth)); then
+  format='%-26s %-22s %8s %9s %8s %8s\n'
+  printf "$format" model "qconvert flags" "SNR dB" "top-1" "acc f32" "acc q"
+  # convert_ort NAME MODEL PROFILE_DATA OUT_DIR DATA FLAGS...: qconvert, then ONNX Runtime over DATA into OUT_DIR.
+  convert_ort() {
+    local name=$1 model=$2 calib=$3 out=$4 data=$5
+    shift 5
+    local q="$tmp/$name.q.onnx"
+    rm -rf "$out"
+    local data_flags=()
+    (($#)) && data_flags=(--data "$calib")
+    "$build/qconvert" "$model" --profile "$tmp/$name.json" -o "$q" "$@" "${data_flags[@]}" 2>"$tmp/err" &&
+      node "$repo/tests/interop/ort_run.js" "$q" "$data" "$out" >/dev/null 2>>"$tmp/err"
+  }
+  modes=("" "--smooth-quant" "--smooth-quant=auto")
+  for entry in "${models[@]}"; do
+    IFS='|' read -r model profile_data data labels masks <<<"$entry"
+    [ -z "$masks" ] || continue  # classification outputs only
+    /usr/bin/python3 -c "import onnx, sys; sys.exit(0 if any(n.op_type in ('MatMul', 'Gemm') for n in onnx.load(sys.argv[1]).graph.node) else 1)" "$model" || continue
+    name=$(basename "$model" .onnx)
+    [ "$name" = model ] && name=$(basename "$(dirname "$model")")
+    "$build/qprofile" "$model" --data "$profile_data" -o "$tmp/$name.json" --quiet
+    node "$repo/tests/interop/ort_run.js" "$model" "$data" "$tmp/$name.float" >/dev/null
+    for flags in "${modes[@]}"; do
+      # shellcheck disable=SC2086
+      if ! convert_ort "$name" "$model" "$profile_data" "$tmp/$name.quant" "$data" $flags; then
+        printf '%-26s %-22s %8s %9s  %s\n' "$name" "${flags:-(none)}" "-" "-" "$(head -c 120 "$tmp/err")"
+        continue
+      fi
+      read -r snr agree facc qacc < <(/usr/bin/python3 "$repo/tests/zoo/agreement.py" "$name" "$tmp/$name.quant" \
+        "$tmp/$name.float" ${labels:+--labels "$labels"} --fields --min-agreement 0 --max-drop inf)
+      printf "$format" "$name" "${flags:-(none)}" "$snr" "$agree" "$facc" "$qacc"
+    done
+  done
+  lm="$zoo/byte_lm"
+  if (($# == 0)) && [ -f "$lm/DONE" ]; then
+    bpb() { /usr/bin/python3 "$repo/scripts/byte_lm_bpb.py" "$1" "$lm/targets.npy"; }
+    "$build/qprofile" "$lm/model.onnx" --data "$lm/calib" -o "$tmp/byte_lm.json" --quiet
+    node "$repo/tests/interop/ort_run.js" "$lm/model.onnx" "$lm/inputs" "$tmp/byte_lm.float" >/dev/null
+    echo
+    printf '%-26s %-22s %14s\n' model "qconvert flags" "bits per byte"
+    printf '%-26s %-22s %14s\n' byte_lm "(float)" "$(bpb "$tmp/byte_lm.float")"
+    for flags in "${modes[@]}"; do
+      # shellcheck disable=SC2086
+      if convert_ort byte_lm "$lm/model.onnx" "$lm/calib" "$tmp/byte_lm.quant" "$lm/inputs" $flags; then
+        printf '%-26s %-22s %14s\n' byte_lm "${flags:-(none)}" "$(bpb "$tmp/byte_lm.quant")"
+      else
+        printf '%-26s %-22s %14s  %s\n' byte_lm "${flags:-(none)}" "-" "$(head -c 120 "$tmp/err")"
+      fi
+    done
+  fi
   exit 0
 fi
 

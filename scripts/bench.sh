@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks of qtool. Each section is independent; run all, or name sections:
-#   scripts/bench.sh [qprofile-memory] [speed] [targets] [kernels] [scale]
+#   scripts/bench.sh [qprofile-memory] [speed] [targets] [kernels] [scale] [gptq]
 # Builds are not triggered here: run scripts/setup.sh first.
 # speed needs the zoo (scripts/make_zoo.sh) and ONNX Runtime (scripts/setup_ort.sh);
 # BENCH_MODELS (default "resnet18 mobilenet_v2"), BENCH_THREADS ("1 2"),
@@ -325,6 +325,70 @@ PY
   done
 }
 
+# ---------------------------------------------------------------------------
+# gptq: time and peak RSS of qconvert --weight-rounding gptq on the zoo's
+# byte-level LM (scripts/make_zoo.sh --only byte_lm, in QTOOL_ZOO, default
+# .cache/zoo) with only its largest MatMul quantized (by K x N, then K: GPTQ
+# costs K^2 memory and K^3 work per layer; every other MatMul/Gemm is
+# --exclude-node), int4 g128 --dynamic, calibrated on its calib/ split; the
+# same conversion with rtn beside it, so the difference is GPTQ's own cost
+# (gathering the layer's K x K Hessian over the data, the Cholesky, the
+# column sweep). Wall-clock times are medians of BENCH_GPTQ_RUNS (3) runs,
+# pinned to one CPU as speed's single-thread runs; peak RSS the largest.
+# ---------------------------------------------------------------------------
+bench_gptq() {
+  local lm=${QTOOL_ZOO:-$repo/.cache/zoo}/byte_lm runs=${BENCH_GPTQ_RUNS:-3} pin layer
+  echo "== gptq: GPTQ on the byte LM's largest MatMul (int4 g128); host ISA: $(grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  [ -f "$lm/DONE" ] || { echo "error: $lm not found (scripts/make_zoo.sh --only byte_lm)" >&2; return 2; }
+  # "NAME K N" of the largest MatMul, then one --exclude-node per other MatMul/Gemm with a constant weight.
+  mapfile -t layer < <($py - "$lm/model.onnx" <<'PY'
+import sys, onnx
+m = onnx.load(sys.argv[1])
+inits = {i.name: list(i.dims) for i in m.graph.initializer}
+layers = [(n.name, inits[n.input[1]]) for n in m.graph.node
+          if n.op_type in ("MatMul", "Gemm") and n.input[1] in inits and len(inits[n.input[1]]) == 2]
+name, (k, n) = max(layers, key=lambda l: (l[1][0] * l[1][1], l[1][0]))
+print(name, k, n)
+for other, _ in layers:
+    if other != name:
+        print(other)
+PY
+)
+  local target=(${layer[0]}) excludes=() other
+  for other in "${layer[@]:1}"; do excludes+=(--exclude-node "$other"); done
+  echo "layer ${target[0]}: K ${target[1]} x N ${target[2]} (Hessian $(( target[1] * target[1] * 8 / 1024 )) KiB in double); data: $(ls "$lm/calib" | wc -l) samples of $lm/calib"
+  pin=$(pin_for 1)
+  local rounding i t0 ms rss times max_rss line rtn_ms="" data
+  for rounding in rtn gptq; do
+    times=() max_rss=0
+    for ((i = 0; i < runs; i++)); do
+      t0=$EPOCHREALTIME
+      data=()
+      [ "$rounding" = rtn ] || data=(--data "$lm/calib")
+      /usr/bin/time -f %M -o "$work/gptq_rss" $pin "$bin/qconvert" "$lm/model.onnx" --dynamic --weights int4 \
+        --group-size 128 --weight-rounding "$rounding" "${data[@]}" "${excludes[@]}" -o "$work/gptq_$rounding.onnx" \
+        --report "$work/gptq_$rounding.json" >/dev/null 2>"$work/gptq_err" ||
+        { echo "error: qconvert --weight-rounding $rounding failed: $(head -c 300 "$work/gptq_err")" >&2; return 1; }
+      rss=$(tail -n 1 "$work/gptq_rss")
+      times+=("$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", (b - a) * 1000 }')")
+      if ((rss > max_rss)); then max_rss=$rss; fi
+    done
+    ms=$(printf '%s\n' "${times[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+    line="  $rounding: ${ms} ms (median of $runs: ${times[*]}), peak RSS $(awk -v k="$max_rss" 'BEGIN { printf "%.1f", k / 1024 }') MiB"
+    [ -z "$rtn_ms" ] || line+="; GPTQ's own cost $(awk -v a="$ms" -v b="$rtn_ms" 'BEGIN { printf "%.1f", a - b }') ms"
+    echo "$line"
+    rtn_ms=${rtn_ms:-$ms}
+  done
+  # Only the named layer was quantized, with the method asked for.
+  $py - "$work/gptq_gptq.json" "${target[0]}" <<'PY' || { echo "FAIL: the gptq run did not quantize only the largest MatMul with gptq" >&2; return 1; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+done = [n["node"] for n in r["nodes"] if n["quantized"]]
+assert done == [sys.argv[2]], done
+assert any("gptq" in t["method"] for t in r["tensors"]), [t["method"] for t in r["tensors"]]
+PY
+}
+
 sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=(qprofile-memory speed)
 for s in "${sections[@]}"; do
@@ -334,6 +398,7 @@ for s in "${sections[@]}"; do
     targets) bench_targets ;;
     kernels) bench_kernels ;;
     scale) bench_scale ;;
-    *) echo "error: unknown bench section '$s' (known: qprofile-memory, speed, targets, kernels, scale)" >&2; exit 2 ;;
+    gptq) bench_gptq ;;
+    *) echo "error: unknown bench section '$s' (known: qprofile-memory, speed, targets, kernels, scale, gptq)" >&2; exit 2 ;;
   esac
 done

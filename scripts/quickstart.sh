@@ -5,9 +5,11 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${QTOOL_BUILD_DIR:-$repo/build}
-# Builds the three tools only (the tests are scripts/test.sh's business).
+# Builds the three tools only (the tests are scripts/test.sh's business), and
+# without debug information (a quarter of the compile time; scripts/setup.sh
+# -DQTOOL_DEBUG_INFO=ON brings it back).
 [ -x "$build/qrun" ] && [ -x "$build/qconvert" ] && [ -x "$build/qprofile" ] ||
-  QTOOL_BUILD_TARGETS="qprofile qconvert qrun" "$repo/scripts/setup.sh"
+  QTOOL_BUILD_TARGETS="qprofile qconvert qrun" "$repo/scripts/setup.sh" -DQTOOL_DEBUG_INFO=OFF
 out="$build/quickstart"
 mkdir -p "$out"
 model="$repo/samples/digits_cnn.onnx"

@@ -11,20 +11,27 @@ build=${QTOOL_BUILD_DIR:-$repo/build}
 # Node.js (ONNX Runtime interop, scripts/setup_ort.sh), the ONNX test data. Man pages: help2man makes them at
 # build time, man-db (man -l, with groff) reads them in tests/e2e/test_install.sh. Chromium renders the --html
 # reports headless in tests/e2e/test_html_render.sh.
+# libopenblas0-pthread: the Python tooling (scripts/make_zoo.py, the GPTQ and accuracy scripts) runs Debian's
+# python3-torch, whose libblas.so.3 is otherwise the unoptimised reference BLAS (training about 16x slower).
+# A build of the three tools alone (QTOOL_BUILD_TARGETS, as scripts/quickstart.sh asks) needs only the compiler
+# and the libraries: the first result on a fresh machine does not wait for Chromium, Node.js or the test data.
 pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libspdlog-dev catch2 libprotobuf-dev protobuf-compiler
-      libonnx-dev libstb-dev python3-onnx python3-numpy python3-jsonschema parallel time libonnx-testdata
-      help2man man-db groff-base chromium)
+      libonnx-dev libstb-dev)
+[ -n "${QTOOL_BUILD_TARGETS:-}" ] ||
+  pkgs+=(python3-onnx python3-numpy python3-jsonschema parallel time libonnx-testdata help2man man-db groff-base
+         chromium libopenblas0-pthread)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
+[ -n "${QTOOL_BUILD_TARGETS:-}" ] || { command -v node >/dev/null && command -v npm >/dev/null; } || missing+=(nodejs npm)
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}" >&2
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo=sudo
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Package lists a few hours old serve; `apt-get update` (about 40 s here) runs only when they do not.
+  install() { DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
+  install 2>/dev/null || { $sudo apt-get update -qq && install; }
 fi
 
 # CI (QTOOL_CI=1) and developers who ask (QTOOL_WERROR=1) treat warnings as

@@ -68,7 +68,7 @@ Status check_search_flags(SearchFlags& f, const CLI::App& app, bool dynamic, boo
     if (!f.labels.empty() || (!calibrating && (!f.data.dirs.empty() || f.data.limit)))
       return Status::bad_input(calibrating ? "--labels goes with an accuracy target (--min-snr, --max-drop or --min-agreement)"
                                            : "--data, --limit and --labels go with an accuracy target (--min-snr, --max-drop "
-                                             "or --min-agreement), or --equalize / --bias-correction / --weight-rounding gptq");
+                                             "or --min-agreement), or --equalize / --bias-correction / --smooth-quant / --weight-rounding gptq");
     return Status::ok();
   }
   if (dynamic) return Status::bad_input("accuracy targets apply to static quantization, not --dynamic");

@@ -2,10 +2,13 @@
 
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "apps/common/cli.h"
 #include "libquant/interp/session.h"
 #include "libquant/passes/bias_correction.h"
 #include "libquant/passes/hessian_collector.h"
+#include "libquant/passes/smooth_quant.h"
 #include "libquant/profile/collector.h"
 
 namespace qtool {
@@ -44,6 +47,39 @@ quant::Expected<Calibration> run_calibration(const quant::ir::Graph& graph, cons
   }
   for (const auto& s : inputs.skipped()) c.notes.push_back("bias correction: '" + s + "' left: its input does not fit its geometry");
   return c;
+}
+
+quant::Expected<std::map<std::string, double>> search_smooth_alphas(const quant::ir::Graph& graph, const DataFlags& data,
+                                                                    const std::string& model_path,
+                                                                    const quant::profile::Profile& profile,
+                                                                    std::vector<std::string>& notes) {
+  QT_ASSIGN_OR_RETURN(auto reader, DataReader::create(data, graph, model_path));
+  quant::interp::SessionOptions options;
+  options.threads = default_threads();
+  auto session = quant::interp::Session::create(graph, options);
+  if (!session) return session.status().with_context(model_path + " (float graph for --smooth-quant=auto)");
+  quant::passes::RowSampler sampler(graph, kSmoothRows);
+  auto observe = [&](const quant::ir::Value& v, const quant::Tensor& t) { sampler.observe(v, t); };
+  for (size_t run = 0; run < reader.runs(); ++run) {
+    QT_ASSIGN_OR_RETURN(auto x, reader.load(run));
+    auto out = (*session)->run(x, observe);
+    if (!out) return out.status().with_context(model_path + ", --data " + reader.describe(run));
+  }
+  std::map<std::string, double> alphas;
+  for (const auto& group : quant::passes::find_smooth_groups(graph)) {
+    const std::string& name = group.input->name();
+    auto rows = sampler.rows().find(name);
+    auto prof = profile.tensors.find(name);
+    if (rows == sampler.rows().end() || rows->second.rows() == 0 || prof == profile.tensors.end() ||
+        static_cast<int64_t>(prof->second.channel_absmax.size()) != group.channels)
+      continue;  // smooth_quant notes the missing absmax; no rows: the default alpha
+    const auto choice = quant::calib::search_alpha(rows->second.values.data(), rows->second.rows(), group.channels,
+                                                   quant::passes::group_weights(group), prof->second.channel_absmax);
+    alphas[name] = choice.alpha;
+    notes.push_back(fmt::format("smooth-quant auto: '{}' alpha {:.1f} (output squared error {:.4g}, unsmoothed {:.4g}, "
+                                "on {} rows)", name, choice.alpha, choice.error, choice.error_without, rows->second.rows()));
+  }
+  return alphas;
 }
 
 }  // namespace qtool

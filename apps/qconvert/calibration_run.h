@@ -24,11 +24,22 @@ struct Calibration {
   std::map<std::string, quant::profile::TensorProfile> tensors;  // the `profiled` activations
   std::map<std::string, quant::calib::InputMeans> means;         // node -> input sums (with `means`)
   std::map<std::string, quant::calib::Hessian> hessians;         // node -> input x x^T sums (with `hessians`)
+  std::map<std::string, double> smooth_alpha;                    // --smooth-quant=auto: group input -> alpha
   std::vector<std::string> notes;
 };
 
 quant::Expected<Calibration> run_calibration(const quant::ir::Graph& graph, const DataFlags& data,
                                              const std::string& model_path, int bins,
                                              const std::set<std::string>& profiled, bool means, bool hessians = false);
+
+// --smooth-quant=auto: a float run of `graph` (prepared, not yet smoothed)
+// keeping the first kSmoothRows rows of every smoothing group's input, then
+// calib::search_alpha per group (factors from `profile`'s channel absmax).
+// Returns input name -> alpha; one note per group.
+constexpr int64_t kSmoothRows = 512;
+quant::Expected<std::map<std::string, double>> search_smooth_alphas(const quant::ir::Graph& graph, const DataFlags& data,
+                                                                    const std::string& model_path,
+                                                                    const quant::profile::Profile& profile,
+                                                                    std::vector<std::string>& notes);
 
 }  // namespace qtool

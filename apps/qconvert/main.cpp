@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -26,6 +27,7 @@
 #include "libquant/passes/qdq.h"
 #include "libquant/passes/qoperator.h"
 #include "libquant/passes/saturation_risk.h"
+#include "libquant/passes/smooth_quant.h"
 #include "libquant/profile/profile.h"
 #include "libquant/target/target.h"
 
@@ -54,6 +56,8 @@ struct Flags {
   int64_t group_size = 0;  // 0: not given (int4 default 32)
   qtool::SearchFlags search;  // --data with --min-snr / --max-drop / --min-agreement
   bool equalize = false, equalize_relu6 = false, bias_correction = false;  // need --data (search.data)
+  std::string smooth_quant;  // --smooth-quant[=ALPHA|auto]: "" off, "auto", or alpha as given
+  double smooth_alpha = 0.5;
   std::string external_data = "auto";  // --external-data auto|always|never
   int64_t external_threshold = 1024;     // --external-data-threshold BYTES
   std::string weight_rounding = "rtn";  // rtn|gptq|hqq (gptq needs --data)
@@ -106,7 +110,8 @@ std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r, 
     j["options"] = {{"schema", f.schema}, {"activations", f.activations}, {"weights", f.weights},
                     {"granularity", f.per_tensor ? "per-tensor" : "per-channel"}, {"calibration", f.calibration},
                     {"format", f.format}, {"equalize", f.equalize}, {"equalize_relu6", f.equalize_relu6},
-                    {"bias_correction", f.bias_correction}};
+                    {"bias_correction", f.bias_correction},
+                    {"smooth_quant", f.smooth_quant.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.smooth_quant)}};
   }
   if (f.weights == "int4") j["options"]["group_size"] = f.group_size;
   j["options"]["weight_rounding"] = f.weight_rounding;
@@ -118,8 +123,7 @@ std::string report_json(const Flags& f, const quant::passes::QuantizeReport& r, 
     if (t.kind == "activation") e["range"] = {t.range.min, t.range.max};
     j["tensors"].push_back(e);
   }
-  // Filled by quantize_dynamic only (a static conversion's nodes carry no weight_bytes yet).
-  if (const auto c = quant::passes::weight_coverage(r); f.dynamic && c.total > 0) {
+  if (const auto c = quant::passes::weight_coverage(r); c.total > 0) {
     j["weight_coverage"] = {{"weight_bytes", c.total}, {"quantized_bytes", c.quantized}, {"fraction", c.fraction()},
                             {"float_bytes_by_reason", c.float_by_reason}};
   }
@@ -221,8 +225,19 @@ Status check_mode_flags(Flags& f) {
   if (!(f.gptq_damp > 0 && f.gptq_damp <= 1))
     return Status::bad_input("--gptq-damp " + std::to_string(f.gptq_damp) +
                              ": the damping is a fraction of the Hessian's mean diagonal, in (0, 1]");
-  if (f.dynamic && (f.equalize || f.bias_correction))
-    return Status::bad_input("--equalize and --bias-correction apply to static quantization, not --dynamic");
+  if (f.dynamic && (f.equalize || f.bias_correction || !f.smooth_quant.empty()))
+    return Status::bad_input("--equalize, --bias-correction and --smooth-quant apply to static quantization, not --dynamic");
+  if (!f.smooth_quant.empty()) {
+    if (f.smooth_quant != "auto") {
+      char* end = nullptr;
+      f.smooth_alpha = std::strtod(f.smooth_quant.c_str(), &end);
+      if (end == f.smooth_quant.c_str() || *end != '\0' || !(f.smooth_alpha >= 0 && f.smooth_alpha <= 1))
+        return Status::bad_input("--smooth-quant=" + f.smooth_quant + ": the migration strength alpha is a number in "
+                                 "[0, 1], or auto");
+    }
+    if (f.weights == "int4")
+      return Status::bad_input("--smooth-quant eases int8 activations; static --weights int4 keeps activations float");
+  }
   if (f.dynamic) {
     if (!f.profile.empty()) return Status::bad_input("--dynamic quantizes activations at run time and takes no --profile");
     if (f.format != "qdq") return Status::bad_input("--dynamic has its own output form; --format does not apply");
@@ -390,16 +405,60 @@ Expected<std::set<std::string>> equalize_graph(const Flags& f, quant::ir::Graph&
   return changed;
 }
 
-// The one float run --equalize and --bias-correction need, on the graph as
-// convert_static prepares it.
+// --smooth-quant (passes/smooth_quant.h) on the prepared, equalized float
+// graph; factors from `factors_from`'s channel absmax, alphas from `alphas`
+// (auto) or the flag. The smoothed activations take the histograms measured
+// again on --data (`calib`, into `profile`); the inserted Muls stay float
+// (`float_nodes`). Returns the smoothed activations' names.
+Expected<std::set<std::string>> smooth_graph(const Flags& f, quant::ir::Graph& graph, const std::map<std::string, double>& alphas,
+                                             const quant::profile::Profile& factors_from, std::vector<std::string>& notes,
+                                             quant::profile::Profile* profile, const qtool::Calibration* calib,
+                                             std::set<std::string>* float_nodes) {
+  if (f.smooth_quant.empty()) return std::set<std::string>{};
+  quant::passes::SmoothOptions options;
+  options.alpha = f.smooth_alpha;
+  options.alpha_by_input = alphas;
+  QT_ASSIGN_OR_RETURN(auto sq, quant::passes::smooth_quant(graph, factors_from, options, f.profile));
+  notes.push_back("smooth-quant: " + std::to_string(sq.layers.size()) + " activations smoothed");
+  for (const auto& l : sq.layers) {
+    std::string nodes;
+    for (const auto& n : l.nodes) nodes += (nodes.empty() ? "'" : ", '") + n + "'";
+    notes.push_back(fmt::format("smooth-quant: '{}' -> {} alpha {:.2f}, max factor {:.4g}, {}", l.input, nodes, l.alpha,
+                                l.max_factor,
+                                l.folded_into.empty() ? "Mul '" + l.mul + "' inserted (float)"
+                                                      : "folded into " + l.folded_into +
+                                          (l.mul.empty() ? "" : ", Mul '" + l.mul + "' gives its other readers X back (float)")));
+  }
+  notes.insert(notes.end(), sq.notes.begin(), sq.notes.end());
+  if (float_nodes) float_nodes->insert(sq.float_nodes.begin(), sq.float_nodes.end());
+  if (profile && calib)
+    for (const auto& name : sq.changed_tensors)
+      if (auto it = calib->tensors.find(name); it != calib->tensors.end()) profile->tensors[name] = it->second;
+  return sq.changed_tensors;
+}
+
+// The one float run --equalize, --bias-correction and --smooth-quant need, on
+// the graph as convert_static prepares it (for --smooth-quant=auto, one run
+// before smoothing picks the alphas).
 Expected<qtool::Calibration> calibrate(const Flags& f, const quant::passes::QuantizeOptions& opt, quant::profile::Profile profile) {
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
   std::vector<std::string> notes;
   QT_RETURN_IF_ERROR(upgrade_opset(f, *graph, quant::passes::qdq_opset_need(opt), notes, &profile, false));
   QT_RETURN_IF_ERROR(prepare_graph(f, *graph, notes));
   QT_ASSIGN_OR_RETURN(auto changed, equalize_graph(f, *graph, notes, nullptr, nullptr));
-  return qtool::run_calibration(*graph, f.search.data, f.model, profile.bins, changed, f.bias_correction,
-                                f.weight_rounding == "gptq");
+  std::map<std::string, double> alphas;
+  std::vector<std::string> alpha_notes;
+  if (f.smooth_quant == "auto") {
+    if (profile.version < 2) return quant::passes::smooth_quant(*graph, profile, {}, f.profile).status();
+    QT_ASSIGN_OR_RETURN(alphas, qtool::search_smooth_alphas(*graph, f.search.data, f.model, profile, alpha_notes));
+  }
+  QT_ASSIGN_OR_RETURN(auto smoothed, smooth_graph(f, *graph, alphas, profile, notes, nullptr, nullptr, nullptr));
+  changed.insert(smoothed.begin(), smoothed.end());
+  QT_ASSIGN_OR_RETURN(auto c, qtool::run_calibration(*graph, f.search.data, f.model, profile.bins, changed,
+                                                     f.bias_correction, f.weight_rounding == "gptq"));
+  c.smooth_alpha = std::move(alphas);
+  c.notes.insert(c.notes.begin(), alpha_notes.begin(), alpha_notes.end());
+  return c;
 }
 
 // The flags and the target's rules as insert_qdq's options.
@@ -447,6 +506,14 @@ Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetS
   QT_RETURN_IF_ERROR(upgrade_opset(f, *graph, quant::passes::qdq_opset_need(opt), notes, &profile, !qdq_only));
   QT_RETURN_IF_ERROR(prepare_graph(f, *graph, notes));
   QT_RETURN_IF_ERROR(equalize_graph(f, *graph, notes, &profile, calib).status());
+  {
+    // Factors from the profile as read (smooth_graph then replaces the smoothed entries).
+    const quant::profile::Profile read = profile;
+    std::set<std::string> float_nodes;
+    QT_RETURN_IF_ERROR(smooth_graph(f, *graph, calib ? calib->smooth_alpha : std::map<std::string, double>{}, read,
+                                    notes, &profile, calib, &float_nodes).status());
+    opt.exclude_nodes.insert(float_nodes.begin(), float_nodes.end());
+  }
   // --bias-correction: every measured layer gets a bias to correct, and its
   // float weight is kept to compare the quantized one with.
   std::map<std::string, quant::Tensor> float_weights;
@@ -454,7 +521,7 @@ Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetS
     quant::passes::add_missing_biases(*graph, calib->means);
     float_weights = quant::passes::float_weights(*graph, calib->means);
   }
-  if ((f.bias_correction || f.weight_rounding == "gptq") && calib) notes.insert(notes.end(), calib->notes.begin(), calib->notes.end());
+  if ((f.bias_correction || f.weight_rounding == "gptq" || f.smooth_quant == "auto") && calib) notes.insert(notes.end(), calib->notes.begin(), calib->notes.end());
   quant::passes::QuantizeReport int4_report;
   if (f.weights == "int4") {
     // Static int4 is weight-only: MatMul/Gemm become MatMulNBits with float
@@ -507,13 +574,13 @@ Status convert(Flags& f, const CLI::App& app) {
   f.gptq_damp_given = app.count("--gptq-damp") > 0;
   QT_RETURN_IF_ERROR(check_mode_flags(f));
   const bool gptq = f.weight_rounding == "gptq";
-  const bool calibrating = f.equalize || f.bias_correction || gptq;
+  const bool calibrating = f.equalize || f.bias_correction || gptq || !f.smooth_quant.empty();
   QT_RETURN_IF_ERROR(qtool::check_search_flags(f.search, app, f.dynamic, calibrating));
   if (gptq && f.search.data.dirs.empty())
     return Status::bad_input("--weight-rounding gptq needs --data DIR: calibration data to gather each MatMul/Gemm's "
                              "input Hessian on (hqq needs none)");
   if (calibrating && f.search.data.dirs.empty())
-    return Status::bad_input(std::string(f.bias_correction ? "--bias-correction" : "--equalize") +
+    return Status::bad_input(std::string(f.bias_correction ? "--bias-correction" : f.equalize ? "--equalize" : "--smooth-quant") +
                              " needs --data DIR: calibration data to measure " +
                              (f.bias_correction ? "the layers' mean inputs on" : "the rescaled activations on"));
   if (f.dynamic) return convert_dynamic(f, target);
@@ -570,10 +637,12 @@ Status convert(Flags& f, const CLI::App& app) {
   graph->metadata.emplace_back("qtool.format", f.format);
   if (f.equalize) graph->metadata.emplace_back("qtool.equalize", f.equalize_relu6 ? "relu6-to-relu" : "on");
   if (f.bias_correction) graph->metadata.emplace_back("qtool.bias_correction", "empirical");
+  if (!f.smooth_quant.empty()) graph->metadata.emplace_back("qtool.smooth_quant", f.smooth_quant);
   graph->metadata.emplace_back("qtool.profile_digest", quant::sha256_hex(profile_bytes));
   graph->producer_name = "qtool";
   graph->producer_version = QTOOL_VERSION;
 
+  warn_weight_coverage(f, report);
   // Write the report first: both files are atomic, and a failed report never
   // leaves a model behind that claims a report exists.
   if (!f.report.empty()) {
@@ -602,6 +671,8 @@ constexpr const char* kExamples =
     "    $ qconvert model.onnx --profile model.profile.json -o model.int8.onnx --data test/ --min-snr 30\n"
     "  Per-tensor weights with cross-layer equalization and bias correction, measured on the calibration data:\n"
     "    $ qconvert model.onnx --profile model.profile.json -o model.int8.onnx --per-tensor --equalize --bias-correction --data calib/\n"
+    "  A transformer with activation outliers: SmoothQuant, alpha searched per layer on the calibration data:\n"
+    "    $ qconvert model.onnx --profile model.profile.json -o model.int8.onnx --smooth-quant=auto --data calib/\n"
     "  Check a quantized model (from any tool) against a target's rules; exit 3 lists each violation:\n"
     "    $ qconvert --check-target ort-x86-vnni model.int8.onnx\n";
 
@@ -645,6 +716,13 @@ int main(int argc, char** argv) {
                  "(changes the float model where activations exceed 6)");
     app.add_flag("--bias-correction", f.bias_correction,
                  "fold each quantized Conv/Gemm's mean output error (W_q - W) E[x], measured on --data, into its bias");
+    app.add_option("--smooth-quant", f.smooth_quant,
+                 "SmoothQuant: move activation outliers of MatMul/Gemm inputs into the weights, per input channel "
+                 "s = max|x|^alpha / max|w|^(1-alpha); =ALPHA in [0, 1] (default 0.5) or =auto (alpha per layer, "
+                 "searched on --data); needs --data and a profile from this qprofile (version 2)")
+        ->expected(0, 1)
+        ->default_str("0.5")
+        ->option_text("[=ALPHA|auto]");
     app.add_option("--external-data", f.external_data,
                    "store the output's weights in OUTPUT.data beside it: auto (when they exceed 1 GiB, or the "
                    "model's do), always, never (one file; fails above protobuf's 2 GiB)")

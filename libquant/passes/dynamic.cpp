@@ -105,13 +105,9 @@ Linear as_linear(const ir::Node& n) {
 // NodeDecision::weight_bytes of n; `counted` holds the constants already
 // counted at an earlier reader.
 int64_t weight_bytes(const ir::Node& n, std::set<const ir::Value*>& counted) {
-  const bool recurrent = n.domain.empty() && (n.op_type == "LSTM" || n.op_type == "GRU" || n.op_type == "RNN");
   int64_t total = 0;
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    const Tensor* t = ir::constant_data(n.inputs[i]);
-    if (!t || t->dtype() != DType::Float32 || t->rank() < 2 || (recurrent && i != 1 && i != 2)) continue;
-    if (counted.insert(n.inputs[i]).second) total += static_cast<int64_t>(t->byte_size());
-  }
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (const int64_t b = float_weight_bytes(n, i); b > 0 && counted.insert(n.inputs[i]).second) total += b;
   return total;
 }
 
@@ -476,17 +472,6 @@ Status check_group_size(int64_t group_size) {
 Expected<QuantizeReport> quantize_dynamic(ir::Graph& graph, const DynamicOptions& options) {
   DynamicBuilder builder(graph, options);
   return builder.run();
-}
-
-WeightCoverage weight_coverage(const QuantizeReport& report) {
-  WeightCoverage c;
-  for (const NodeDecision& n : report.nodes) {
-    if (n.weight_bytes == 0) continue;
-    c.total += n.weight_bytes;
-    if (n.quantized) c.quantized += n.weight_bytes;
-    else c.float_by_reason[n.op_type + ": " + n.reason] += n.weight_bytes;
-  }
-  return c;
 }
 
 int64_t initializer_bytes(const ir::Graph& graph) {

@@ -90,15 +90,6 @@ OpsetNeed dynamic_opset_need(const DynamicOptions& options);
 // The final output of each rewritten node keeps its value name.
 Expected<QuantizeReport> quantize_dynamic(ir::Graph& graph, const DynamicOptions& options);
 
-// How much of the float weights a conversion quantized, from its report's
-// NodeDecision::weight_bytes; the rest by reason ("<op>: <reason>").
-struct WeightCoverage {
-  int64_t total = 0, quantized = 0;
-  std::map<std::string, int64_t> float_by_reason;
-  double fraction() const { return total ? static_cast<double>(quantized) / static_cast<double>(total) : 1.0; }
-};
-WeightCoverage weight_coverage(const QuantizeReport& report);
-
 // Bytes of all initializers as stored in the ONNX file (qconvert --report).
 int64_t initializer_bytes(const ir::Graph& graph);
 

@@ -526,13 +526,30 @@ Expected<QuantizeReport> QdqBuilder::run() {
       activations.push_back(v);
   };
   std::vector<ir::Node*> quantized_nodes;
+  // A decision with its weight bytes (NodeDecision): a quantized node's weight
+  // counts at it, through the shape ops folded into it, which count nothing.
+  std::set<const ir::Value*> counted;
+  auto decide = [&](ir::Node* n, bool quantized, std::string why) {
+    NodeDecision d{n->name, n->op_type, quantized, std::move(why)};
+    const int w = quantized ? weight_input(n) : -1;
+    for (size_t i = 0; i < n->inputs.size() && !on_weight_path.count(n); ++i) {
+      if (static_cast<int>(i) == w) {
+        const ir::Value* source = trace_weight_path(g_, n->inputs[i]).source;
+        const Tensor* t = source ? ir::constant_data(source) : nullptr;
+        if (t && t->rank() >= 2 && counted.insert(source).second) d.weight_bytes += static_cast<int64_t>(t->byte_size());
+      } else if (const int64_t b = float_weight_bytes(*n, i); b > 0 && counted.insert(n->inputs[i]).second) {
+        (quantized ? d.float_bytes : d.weight_bytes) += b;
+      }
+    }
+    report_.nodes.push_back(std::move(d));
+  };
   for (ir::Node* n : order) {
     if (on_weight_path.count(n)) {
-      report_.nodes.push_back({n->name, n->op_type, false, "shape op on a constant weight: folded into the weight"});
+      decide(n, false, "shape op on a constant weight: folded into the weight");
       continue;
     }
     if (std::string why = reason_float(n); !why.empty()) {
-      report_.nodes.push_back({n->name, n->op_type, false, why});
+      decide(n, false, why);
       continue;
     }
     // An op of the set with no float tensor (shape arithmetic on int64...)
@@ -543,12 +560,11 @@ Expected<QuantizeReport> QdqBuilder::run() {
       std::string types;
       for (const ir::Value* v : n->inputs)
         if (v && v->dtype != DType::Undefined) types += (types.empty() ? "" : ", ") + std::string(dtype_name(v->dtype));
-      report_.nodes.push_back({n->name, n->op_type, false, "no float tensor to quantize (inputs: " + types + ")"});
+      decide(n, false, "no float tensor to quantize (inputs: " + types + ")");
       continue;
     }
     quantized_nodes.push_back(n);
-    report_.nodes.push_back({n->name, n->op_type, true,
-                             !n->outputs.empty() && fused.count(n->outputs[0]) ? "quantizable op, fused with the following activation" : "quantizable op"});
+    decide(n, true, !n->outputs.empty() && fused.count(n->outputs[0]) ? "quantizable op, fused with the following activation" : "quantizable op");
     for (ir::Value* v : n->inputs) choose(v);
     // TensorRT-style placement quantizes what quantized ops read, not what
     // they write (its fusions requantize outputs themselves).
@@ -588,6 +604,24 @@ Expected<QuantizeReport> QdqBuilder::run() {
 }
 
 }  // namespace
+
+int64_t float_weight_bytes(const ir::Node& n, size_t i) {
+  const bool recurrent = n.domain.empty() && (n.op_type == "LSTM" || n.op_type == "GRU" || n.op_type == "RNN");
+  const Tensor* t = i < n.inputs.size() ? ir::constant_data(n.inputs[i]) : nullptr;
+  if (!t || t->dtype() != DType::Float32 || t->rank() < 2 || (recurrent && i != 1 && i != 2)) return 0;
+  return static_cast<int64_t>(t->byte_size());
+}
+
+WeightCoverage weight_coverage(const QuantizeReport& report) {
+  WeightCoverage c;
+  for (const NodeDecision& n : report.nodes) {
+    c.total += n.weight_bytes + n.float_bytes;
+    if (n.weight_bytes > 0 && n.quantized) c.quantized += n.weight_bytes;
+    else if (n.weight_bytes > 0) c.float_by_reason[n.op_type + ": " + n.reason] += n.weight_bytes;
+    if (n.float_bytes > 0) c.float_by_reason[n.op_type + ": constant input other than the weight stays float"] += n.float_bytes;
+  }
+  return c;
+}
 
 OpsetNeed qdq_opset_need(const QuantizeOptions& o) {
   // QuantizeLinear/DequantizeLinear-10; DequantizeLinear-13 added `axis`.

@@ -66,12 +66,19 @@ struct NodeDecision {
   std::string op_type;
   bool quantized = false;
   std::string reason;
-  // Bytes of the float weights the node reads (constant float inputs of rank
-  // >= 2; for RNN/GRU/LSTM W and R), each constant counted at its first
-  // reader: what quantizing the node would store in fewer bits. Filled by
-  // quantize_dynamic (qconvert's weight coverage warning and report).
+  // Bytes of the float weights the node reads (float_weight_bytes), each
+  // constant counted at its first reader: quantized with the node when
+  // `quantized`, else kept float for `reason`. A static conversion counts a
+  // weight reached through folded shape ops (shape_fold.h) at the op that
+  // reads it, and the other float constants of a quantized node, which stay
+  // float (an Add's table), in `float_bytes`. qconvert's weight coverage.
   int64_t weight_bytes = 0;
+  int64_t float_bytes = 0;
 };
+
+// Bytes of input i of n as a float weight: a constant float32 tensor of rank
+// >= 2 (of RNN/GRU/LSTM only W and R); 0 for anything else.
+int64_t float_weight_bytes(const ir::Node& n, size_t i);
 
 struct TensorDecision {
   std::string tensor;
@@ -86,6 +93,15 @@ struct QuantizeReport {
   std::vector<TensorDecision> tensors;
   std::vector<std::string> notes;  // graph rewrites: folds, fallbacks
 };
+
+// How much of the float weights a conversion quantized, from its report's
+// NodeDecision::weight_bytes and float_bytes; the rest by reason ("<op>: <reason>").
+struct WeightCoverage {
+  int64_t total = 0, quantized = 0;
+  std::map<std::string, int64_t> float_by_reason;
+  double fraction() const { return total ? static_cast<double>(quantized) / static_cast<double>(total) : 1.0; }
+};
+WeightCoverage weight_coverage(const QuantizeReport& report);
 
 // QuantizeLinear/DequantizeLinear need opset 10; per-channel weights need
 // DequantizeLinear-13's axis (below 13 they are written per tensor).

@@ -1,6 +1,7 @@
 #include "libquant/profile/collector.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -53,6 +54,27 @@ std::map<const ir::Value*, ClampedTwin> find_clamped_twins(const ir::Graph& grap
 
 Collector::Collector(const ir::Graph& graph, int bins, bool pair_clamped) : bins_(bins) {
   if (pair_clamped) twins_ = find_clamped_twins(graph);
+  for (const auto& node : graph.nodes())
+    if (node->domain.empty() && (node->op_type == "MatMul" || node->op_type == "Gemm") && node->input(0) &&
+        !ir::constant_data(node->input(0)))
+      channel_inputs_.insert(node->input(0));
+}
+
+void Collector::add_channel_absmax(TensorProfile& p, const Tensor& tensor) const {
+  const int64_t k = tensor.shape().empty() ? 1 : tensor.shape().back();
+  if (k <= 0) return;
+  std::vector<float>& m = p.channel_absmax;
+  if (m.empty()) m.assign(static_cast<size_t>(k), 0.0f);
+  const float* x = tensor.data<float>();
+  const int64_t rows = tensor.size() / k;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * k;
+    for (int64_t j = 0; j < k; ++j) {
+      const float a = std::fabs(row[j]);
+      // Non-finite values stay out, as they stay out of min / max.
+      if (a <= std::numeric_limits<float>::max() && a > m[static_cast<size_t>(j)]) m[static_cast<size_t>(j)] = a;
+    }
+  }
 }
 
 TensorProfile& Collector::profile_of(const ir::Value& value, const Tensor& tensor) {
@@ -63,6 +85,16 @@ TensorProfile& Collector::profile_of(const ir::Value& value, const Tensor& tenso
 
 void Collector::observe(const ir::Value& value, const Tensor& tensor) {
   if (tensor.dtype() != DType::Float32 || ir::constant_data(&value)) return;
+  if (channel_inputs_.count(&value) && !channel_mismatch_.count(&value)) {
+    TensorProfile& p = profile_of(value, tensor);
+    const int64_t k = tensor.shape().empty() ? 1 : tensor.shape().back();
+    if (!p.channel_absmax.empty() && static_cast<int64_t>(p.channel_absmax.size()) != k) {
+      p.channel_absmax.clear();
+      channel_mismatch_.insert(&value);
+    } else {
+      add_channel_absmax(p, tensor);
+    }
+  }
   if (auto it = std::find(filled_.begin(), filled_.end(), &value); it != filled_.end()) {
     filled_.erase(it);
     return;

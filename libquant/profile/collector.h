@@ -13,6 +13,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,14 +39,20 @@ class Collector {
   // `pair_clamped` false: every activation scanned on its own (tests compare).
   Collector(const ir::Graph& graph, int bins, bool pair_clamped = true);
 
-  // Float32 activations only; constants are skipped.
+  // Float32 activations only; constants are skipped. The first input of a
+  // MatMul or Gemm also gets its per-channel absmax over the last axis
+  // (TensorProfile::channel_absmax).
   void observe(const ir::Value& value, const Tensor& tensor);
   std::map<std::string, TensorProfile>& tensors() { return tensors_; }
 
  private:
   TensorProfile& profile_of(const ir::Value& value, const Tensor& tensor);
 
+  void add_channel_absmax(TensorProfile& p, const Tensor& tensor) const;
+
   int bins_;
+  std::set<const ir::Value*> channel_inputs_;  // A of every MatMul / Gemm
+  std::set<const ir::Value*> channel_mismatch_;  // last axis changed between runs: no per-channel record
   std::map<const ir::Value*, ClampedTwin> twins_;
   std::map<std::string, TensorProfile> tensors_;
   // Twins filled from their input in this run, whose own observations are

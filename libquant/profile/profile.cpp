@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -14,13 +15,12 @@ using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 
 constexpr std::string_view kFormatTag = "qtool-profile";
-constexpr int kVersion = 1;
 
 std::string dump(const ordered_json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 ordered_json number_or_null(double v) { return std::isnan(v) ? ordered_json(nullptr) : ordered_json(v); }
 
-ordered_json tensor_to_json(const TensorProfile& t) {
+ordered_json tensor_to_json(const TensorProfile& t, bool with_channels) {
   const Histogram& h = t.hist;
   ordered_json j;
   j["dtype"] = t.dtype;
@@ -35,6 +35,12 @@ ordered_json tensor_to_json(const TensorProfile& t) {
   j["nan"] = h.nan_count();
   j["inf"] = h.inf_count();
   j["histogram"] = {{"lo", h.lo()}, {"hi", h.hi()}, {"counts", h.counts()}};
+  if (with_channels && !t.channel_absmax.empty()) {
+    // A float printed as a double reads back to the same float.
+    ordered_json c = ordered_json::array();
+    for (float v : t.channel_absmax) c.push_back(static_cast<double>(v));
+    j["channel_absmax"] = std::move(c);
+  }
   return j;
 }
 
@@ -86,7 +92,23 @@ class Reader {
   const std::string& file_;
 };
 
-Expected<TensorProfile> tensor_from_json(const Reader& r, const json& j, const std::string& where, int bins) {
+Expected<std::vector<float>> channel_absmax_from_json(const Reader& r, const json& j, const std::string& where) {
+  std::string cwhere = where + ".channel_absmax";
+  auto it = j.find("channel_absmax");
+  if (!it->is_array()) return r.bad(cwhere, "expected an array of non-negative numbers");
+  std::vector<float> out;
+  out.reserve(it->size());
+  for (const json& v : *it) {
+    if (!v.is_number()) return r.bad(cwhere, "expected an array of non-negative numbers");
+    const double d = v.get<double>();
+    if (!(d >= 0) || !std::isfinite(d) || d > std::numeric_limits<float>::max())
+      return r.bad(cwhere, "expected an array of non-negative finite float32 numbers");
+    out.push_back(static_cast<float>(d));
+  }
+  return out;
+}
+
+Expected<TensorProfile> tensor_from_json(const Reader& r, const json& j, const std::string& where, int bins, int version) {
   if (!j.is_object()) return r.bad(where, "expected an object");
   TensorProfile t;
   QT_ASSIGN_OR_RETURN(t.dtype, r.string(j, where, "dtype"));
@@ -134,6 +156,10 @@ Expected<TensorProfile> tensor_from_json(const Reader& r, const json& j, const s
   auto hist_or = Histogram::from_fields(std::move(f));
   if (!hist_or) return r.bad(where, hist_or.status().message());
   t.hist = std::move(hist_or).value();
+  // Version 1 had no per-channel field: one found there is an unknown extra field, ignored.
+  if (version >= 2 && j.contains("channel_absmax")) {
+    QT_ASSIGN_OR_RETURN(t.channel_absmax, channel_absmax_from_json(r, j, where));
+  }
   return t;
 }
 
@@ -155,7 +181,7 @@ std::string profile_to_json(const Profile& p) {
   for (const auto& [name, t] : p.tensors) {
     out += first ? "\n    " : ",\n    ";
     first = false;
-    out += dump(ordered_json(name)) + ": " + dump(tensor_to_json(t));
+    out += dump(ordered_json(name)) + ": " + dump(tensor_to_json(t, p.version >= 2));
   }
   out += p.tensors.empty() ? "}\n}\n" : "\n  }\n}\n";
   return out;
@@ -179,13 +205,13 @@ Expected<Profile> profile_from_json(std::string_view text, const std::string& pa
 
   Profile p;
   QT_ASSIGN_OR_RETURN(const json* version, r.field(root, "", "version"));
-  if (!version->is_number_integer() || version->get<int64_t>() != kVersion) {
+  if (!version->is_number_integer() || version->get<int64_t>() < 1 || version->get<int64_t>() > kProfileVersion) {
     // Print only scalars: dumping a hostile nested value would recurse without bound.
     std::string shown = version->is_primitive() ? version->dump(-1, ' ', false, json::error_handler_t::replace) : "(not a number)";
     if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
-    return r.bad("version", "unsupported profile version " + shown + " (this qtool reads version 1)");
+    return r.bad("version", "unsupported profile version " + shown + " (this qtool reads versions 1 and 2)");
   }
-  p.version = kVersion;
+  p.version = static_cast<int>(version->get<int64_t>());
   QT_ASSIGN_OR_RETURN(const json* model, r.object(root, "", "model"));
   QT_ASSIGN_OR_RETURN(p.model_path, r.string(*model, "model", "path"));
   QT_ASSIGN_OR_RETURN(p.model_digest, r.string(*model, "model", "digest"));
@@ -200,7 +226,7 @@ Expected<Profile> profile_from_json(std::string_view text, const std::string& pa
   QT_ASSIGN_OR_RETURN(const json* tensors, r.object(root, "", "tensors"));
   for (const auto& [name, value] : tensors->items()) {
     std::string where = "tensors[" + json(name).dump(-1, ' ', false, json::error_handler_t::replace) + "]";
-    QT_ASSIGN_OR_RETURN(TensorProfile t, tensor_from_json(r, value, where, p.bins));
+    QT_ASSIGN_OR_RETURN(TensorProfile t, tensor_from_json(r, value, where, p.bins, p.version));
     p.tensors.emplace(name, std::move(t));
   }
   return p;
@@ -213,11 +239,18 @@ void merge_tensors(std::map<std::string, TensorProfile>& into, std::map<std::str
       into.emplace(name, std::move(tp));
     } else {
       it->second.hist = Histogram::merge(it->second.hist, tp.hist);
+      std::vector<float>& c = it->second.channel_absmax;
+      if (c.size() != tp.channel_absmax.size()) {
+        c.clear();
+      } else {
+        for (size_t i = 0; i < c.size(); ++i) c[i] = std::max(c[i], tp.channel_absmax[i]);
+      }
     }
   }
 }
 
 void merge_into(Profile& into, Profile&& other) {
+  into.version = std::min(into.version, other.version);
   merge_tensors(into.tensors, std::move(other.tensors));
   into.samples += other.samples;
   if (other.bins != into.bins) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "libquant/core/status.h"
 #include "libquant/core/tensor.h"
@@ -18,10 +19,18 @@ struct TensorProfile {
   std::string dtype;  // dtype_name() of the activation, e.g. "float32"
   Dims shape;         // as observed on the first sample
   Histogram hist;
+  // Version 2: for the first input (A) of a MatMul or Gemm, max |x| over every
+  // finite value of each index of the last axis (the channel K that
+  // SmoothQuant scales, calib/smooth_quant.h); empty for other activations
+  // and in version 1 profiles.
+  std::vector<float> channel_absmax = {};
 };
 
+// Version 2 added TensorProfile::channel_absmax; version 1 still reads (without it).
+constexpr int kProfileVersion = 2;
+
 struct Profile {
-  int version = 1;
+  int version = kProfileVersion;  // as read; the writer writes it (a merge takes the lowest)
   std::string model_path;
   std::string model_digest;     // sha256 of the model file
   std::string graph_signature;  // sha256 of a canonical text: op types + input/output names of every node in order
@@ -41,11 +50,14 @@ Expected<Profile> profile_from_json(std::string_view text, const std::string& pa
 
 // Folds `part` into `into`: a tensor both hold gets Histogram::merge (exact on the
 // lattice), one only `part` holds is added. Used for shards and for per-thread chunks.
+// Channel absmax merge element-wise by max; a tensor for which one side has none
+// (or another length) keeps none, since a partial maximum would understate it.
 void merge_tensors(std::map<std::string, TensorProfile>& into, std::map<std::string, TensorProfile>&& part);
 
 // Adds `other`'s samples and tensors to `into`; when the bin counts differ every
 // histogram moves to the larger (exactly: coarser lattice cells are unions of finer ones).
-// The caller checks that both come from the same model.
+// The caller checks that both come from the same model. The result has the lower
+// of the two versions.
 void merge_into(Profile& into, Profile&& other);
 
 // Atomic; refuses (internal error) a tensor whose bin count differs from profile.bins.

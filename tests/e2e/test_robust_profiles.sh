@@ -26,8 +26,8 @@ head -c 500 "$tmp/good.json" >"$tmp/half.json"
 check "$tmp/half.json" "half.json: not valid JSON"
 printf '[1, 2, 3]' >"$tmp/array.json"
 check "$tmp/array.json" "array.json: not a qtool profile"
-edit "$tmp/v2.json" 'p["version"] = 2'
-check "$tmp/v2.json" "v2.json: version: unsupported profile version 2 (this qtool reads version 1)"
+edit "$tmp/v3.json" 'p["version"] = 3'
+check "$tmp/v3.json" "v3.json: version: unsupported profile version 3 (this qtool reads versions 1 and 2)"
 # Deep nesting where a number belongs: refused without recursing through it.
 /usr/bin/python3 -c "
 import sys; n = 200000

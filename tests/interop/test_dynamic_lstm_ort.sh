@@ -73,4 +73,15 @@ EOF
 node "$src/tests/interop/ort_run.js" "$tmp/gru_dyn.onnx" "$tmp/m/in" "$tmp/gru.ort" >/dev/null
 "$bin/qrun" "$tmp/gru_dyn.onnx" --data "$tmp/m/in" -o "$tmp/gru.qrun" --quiet --target "$ort_target"
 snr "gru + MatMulInteger qrun vs ORT" "$tmp/gru.ort" "$tmp/gru.qrun" 60
+# A static conversion has no LSTM form: its weights stay float, and the same
+# coverage warning and report block say so.
+"$bin/qprofile" "$tmp/m/fwd.onnx" --data "$tmp/m/in" -o "$tmp/fwd.profile.json" 2>/dev/null
+"$bin/qconvert" "$tmp/m/fwd.onnx" --profile "$tmp/fwd.profile.json" -o "$tmp/fwd_static.onnx" --report "$tmp/fwd_static.json" 2>"$tmp/fwd_static.err"
+grep -q "warning: .*fwd.onnx: only [0-9]*% of the float weight bytes were quantized.*LSTM: " "$tmp/fwd_static.err" ||
+  { echo "FAIL static lstm: no coverage warning naming LSTM:"; cat "$tmp/fwd_static.err"; exit 1; }
+/usr/bin/python3 - "$tmp/fwd_static.json" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1]))["weight_coverage"]
+assert c["fraction"] < 0.5 and any(k.startswith("LSTM: ") for k in c["float_bytes_by_reason"]), c
+EOF
 echo "dynamic LSTM interop ok"

@@ -100,6 +100,10 @@ TEST_CASE("QDQ insertion: activations, fused Relu, per-channel weights, int32 bi
   // Report: a decision per node and per tensor.
   CHECK(report->nodes.size() == 4);
   CHECK(report->tensors.size() == 3 + 2 + 2);
+  // Weight coverage: both weights (rank >= 2) quantized; biases are not weights.
+  const auto cov = quant::passes::weight_coverage(*report);
+  CHECK(cov.total == static_cast<int64_t>((4 * 2 * 3 * 3 + 10 * 64) * sizeof(float)));
+  CHECK(cov.quantized == cov.total);
 
   // Quantized output stays close to float on the calibration data.
   auto qs = quant::interp::Session::create(g);
@@ -115,6 +119,31 @@ TEST_CASE("QDQ insertion: activations, fused Relu, per-channel weights, int32 bi
     REQUIRE(err.add((*fo)[0], (*qo)[0]).is_ok());
   }
   CHECK(err.snr_db() > 25.0);
+}
+
+TEST_CASE("Static weight coverage: excluded nodes and non-weight constants count float", "[passes][qdq]") {
+  std::mt19937 rng(11);
+  Graph g;
+  build(g, rng);
+  // logits + table: a constant float input that is no weight stays float in a quantized Add.
+  Value* table = quant::passes::add_constant(g, "table", random_tensor({1, 10}, rng, -1, 1));
+  Value* out = g.add_value("out");
+  out->dtype = quant::DType::Float32;
+  g.add_node("Add", {g.outputs[0], table}, {out}, "add");
+  g.outputs = {out};
+  std::vector<Tensor> samples{random_tensor({1, 2, 4, 4}, rng, -1, 1)};
+  auto profile = profile_of(g, samples);
+  quant::passes::QuantizeOptions opt;
+  opt.exclude_nodes = {"gemm"};
+  auto report = quant::passes::insert_qdq(g, profile, opt);
+  INFO(report.status().message());
+  REQUIRE(report.has_value());
+  const auto cov = quant::passes::weight_coverage(*report);
+  const int64_t conv_bytes = 4 * 2 * 3 * 3 * 4, gemm_bytes = 10 * 64 * 4, table_bytes = 10 * 4;
+  CHECK(cov.total == conv_bytes + gemm_bytes + table_bytes);
+  CHECK(cov.quantized == conv_bytes);
+  CHECK(cov.float_by_reason.at("Gemm: excluded by --exclude-node") == gemm_bytes);
+  CHECK(cov.float_by_reason.at("Add: constant input other than the weight stays float") == table_bytes);
 }
 
 TEST_CASE("QDQ insertion refuses a profile without the activations", "[passes][qdq]") {

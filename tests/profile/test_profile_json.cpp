@@ -97,7 +97,7 @@ TEST_CASE("profile json: layout and null for a tensor without finite values", "[
   std::string text = profile_to_json(sample_profile());
   json j = json::parse(text);
   CHECK(j["format"] == "qtool-profile");
-  CHECK(j["version"] == 1);
+  CHECK(j["version"] == 2);
   CHECK(j["model"]["digest"] == std::string(64, 'a'));
   CHECK(j["tensors"]["dead"]["min"].is_null());
   CHECK(j["tensors"]["dead"]["max"].is_null());
@@ -124,8 +124,10 @@ TEST_CASE("profile json: malformed input names the file and the field", "[profil
   CHECK(error_of("{\"format\": ").find("not valid JSON") != std::string::npos);
   CHECK(error_of("[1, 2]").find("not a qtool profile") != std::string::npos);
   CHECK(error_of("{\"format\": \"other\"}").find("not a qtool profile") != std::string::npos);
-  CHECK(error_of(edited([](json& j) { j["version"] = 2; })) ==
-        "prof.json: version: unsupported profile version 2 (this qtool reads version 1)");
+  CHECK(error_of(edited([](json& j) { j["version"] = 3; })) ==
+        "prof.json: version: unsupported profile version 3 (this qtool reads versions 1 and 2)");
+  CHECK(error_of(edited([](json& j) { j["version"] = 0; })) ==
+        "prof.json: version: unsupported profile version 0 (this qtool reads versions 1 and 2)");
   CHECK(error_of(edited([](json& j) { j.erase("bins"); })) == "prof.json: bins: missing");
   CHECK(error_of(edited([](json& j) { j["samples"] = "three"; })) == "prof.json: samples: expected a non-negative integer");
   CHECK(error_of(edited([](json& j) { j["bins"] = 0; })).find("bins: must be between 1") != std::string::npos);
