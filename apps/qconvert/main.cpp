@@ -20,6 +20,7 @@
 #include "libquant/onnx/model_io.h"
 #include "libquant/passes/bias_correction.h"
 #include "libquant/passes/dynamic.h"
+#include "libquant/passes/subgraphs.h"
 #include "libquant/passes/equalize.h"
 #include "libquant/passes/opset_upgrade.h"
 #include "libquant/passes/prepare.h"
@@ -346,6 +347,14 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
   }
   auto report = quant::passes::quantize_dynamic(*graph, opt);
   if (!report) return report.status().with_context(f.model);
+  // If/Loop/Scan bodies the same way (DESIGN "Subgraphs"); their weights stay
+  // inline in the body, so they do not stream to the data file.
+  quant::passes::DynamicOptions body_opt = opt;
+  body_opt.spill = nullptr;
+  QT_RETURN_IF_ERROR(quant::passes::rewrite_bodies(
+                         *graph, [&](quant::ir::Graph& body, const std::string&) { return quant::passes::quantize_dynamic(body, body_opt); },
+                         &*report)
+                         .with_context(f.model));
   report->notes.insert(report->notes.begin(), notes.begin(), notes.end());
   bytes.after = quant::passes::initializer_bytes(*graph);
   graph->metadata.emplace_back("qtool.version", QTOOL_VERSION);

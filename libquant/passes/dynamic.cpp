@@ -1,5 +1,6 @@
 #include "libquant/passes/dynamic.h"
 
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "libquant/calib/params.h"
 #include "libquant/kernels/int4_matmul.h"
 #include "libquant/kernels/quantize.h"
+#include "libquant/onnx/model_io.h"
 #include "libquant/passes/dynamic_lstm.h"
 #include "libquant/passes/graph_edit.h"
 #include "libquant/passes/k_order.h"
@@ -458,6 +460,16 @@ int64_t initializer_bytes(const ir::Graph& graph) {
     const bool packed = t.dtype() == DType::Int4 || t.dtype() == DType::UInt4;
     total += packed ? (t.size() + 1) / 2 : static_cast<int64_t>(t.byte_size());
   }
+  // Control-flow bodies hold their initializers inline (DESIGN "Subgraphs").
+  for (const auto& n : graph.nodes())
+    for (const auto& [key, a] : n->attributes) {
+      std::vector<const std::string*> bodies;
+      if (a.kind == ir::Attribute::Kind::Graph) bodies.push_back(&a.s);
+      if (a.kind == ir::Attribute::Kind::Graphs)
+        for (const auto& s : a.strings) bodies.push_back(&s);
+      for (const std::string* b : bodies)
+        if (auto sub = onnx_io::import_subgraph(*b, graph.opset_imports)) total += initializer_bytes(*sub->graph);
+    }
   return total;
 }
 

@@ -1,0 +1,60 @@
+#include "libquant/passes/subgraphs.h"
+
+#include "libquant/onnx/model_io.h"
+
+namespace quant::passes {
+namespace {
+
+void append_report(const std::string& scope, QuantizeReport&& from, QuantizeReport* to) {
+  for (NodeDecision& n : from.nodes) {
+    n.node = scope + "/" + n.node;
+    to->nodes.push_back(std::move(n));
+  }
+  for (TensorDecision& t : from.tensors) {
+    t.tensor = scope + "/" + t.tensor;
+    to->tensors.push_back(std::move(t));
+  }
+  for (std::string& note : from.notes) to->notes.push_back(scope + ": " + note);
+}
+
+// Imports `bytes`, rewrites the body (its own bodies first), exports it back.
+Status rewrite_body(ir::Graph& graph, std::string& bytes, const std::string& scope, const BodyPass& pass, QuantizeReport* report) {
+  auto sub = onnx_io::import_subgraph(bytes, graph.opset_imports);
+  if (!sub) return sub.status().with_context(scope);
+  QT_RETURN_IF_ERROR(rewrite_bodies(*sub->graph, pass, report, scope));
+  auto body_report = pass(*sub->graph, scope);
+  if (!body_report) return body_report.status().with_context(scope);
+  append_report(scope, std::move(body_report).value(), report);
+  // A body uses the model's opset imports: a domain the rewrite needs goes there.
+  for (const auto& [domain, version] : sub->graph->opset_imports) graph.opset_imports.try_emplace(domain, version);
+  auto out = onnx_io::export_subgraph(*sub);
+  if (!out) return out.status().with_context(scope);
+  bytes = std::move(out).value();
+  return Status::ok();
+}
+
+}  // namespace
+
+std::string body_scope(const std::string& parent_scope, const ir::Node& node, int node_index, const std::string& attribute) {
+  const std::string name = node.name.empty() ? node.op_type + "#" + std::to_string(node_index) : node.name;
+  return (parent_scope.empty() ? "" : parent_scope + "/") + name + "/" + attribute;
+}
+
+Status rewrite_bodies(ir::Graph& graph, const BodyPass& pass, QuantizeReport* report, const std::string& scope) {
+  int index = 0;
+  for (const auto& n : graph.nodes()) {
+    for (auto& [key, a] : n->attributes) {
+      if (a.kind == ir::Attribute::Kind::Graph) {
+        QT_RETURN_IF_ERROR(rewrite_body(graph, a.s, body_scope(scope, *n, index, key), pass, report));
+      } else if (a.kind == ir::Attribute::Kind::Graphs) {
+        for (size_t i = 0; i < a.strings.size(); ++i)
+          QT_RETURN_IF_ERROR(rewrite_body(graph, a.strings[i], body_scope(scope, *n, index, key + "." + std::to_string(i)),
+                                          pass, report));
+      }
+    }
+    ++index;
+  }
+  return Status::ok();
+}
+
+}  // namespace quant::passes

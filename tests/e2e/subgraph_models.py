@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""A Silero-VAD-style model for the control-flow tests: the whole network is
+inside the branches of an If, as Silero VAD keeps its 18 Conv and 2 LSTM.
+
+    subgraph_models.py make DIR
+        DIR/silero.onnx  x[1,1,T] -> If(T > 100)
+            then: Conv(1->48,k3) Relu Conv(48->48,k3) Relu -> LSTM(48->64) -> y[T,1,64]
+            else: Conv(1->32,k5) Relu Conv(32->48,k3) Relu -> LSTM(48->64) -> y[T,1,64]
+            The branches read x from the enclosing graph by name (no inputs).
+        DIR/in/  .npy samples: two with T = 128 (then branch), two with T = 64 (else)
+    subgraph_models.py check_dynamic MODEL.onnx REPORT.json
+        every Conv/LSTM inside the branches rewritten (ConvInteger,
+        DynamicQuantizeLSTM), none float left, weight coverage >= 0.9
+LSTM and Conv weights are ~99% of the float weight bytes, as in Silero VAD.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, TensorProto
+
+f32 = np.float32
+
+
+def branch(rng, name, c1, k1):
+    p = name + "_"
+    init = [
+        numpy_helper.from_array((rng.standard_normal((c1, 1, k1)) * 0.5).astype(f32), p + "w1"),
+        numpy_helper.from_array((rng.standard_normal(c1) * 0.1).astype(f32), p + "b1"),
+        numpy_helper.from_array((rng.standard_normal((48, c1, 3)) / np.sqrt(3 * c1)).astype(f32), p + "w2"),
+        numpy_helper.from_array((rng.standard_normal(48) * 0.1).astype(f32), p + "b2"),
+        numpy_helper.from_array((rng.standard_normal((1, 256, 48)) * 0.2).astype(f32), p + "W"),
+        numpy_helper.from_array((rng.standard_normal((1, 256, 64)) * 0.15).astype(f32), p + "R"),
+        numpy_helper.from_array((rng.standard_normal((1, 512)) * 0.1).astype(f32), p + "B"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", p + "w1", p + "b1"], [p + "c1"], name=p + "conv1", pads=[k1 // 2, k1 // 2]),
+        helper.make_node("Relu", [p + "c1"], [p + "r1"], name=p + "relu1"),
+        helper.make_node("Conv", [p + "r1", p + "w2", p + "b2"], [p + "c2"], name=p + "conv2", pads=[1, 1]),
+        helper.make_node("Relu", [p + "c2"], [p + "r2"], name=p + "relu2"),
+        helper.make_node("Transpose", [p + "r2"], [p + "seq"], name=p + "to_seq", perm=[2, 0, 1]),
+        helper.make_node("LSTM", [p + "seq", p + "W", p + "R", p + "B"], [p + "Y"], name=p + "lstm", hidden_size=64),
+        helper.make_node("Squeeze", [p + "Y", p + "axes"], [p + "y"], name=p + "squeeze"),
+    ]
+    init.append(numpy_helper.from_array(np.array([1], np.int64), p + "axes"))
+    out = helper.make_tensor_value_info(p + "y", TensorProto.FLOAT, ["T", 1, 64])
+    return helper.make_graph(nodes, name, [], [out], init)
+
+
+def make(d):
+    rng = np.random.default_rng(23)
+    os.makedirs(os.path.join(d, "in"), exist_ok=True)
+    then_g = branch(rng, "then", 48, 3)
+    else_g = branch(rng, "else", 32, 5)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Gather", ["shape", "two"], ["T"], name="length", axis=0),
+        helper.make_node("Greater", ["T", "hundred"], ["long"], name="is_long"),
+        helper.make_node("If", ["long"], ["y"], name="branches", then_branch=then_g, else_branch=else_g),
+    ]
+    g = helper.make_graph(
+        nodes, "silero_style",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, "T"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["T", 1, 64])],
+        [numpy_helper.from_array(np.array(2, np.int64), "two"),
+         numpy_helper.from_array(np.array(100, np.int64), "hundred")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(d, "silero.onnx"))
+    for i, t in enumerate([128, 128, 64, 64]):
+        x = np.sin(np.arange(t, dtype=f32) * f32(0.05 * (i + 1))) + rng.standard_normal(t).astype(f32) * f32(0.3)
+        np.save(os.path.join(d, "in", "%04d.npy" % i), x.reshape(1, 1, t).astype(f32))
+
+
+def check_dynamic(model, report):
+    m = onnx.load(model)
+    onnx.checker.check_model(m)
+    if_node = [n for n in m.graph.node if n.op_type == "If"][0]
+    for a in if_node.attribute:
+        ops = [n.op_type for n in a.g.node]
+        assert "DynamicQuantizeLSTM" in ops and "LSTM" not in ops, (a.name, ops)
+        assert ops.count("ConvInteger") == 2 and "Conv" not in ops, (a.name, ops)
+        # outer-scope x stays a free name, not a branch input
+        assert len(a.g.input) == 0, (a.name, [i.name for i in a.g.input])
+    assert any(o.domain == "com.microsoft" for o in m.opset_import), m.opset_import
+    c = json.load(open(report))["weight_coverage"]
+    assert c["fraction"] >= 0.9, c
+    print("dynamic: %.1f%% of %d weight bytes quantized" % (100 * c["fraction"], c["weight_bytes"]))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "make":
+        make(sys.argv[2])
+    elif sys.argv[1] == "check_dynamic":
+        check_dynamic(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit("usage: subgraph_models.py make DIR | check_dynamic MODEL REPORT")

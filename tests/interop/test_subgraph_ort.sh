@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Control-flow bodies (DESIGN "Subgraphs"), on a Silero-VAD-style model whose
+# whole network (Conv + Relu + LSTM) sits in the two branches of an If
+# (tests/e2e/subgraph_models.py; the samples take both branches).
+# qconvert --dynamic rewrites the branches (ConvInteger, com.microsoft
+# DynamicQuantizeLSTM), outer-scope x stays a free name, the report's weight
+# coverage counts the branches' weights (>= 90%, measured 100%); ONNX Runtime
+# runs the result, and qrun (computing as this host's ONNX Runtime) matches it
+# within 1e-6 absolute: outputs are LSTM hidden states in (-1, 1); the int32
+# products are exact in both runtimes, which differ only in float rounding of
+# the rescale, gates and activations (measured 2.4e-7, a couple of float32
+# ulps; one activation code rounded differently would show as ~1e-3).
+set -euo pipefail
+source "${QTOOL_SOURCE_DIR:?}/tests/interop/ort_env.sh"
+models() { /usr/bin/python3 "$src/tests/e2e/subgraph_models.py" "$@"; }
+
+models make "$tmp/m"
+node "$src/tests/interop/ort_run.js" "$tmp/m/silero.onnx" "$tmp/m/in" "$tmp/float" >/dev/null
+
+"$bin/qconvert" "$tmp/m/silero.onnx" --dynamic -o "$tmp/dyn.onnx" --report "$tmp/dyn.json" 2>"$tmp/dyn.err"
+if grep -q . "$tmp/dyn.err"; then echo "FAIL: qconvert --dynamic warned:"; cat "$tmp/dyn.err"; exit 1; fi
+models check_dynamic "$tmp/dyn.onnx" "$tmp/dyn.json"
+both "$tmp/dyn.onnx" "$tmp/m/in" dyn
+/usr/bin/python3 "$src/tests/interop/make_lstm_models.py" maxdiff "$tmp/qrun_dyn" "$tmp/ort_dyn" 1e-6
+snr "dynamic ORT vs float" "$tmp/float" "$tmp/ort_dyn" 25
+snr "dynamic qrun vs float" "$tmp/float" "$tmp/qrun_dyn" 25
+echo "subgraph interop ok"
