@@ -1,5 +1,6 @@
 #include "libquant/passes/subgraphs.h"
 
+#include "libquant/ir/scope.h"
 #include "libquant/onnx/model_io.h"
 
 namespace quant::passes {
@@ -35,24 +36,17 @@ Status rewrite_body(ir::Graph& graph, std::string& bytes, const std::string& sco
 
 }  // namespace
 
-std::string body_scope(const std::string& parent_scope, const ir::Node& node, int node_index, const std::string& attribute) {
-  const std::string name = node.name.empty() ? node.op_type + "#" + std::to_string(node_index) : node.name;
-  return (parent_scope.empty() ? "" : parent_scope + "/") + name + "/" + attribute;
-}
-
 Status rewrite_bodies(ir::Graph& graph, const BodyPass& pass, QuantizeReport* report, const std::string& scope) {
-  int index = 0;
   for (const auto& n : graph.nodes()) {
     for (auto& [key, a] : n->attributes) {
       if (a.kind == ir::Attribute::Kind::Graph) {
-        QT_RETURN_IF_ERROR(rewrite_body(graph, a.s, body_scope(scope, *n, index, key), pass, report));
+        QT_RETURN_IF_ERROR(rewrite_body(graph, a.s, ir::body_scope(scope, *n, key), pass, report));
       } else if (a.kind == ir::Attribute::Kind::Graphs) {
         for (size_t i = 0; i < a.strings.size(); ++i)
-          QT_RETURN_IF_ERROR(rewrite_body(graph, a.strings[i], body_scope(scope, *n, index, key + "." + std::to_string(i)),
+          QT_RETURN_IF_ERROR(rewrite_body(graph, a.strings[i], ir::body_scope(scope, *n, key + "." + std::to_string(i)),
                                           pass, report));
       }
     }
-    ++index;
   }
   return Status::ok();
 }

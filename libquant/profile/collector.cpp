@@ -55,23 +55,28 @@ Collector::Collector(const ir::Graph& graph, int bins, bool pair_clamped) : bins
   if (pair_clamped) twins_ = find_clamped_twins(graph);
 }
 
-TensorProfile& Collector::profile_of(const ir::Value& value, const Tensor& tensor) {
-  auto it = tensors_.find(value.name());
-  if (it == tensors_.end()) it = tensors_.emplace(value.name(), TensorProfile{"float32", tensor.shape(), Histogram(bins_)}).first;
+TensorProfile& Collector::profile_of(const std::string& name, const Tensor& tensor) {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) it = tensors_.emplace(name, TensorProfile{"float32", tensor.shape(), Histogram(bins_)}).first;
   return it->second;
 }
 
-void Collector::observe(const ir::Value& value, const Tensor& tensor) {
+void Collector::observe(const ir::Value& value, const Tensor& tensor, const std::string& scope) {
   if (tensor.dtype() != DType::Float32 || ir::constant_data(&value)) return;
+  if (!scope.empty()) {
+    // A body's value: no Relu/Clip pairing (twins are the main graph's).
+    profile_of(scope + value.name(), tensor).hist.add(tensor.data<float>(), tensor.size());
+    return;
+  }
   if (auto it = std::find(filled_.begin(), filled_.end(), &value); it != filled_.end()) {
     filled_.erase(it);
     return;
   }
-  TensorProfile& p = profile_of(value, tensor);
+  TensorProfile& p = profile_of(value.name(), tensor);
   const float* x = tensor.data<float>();
   if (auto twin = twins_.find(&value); twin != twins_.end()) {
     // y has x's shape (Relu and Clip are element-wise).
-    TensorProfile& y = profile_of(*twin->second.y, tensor);
+    TensorProfile& y = profile_of(twin->second.y->name(), tensor);
     if (p.hist.add_with_clamped(x, tensor.size(), twin->second.lo, twin->second.hi, y.hist)) {
       filled_.push_back(twin->second.y);
       return;

@@ -38,12 +38,14 @@ class Collector {
   // `pair_clamped` false: every activation scanned on its own (tests compare).
   Collector(const ir::Graph& graph, int bins, bool pair_clamped = true);
 
-  // Float32 activations only; constants are skipped.
-  void observe(const ir::Value& value, const Tensor& tensor);
+  // Float32 activations only; constants are skipped. A value computed in a
+  // control-flow body comes with its body's `scope` ("branches/then_branch/",
+  // interp/body_observer.h) and is recorded as "<scope><name>".
+  void observe(const ir::Value& value, const Tensor& tensor, const std::string& scope = "");
   std::map<std::string, TensorProfile>& tensors() { return tensors_; }
 
  private:
-  TensorProfile& profile_of(const ir::Value& value, const Tensor& tensor);
+  TensorProfile& profile_of(const std::string& name, const Tensor& tensor);
 
   int bins_;
   std::map<const ir::Value*, ClampedTwin> twins_;

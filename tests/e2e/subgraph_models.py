@@ -8,6 +8,12 @@ inside the branches of an If, as Silero VAD keeps its 18 Conv and 2 LSTM.
             else: Conv(1->32,k5) Relu Conv(32->48,k3) Relu -> LSTM(48->64) -> y[T,1,64]
             The branches read x from the enclosing graph by name (no inputs).
         DIR/in/  .npy samples: two with T = 128 (then branch), two with T = 64 (else)
+        DIR/loop.onnx  x[4] -> Loop(3 iterations; body: acc = acc * 2 + 1) -> y[4]
+        DIR/loop_in/  two .npy samples
+    subgraph_models.py check_profile PROFILE.json
+        the profile lists the branches' tensors as branches/<then|else>_branch/<name>
+        with counts of the samples that took each branch, and the Loop body's
+        tensor with every iteration in its histogram (3 x 4 values per sample)
     subgraph_models.py check_dynamic MODEL.onnx REPORT.json
         every Conv/LSTM inside the branches rewritten (ConvInteger,
         DynamicQuantizeLSTM), none float left, weight coverage >= 0.9
@@ -75,6 +81,59 @@ def make(d):
         np.save(os.path.join(d, "in", "%04d.npy" % i), x.reshape(1, 1, t).astype(f32))
 
 
+def make_loop(d):
+    rng = np.random.default_rng(5)
+    os.makedirs(os.path.join(d, "loop_in"), exist_ok=True)
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["acc", "two_f"], ["doubled"], name="double"),
+         helper.make_node("Add", ["doubled", "one_f"], ["acc_next"], name="plus_one"),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going")],
+        "loop_body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_next", TensorProto.FLOAT, [4])],
+        [numpy_helper.from_array(np.array([2], f32), "two_f")])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["trips", "go", "x"], ["y"], name="loop", body=body)],
+        "loop_model",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        [numpy_helper.from_array(np.array(3, np.int64), "trips"),
+         numpy_helper.from_array(np.array(True), "go"),
+         numpy_helper.from_array(np.array([1], f32), "one_f")])  # read by the body from outside
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(d, "loop.onnx"))
+    for i in range(2):
+        np.save(os.path.join(d, "loop_in", "%04d.npy" % i), rng.standard_normal(4).astype(f32))
+
+
+def check_profile(path):
+    t = json.load(open(path))["tensors"]
+    names = sorted(t)
+    # Silero-style: 2 samples of T=128 take then, 2 of T=64 take else.
+    assert t["branches/then_branch/then_c1"]["count"] == 2 * 48 * 128, t["branches/then_branch/then_c1"]["count"]
+    assert t["branches/else_branch/else_c1"]["count"] == 2 * 32 * 64, t["branches/else_branch/else_c1"]["count"]
+    assert "branches/then_branch/then_Y" in t and "branches/else_branch/else_r2" in t, names
+    # x is the main graph's; the branches read it from outside and do not list it again.
+    assert "x" in t and not any(n.endswith("/x") for n in names), names
+    print("profile: %d tensors, %d inside If branches" % (len(t), sum("/" in n for n in names)))
+
+
+def check_loop_profile(path, x_dir):
+    t = json.load(open(path))["tensors"]
+    body = t["loop/body/acc_next"]
+    assert body["count"] == 2 * 3 * 4, body["count"]  # 2 samples x 3 iterations x 4 values
+    xs = [np.load(os.path.join(x_dir, f)) for f in sorted(os.listdir(x_dir))]
+    every = np.concatenate([np.concatenate([x * 2 + 1, (x * 2 + 1) * 2 + 1, ((x * 2 + 1) * 2 + 1) * 2 + 1]) for x in xs])
+    assert np.isclose(body["min"], every.min()) and np.isclose(body["max"], every.max()), (body["min"], body["max"], every)
+    assert "loop/body/doubled" in t and "loop/body/acc" in t, sorted(t)
+    print("loop profile: body histogram over every iteration (%d values)" % body["count"])
+
+
 def check_dynamic(model, report):
     m = onnx.load(model)
     onnx.checker.check_model(m)
@@ -94,6 +153,11 @@ def check_dynamic(model, report):
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2])
+        make_loop(sys.argv[2])
+    elif sys.argv[1] == "check_profile":
+        check_profile(sys.argv[2])
+    elif sys.argv[1] == "check_loop_profile":
+        check_loop_profile(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "check_dynamic":
         check_dynamic(sys.argv[2], sys.argv[3])
     else:
