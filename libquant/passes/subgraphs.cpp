@@ -51,4 +51,12 @@ Status rewrite_bodies(ir::Graph& graph, const BodyPass& pass, QuantizeReport* re
   return Status::ok();
 }
 
+profile::Profile body_profile(const profile::Profile& profile, const std::string& scope) {
+  profile::Profile out = profile;
+  const std::string prefix = scope + "/";
+  for (const auto& [name, t] : profile.tensors)
+    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0) out.tensors[name.substr(prefix.size())] = t;
+  return out;
+}
+
 }  // namespace quant::passes

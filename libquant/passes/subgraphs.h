@@ -8,6 +8,7 @@
 #include "libquant/core/status.h"
 #include "libquant/ir/graph.h"
 #include "libquant/passes/qdq.h"
+#include "libquant/profile/profile.h"
 
 namespace quant::passes {
 
@@ -19,5 +20,11 @@ namespace quant::passes {
 // (ir/scope.h, e.g. "branches/then_branch/lstm").
 using BodyPass = std::function<Expected<QuantizeReport>(ir::Graph& body, const std::string& scope)>;
 Status rewrite_bodies(ir::Graph& graph, const BodyPass& pass, QuantizeReport* report, const std::string& scope = "");
+
+// The profile a body at `scope` is quantized from: the main graph's entries
+// (the outer-scope values a body reads keep their names) with the body's own
+// "<scope>/<name>" entries (qprofile, interp/body_observer.h) as "<name>".
+// Values of an intermediate body read by a body nested in it are not found.
+profile::Profile body_profile(const profile::Profile& profile, const std::string& scope);
 
 }  // namespace quant::passes

@@ -14,6 +14,10 @@ inside the branches of an If, as Silero VAD keeps its 18 Conv and 2 LSTM.
         the profile lists the branches' tensors as branches/<then|else>_branch/<name>
         with counts of the samples that took each branch, and the Loop body's
         tensor with every iteration in its histogram (3 x 4 values per sample)
+    subgraph_models.py check_static FLOAT.onnx MODEL.onnx
+        the branches hold QDQ Convs and DynamicQuantizeLSTM, and >= 90% of the
+        float weight bytes (float initializers of rank >= 2, in the branches
+        too) are no longer float
     subgraph_models.py check_dynamic MODEL.onnx REPORT.json
         every Conv/LSTM inside the branches rewritten (ConvInteger,
         DynamicQuantizeLSTM), none float left, weight coverage >= 0.9
@@ -134,6 +138,32 @@ def check_loop_profile(path, x_dir):
     print("loop profile: body histogram over every iteration (%d values)" % body["count"])
 
 
+def float_weight_bytes(g):
+    total = sum(numpy_helper.to_array(t).nbytes for t in g.initializer
+                if t.data_type == TensorProto.FLOAT and len(t.dims) >= 2)
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                total += float_weight_bytes(a.g)
+    return total
+
+
+def check_static(float_model, model):
+    m = onnx.load(model)
+    onnx.checker.check_model(m)
+    if_node = [n for n in m.graph.node if n.op_type == "If"][0]
+    for a in if_node.attribute:
+        ops = [n.op_type for n in a.g.node]
+        assert "DynamicQuantizeLSTM" in ops and "LSTM" not in ops, (a.name, ops)
+        assert "QuantizeLinear" in ops and "DequantizeLinear" in ops, (a.name, ops)
+        assert len(a.g.input) == 0, (a.name, [i.name for i in a.g.input])
+    before = float_weight_bytes(onnx.load(float_model).graph)
+    after = float_weight_bytes(m.graph)
+    fraction = 1 - after / before
+    assert fraction >= 0.9, (before, after)
+    print("static: %.1f%% of %d float weight bytes quantized" % (100 * fraction, before))
+
+
 def check_dynamic(model, report):
     m = onnx.load(model)
     onnx.checker.check_model(m)
@@ -158,6 +188,8 @@ if __name__ == "__main__":
         check_profile(sys.argv[2])
     elif sys.argv[1] == "check_loop_profile":
         check_loop_profile(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "check_static":
+        check_static(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "check_dynamic":
         check_dynamic(sys.argv[2], sys.argv[3])
     else:

@@ -2,6 +2,10 @@
 # Control-flow bodies (DESIGN "Subgraphs"), on a Silero-VAD-style model whose
 # whole network (Conv + Relu + LSTM) sits in the two branches of an If
 # (tests/e2e/subgraph_models.py; the samples take both branches).
+# Static: qprofile's scoped entries quantize the branches' Convs in QDQ form,
+# their LSTMs become DynamicQuantizeLSTM; >= 90% of the float weight bytes
+# (measured 100%) are int8; ONNX Runtime runs it and qrun matches it within the
+# same 1e-6 as below (measured 0: bit-exact).
 # qconvert --dynamic rewrites the branches (ConvInteger, com.microsoft
 # DynamicQuantizeLSTM), outer-scope x stays a free name, the report's weight
 # coverage counts the branches' weights (>= 90%, measured 100%); ONNX Runtime
@@ -16,6 +20,14 @@ models() { /usr/bin/python3 "$src/tests/e2e/subgraph_models.py" "$@"; }
 
 models make "$tmp/m"
 node "$src/tests/interop/ort_run.js" "$tmp/m/silero.onnx" "$tmp/m/in" "$tmp/float" >/dev/null
+
+"$bin/qprofile" "$tmp/m/silero.onnx" --data "$tmp/m/in" -o "$tmp/profile.json" --quiet
+"$bin/qconvert" "$tmp/m/silero.onnx" --profile "$tmp/profile.json" -o "$tmp/static.onnx" 2>"$tmp/static.err"
+if grep -q . "$tmp/static.err"; then echo "FAIL: qconvert (static) warned:"; cat "$tmp/static.err"; exit 1; fi
+models check_static "$tmp/m/silero.onnx" "$tmp/static.onnx"
+both "$tmp/static.onnx" "$tmp/m/in" static
+/usr/bin/python3 "$src/tests/interop/make_lstm_models.py" maxdiff "$tmp/qrun_static" "$tmp/ort_static" 1e-6
+snr "static ORT vs float" "$tmp/float" "$tmp/ort_static" 25
 
 "$bin/qconvert" "$tmp/m/silero.onnx" --dynamic -o "$tmp/dyn.onnx" --report "$tmp/dyn.json" 2>"$tmp/dyn.err"
 if grep -q . "$tmp/dyn.err"; then echo "FAIL: qconvert --dynamic warned:"; cat "$tmp/dyn.err"; exit 1; fi
