@@ -59,4 +59,21 @@ profile::Profile body_profile(const profile::Profile& profile, const std::string
   return out;
 }
 
+Expected<Lowering> lower_qdq_with_bodies(ir::Graph& graph, const LowerOptions& options, std::vector<std::string>* body_notes) {
+  QT_ASSIGN_OR_RETURN(Lowering out, lower_qdq(graph, options));
+  QuantizeReport notes;
+  const BodyPass lower_body = [&](ir::Graph& body, const std::string& scope) -> Expected<QuantizeReport> {
+    QT_ASSIGN_OR_RETURN(Lowering l, lower_qdq(body, options));
+    for (auto& [node, op] : l.lowered) out.lowered[scope + "/" + node] = op;
+    for (auto& [node, why] : l.float_reasons) out.float_reasons[scope + "/" + node] = why;
+    QuantizeReport r;
+    r.notes = std::move(l.notes);
+    return r;
+  };
+  QT_RETURN_IF_ERROR(rewrite_bodies(graph, lower_body, &notes));
+  out.notes.insert(out.notes.end(), notes.notes.begin(), notes.notes.end());
+  if (body_notes) *body_notes = std::move(notes.notes);
+  return out;
+}
+
 }  // namespace quant::passes

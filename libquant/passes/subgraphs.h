@@ -7,6 +7,7 @@
 
 #include "libquant/core/status.h"
 #include "libquant/ir/graph.h"
+#include "libquant/passes/lower_qdq.h"
 #include "libquant/passes/qdq.h"
 #include "libquant/profile/profile.h"
 
@@ -26,5 +27,12 @@ Status rewrite_bodies(ir::Graph& graph, const BodyPass& pass, QuantizeReport* re
 // "<scope>/<name>" entries (qprofile, interp/body_observer.h) as "<name>".
 // Values of an intermediate body read by a body nested in it are not found.
 profile::Profile body_profile(const profile::Profile& profile, const std::string& scope);
+
+// lower_qdq on the graph and on every body (qrun's integer kernels also run
+// inside If/Loop/Scan): a body's entries in the result are named
+// "<scope>/<node>", its notes start with "<scope>: " and are also added to
+// `body_notes` if given (qrun --explain prints them).
+Expected<Lowering> lower_qdq_with_bodies(ir::Graph& graph, const LowerOptions& options,
+                                         std::vector<std::string>* body_notes = nullptr);
 
 }  // namespace quant::passes

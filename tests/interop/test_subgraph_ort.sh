@@ -4,8 +4,9 @@
 # (tests/e2e/subgraph_models.py; the samples take both branches).
 # Static: qprofile's scoped entries quantize the branches' Convs in QDQ form,
 # their LSTMs become DynamicQuantizeLSTM; >= 90% of the float weight bytes
-# (measured 100%) are int8; ONNX Runtime runs it and qrun matches it within the
-# same 1e-6 as below (measured 0: bit-exact).
+# (measured 100%) are int8; ONNX Runtime runs it and qrun, which lowers the
+# branches' QDQ Convs to its integer QLinearConv, matches it within the same
+# 1e-6 as below (measured 0: bit-exact).
 # qconvert --dynamic rewrites the branches (ConvInteger, com.microsoft
 # DynamicQuantizeLSTM), outer-scope x stays a free name, the report's weight
 # coverage counts the branches' weights (>= 90%, measured 100%); ONNX Runtime
@@ -25,6 +26,12 @@ node "$src/tests/interop/ort_run.js" "$tmp/m/silero.onnx" "$tmp/m/in" "$tmp/floa
 "$bin/qconvert" "$tmp/m/silero.onnx" --profile "$tmp/profile.json" -o "$tmp/static.onnx" 2>"$tmp/static.err"
 if grep -q . "$tmp/static.err"; then echo "FAIL: qconvert (static) warned:"; cat "$tmp/static.err"; exit 1; fi
 models check_static "$tmp/m/silero.onnx" "$tmp/static.onnx"
+# qrun lowers the branches' QDQ Convs to its integer QLinearConv kernels.
+"$bin/qrun" "$tmp/static.onnx" --explain >"$tmp/explain.txt"
+for b in then else; do
+  grep -q "branches/${b}_branch: Conv node '${b}_conv2' -> QLinearConv" "$tmp/explain.txt" ||
+    { echo "FAIL: $b branch not lowered:"; cat "$tmp/explain.txt"; exit 1; }
+done
 both "$tmp/static.onnx" "$tmp/m/in" static
 /usr/bin/python3 "$src/tests/interop/make_lstm_models.py" maxdiff "$tmp/qrun_static" "$tmp/ort_static" 1e-6
 snr "static ORT vs float" "$tmp/float" "$tmp/ort_static" 25
