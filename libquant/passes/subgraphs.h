@@ -13,7 +13,8 @@
 
 namespace quant::passes {
 
-// Runs `pass` on every body of `graph`'s control-flow nodes, innermost first,
+// Runs `pass` on every body of `graph`'s control-flow nodes (a node's bodies in
+// attribute-name order, a nested body before the one holding it),
 // and writes each rewritten body back into its attribute. Outer-scope values
 // a body reads keep their names; domains a body's rewrite adds (e.g.
 // com.microsoft) are added to `graph`'s opset imports. The reports are
