@@ -10,6 +10,9 @@ inside the branches of an If, as Silero VAD keeps its 18 Conv and 2 LSTM.
         DIR/in/  .npy samples: two with T = 128 (then branch), two with T = 64 (else)
         DIR/loop.onnx  x[4] -> Loop(3 iterations; body: acc = acc * 2 + 1) -> y[4]
         DIR/loop_in/  two .npy samples
+        DIR/loop_mm.onnx  x[1,32] -> Loop(4 iterations; body: acc = Relu(acc @ W) + x, W[32,32]
+            an initializer of the body, x read from outside) -> y[1,32]
+        DIR/loop_mm_in/  four .npy samples
     subgraph_models.py check_profile PROFILE.json
         the profile lists the branches' tensors as branches/<then|else>_branch/<name>
         with counts of the samples that took each branch, and the Loop body's
@@ -115,6 +118,37 @@ def make_loop(d):
         np.save(os.path.join(d, "loop_in", "%04d.npy" % i), rng.standard_normal(4).astype(f32))
 
 
+def make_loop_mm(d):
+    rng = np.random.default_rng(9)
+    os.makedirs(os.path.join(d, "loop_mm_in"), exist_ok=True)
+    w = (rng.standard_normal((32, 32)) / np.sqrt(32)).astype(f32)
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["acc", "w"], ["mm"], name="mm"),
+         helper.make_node("Relu", ["mm"], ["act"], name="act"),
+         helper.make_node("Add", ["act", "x"], ["acc_next"], name="skip"),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going")],
+        "loop_body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc", TensorProto.FLOAT, [1, 32])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_next", TensorProto.FLOAT, [1, 32])],
+        [numpy_helper.from_array(w, "w")])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["trips", "go", "x"], ["y"], name="loop", body=body)],
+        "loop_mm_model",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32])],
+        [numpy_helper.from_array(np.array(4, np.int64), "trips"),
+         numpy_helper.from_array(np.array(True), "go")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(d, "loop_mm.onnx"))
+    for i in range(4):
+        np.save(os.path.join(d, "loop_mm_in", "%04d.npy" % i), rng.standard_normal((1, 32)).astype(f32))
+
+
 def check_profile(path):
     t = json.load(open(path))["tensors"]
     names = sorted(t)
@@ -184,6 +218,7 @@ if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2])
         make_loop(sys.argv[2])
+        make_loop_mm(sys.argv[2])
     elif sys.argv[1] == "check_profile":
         check_profile(sys.argv[2])
     elif sys.argv[1] == "check_loop_profile":

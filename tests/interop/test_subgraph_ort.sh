@@ -43,4 +43,19 @@ both "$tmp/dyn.onnx" "$tmp/m/in" dyn
 /usr/bin/python3 "$src/tests/interop/make_lstm_models.py" maxdiff "$tmp/qrun_dyn" "$tmp/ort_dyn" 1e-6
 snr "dynamic ORT vs float" "$tmp/float" "$tmp/ort_dyn" 25
 snr "dynamic qrun vs float" "$tmp/float" "$tmp/qrun_dyn" 25
+# A Loop whose body holds a MatMul (its weight a body initializer) and reads x
+# from outside: static (profile entries loop/body/*, every iteration) and
+# dynamic; qrun lowers the body's MatMul and matches ONNX Runtime within 1e-6
+# (measured 0 for both).
+"$bin/qprofile" "$tmp/m/loop_mm.onnx" --data "$tmp/m/loop_mm_in" -o "$tmp/loop.json" --quiet
+"$bin/qconvert" "$tmp/m/loop_mm.onnx" --profile "$tmp/loop.json" -o "$tmp/loop_static.onnx"
+"$bin/qconvert" "$tmp/m/loop_mm.onnx" --dynamic -o "$tmp/loop_dyn.onnx"
+"$bin/qrun" "$tmp/loop_static.onnx" --explain | grep -q "loop/body: MatMul node 'mm' -> QLinearMatMul" ||
+  { echo "FAIL: Loop body not lowered"; exit 1; }
+node "$src/tests/interop/ort_run.js" "$tmp/m/loop_mm.onnx" "$tmp/m/loop_mm_in" "$tmp/loop_float" >/dev/null
+for mode in static dyn; do
+  both "$tmp/loop_$mode.onnx" "$tmp/m/loop_mm_in" "loop_$mode"
+  /usr/bin/python3 "$src/tests/interop/make_lstm_models.py" maxdiff "$tmp/qrun_loop_$mode" "$tmp/ort_loop_$mode" 1e-6
+  snr "Loop $mode ORT vs float" "$tmp/loop_float" "$tmp/ort_loop_$mode" 30
+done
 echo "subgraph interop ok"
