@@ -311,29 +311,6 @@ void set_weight_rounding(const Flags& f, const qtool::Calibration* calib, quant:
   opt.hessians = calib ? &calib->hessians : nullptr;
 }
 
-// LSTM has no static integer form in ONNX or in ONNX Runtime (its QDQ
-// transformers leave an LSTM float): a static conversion gives it ONNX
-// Runtime's com.microsoft DynamicQuantizeLSTM (passes/dynamic_lstm.h; X and
-// Ht-1 quantized at run time, int8 W and R), so that the recurrent weights,
-// most of a Silero-style model's, are stored in 8 bits. Needs opset 11
-// (DynamicQuantizeLinear's); below it, and for excluded nodes, LSTM stays float.
-// Returns the decisions of the LSTMs rewritten.
-Expected<quant::passes::QuantizeReport> quantize_lstms(const quant::passes::QuantizeOptions& q, quant::ir::Graph& graph) {
-  quant::passes::QuantizeReport out;
-  bool any = false;
-  for (const auto& n : graph.nodes()) any |= n->domain.empty() && n->op_type == "LSTM";
-  if (!any || graph.opset() < 11 || q.exclude_ops.count("LSTM")) return out;
-  quant::passes::DynamicOptions o;
-  o.conv = false;
-  o.exclude_nodes = q.exclude_nodes;
-  o.exclude_ops = {"MatMul", "Gemm"};
-  QT_ASSIGN_OR_RETURN(auto r, quant::passes::quantize_dynamic(graph, o));
-  for (auto& d : r.nodes)
-    if (d.quantized) out.nodes.push_back(std::move(d));
-  out.tensors = std::move(r.tensors);
-  return out;
-}
-
 // qconvert --dynamic: no profile; weights quantized now, activations at run time.
 Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) {
   QT_ASSIGN_OR_RETURN(auto graph, quant::onnx_io::load_model(f.model));
@@ -501,20 +478,17 @@ Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetS
     if (!r4) return r4.status().with_context(f.model);
     int4_report = std::move(*r4);
   }
-  QT_ASSIGN_OR_RETURN(quant::passes::QuantizeReport lstm_report, quantize_lstms(opt, *graph));
+  QT_ASSIGN_OR_RETURN(quant::passes::QuantizeReport lstm_report, quant::passes::quantize_lstms(*graph, opt));
   QT_ASSIGN_OR_RETURN(c.report, quant::passes::insert_qdq(*graph, profile, opt));
-  c.report.nodes.insert(c.report.nodes.end(), lstm_report.nodes.begin(), lstm_report.nodes.end());
-  c.report.tensors.insert(c.report.tensors.end(), lstm_report.tensors.begin(), lstm_report.tensors.end());
+  quant::passes::append_lstm_decisions(std::move(lstm_report), c.report);
   // If/Loop/Scan bodies from their entries of the profile (DESIGN "Subgraphs"); they stay in QDQ form.
   QT_RETURN_IF_ERROR(quant::passes::rewrite_bodies(
                          *graph,
                          [&](quant::ir::Graph& body, const std::string& scope) -> Expected<quant::passes::QuantizeReport> {
-                           QT_ASSIGN_OR_RETURN(quant::passes::QuantizeReport r, quantize_lstms(opt, body));
+                           QT_ASSIGN_OR_RETURN(quant::passes::QuantizeReport r, quant::passes::quantize_lstms(body, opt));
                            QT_ASSIGN_OR_RETURN(auto q, quant::passes::insert_qdq(body, quant::passes::body_profile(profile, scope), opt));
-                           r.nodes.insert(r.nodes.end(), q.nodes.begin(), q.nodes.end());
-                           r.tensors.insert(r.tensors.end(), q.tensors.begin(), q.tensors.end());
-                           r.notes.insert(r.notes.end(), q.notes.begin(), q.notes.end());
-                           return r;
+                           quant::passes::append_lstm_decisions(std::move(r), q);
+                           return q;
                          },
                          &c.report)
                          .with_context(f.model));

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <string_view>
+#include <vector>
 
 #include "libquant/calib/params.h"
 #include "libquant/kernels/int4_matmul.h"
@@ -440,6 +441,28 @@ Status check_group_size(int64_t group_size) {
 Expected<QuantizeReport> quantize_dynamic(ir::Graph& graph, const DynamicOptions& options) {
   DynamicBuilder builder(graph, options);
   return builder.run();
+}
+
+Expected<QuantizeReport> quantize_lstms(ir::Graph& graph, const QuantizeOptions& options) {
+  QuantizeReport out;
+  bool any = false;
+  for (const auto& n : graph.nodes()) any |= n->domain.empty() && n->op_type == "LSTM";
+  if (!any || graph.opset() < 11 || options.exclude_ops.count("LSTM")) return out;
+  DynamicOptions o;
+  o.conv = false;
+  o.exclude_nodes = options.exclude_nodes;
+  o.exclude_ops = {"MatMul", "Gemm"};
+  QT_ASSIGN_OR_RETURN(QuantizeReport r, quantize_dynamic(graph, o));
+  for (NodeDecision& d : r.nodes)
+    if (d.quantized) out.nodes.push_back(std::move(d));
+  out.tensors = std::move(r.tensors);
+  return out;
+}
+
+void append_lstm_decisions(QuantizeReport&& lstms, QuantizeReport& report) {
+  std::erase_if(report.nodes, [](const NodeDecision& d) { return d.op_type == "DynamicQuantizeLSTM"; });
+  report.nodes.insert(report.nodes.end(), lstms.nodes.begin(), lstms.nodes.end());
+  report.tensors.insert(report.tensors.end(), lstms.tensors.begin(), lstms.tensors.end());
 }
 
 WeightCoverage weight_coverage(const QuantizeReport& report) {

@@ -24,9 +24,20 @@ models make "$tmp/m"
 node "$src/tests/interop/ort_run.js" "$tmp/m/silero.onnx" "$tmp/m/in" "$tmp/float" >/dev/null
 
 "$bin/qprofile" "$tmp/m/silero.onnx" --data "$tmp/m/in" -o "$tmp/profile.json" --quiet
-"$bin/qconvert" "$tmp/m/silero.onnx" --profile "$tmp/profile.json" -o "$tmp/static.onnx" 2>"$tmp/static.err"
+"$bin/qconvert" "$tmp/m/silero.onnx" --profile "$tmp/profile.json" -o "$tmp/static.onnx" --report "$tmp/static.json" \
+  2>"$tmp/static.err"
 if grep -q . "$tmp/static.err"; then echo "FAIL: qconvert (static) warned:"; cat "$tmp/static.err"; exit 1; fi
 models check_static "$tmp/m/silero.onnx" "$tmp/static.onnx"
+/usr/bin/python3 - "$tmp/static.json" <<'EOF'
+import json, sys
+nodes = {n["node"]: n for n in json.load(open(sys.argv[1]))["nodes"]}
+for b in ("then", "else"):
+    for name in ("conv1", "conv2", "lstm"):
+        d = nodes["branches/%s_branch/%s_%s" % (b, b, name)]
+        assert d["quantized"], d
+    assert "DynamicQuantizeLSTM" in nodes["branches/%s_branch/%s_lstm" % (b, b)]["reason"]
+assert not any(n["op_type"] == "DynamicQuantizeLSTM" for n in nodes.values()), sorted(nodes)
+EOF
 # qrun lowers the branches' QDQ Convs to its integer QLinearConv kernels.
 "$bin/qrun" "$tmp/static.onnx" --explain >"$tmp/explain.txt"
 for b in then else; do
