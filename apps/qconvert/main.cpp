@@ -21,6 +21,7 @@
 #include "libquant/onnx/model_io.h"
 #include "libquant/passes/bias_correction.h"
 #include "libquant/passes/dynamic.h"
+#include "libquant/passes/subgraphs.h"
 #include "libquant/passes/equalize.h"
 #include "libquant/passes/opset_upgrade.h"
 #include "libquant/passes/prepare.h"
@@ -363,6 +364,14 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
   }
   auto report = quant::passes::quantize_dynamic(*graph, opt);
   if (!report) return report.status().with_context(f.model);
+  // If/Loop/Scan bodies the same way (DESIGN "Subgraphs"); their weights stay
+  // inline in the body, so they do not stream to the data file.
+  quant::passes::DynamicOptions body_opt = opt;
+  body_opt.spill = nullptr;
+  QT_RETURN_IF_ERROR(quant::passes::rewrite_bodies(
+                         *graph, [&](quant::ir::Graph& body, const std::string&) { return quant::passes::quantize_dynamic(body, body_opt); },
+                         &*report)
+                         .with_context(f.model));
   report->notes.insert(report->notes.begin(), notes.begin(), notes.end());
   bytes.after = quant::passes::initializer_bytes(*graph);
   graph->metadata.emplace_back("qtool.version", QTOOL_VERSION);
@@ -538,7 +547,20 @@ Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetS
     if (!r4) return r4.status().with_context(f.model);
     int4_report = std::move(*r4);
   }
+  QT_ASSIGN_OR_RETURN(quant::passes::QuantizeReport lstm_report, quant::passes::quantize_lstms(*graph, opt));
   QT_ASSIGN_OR_RETURN(c.report, quant::passes::insert_qdq(*graph, profile, opt));
+  quant::passes::append_lstm_decisions(std::move(lstm_report), c.report);
+  // If/Loop/Scan bodies from their entries of the profile (DESIGN "Subgraphs"); they stay in QDQ form.
+  QT_RETURN_IF_ERROR(quant::passes::rewrite_bodies(
+                         *graph,
+                         [&](quant::ir::Graph& body, const std::string& scope) -> Expected<quant::passes::QuantizeReport> {
+                           QT_ASSIGN_OR_RETURN(quant::passes::QuantizeReport r, quant::passes::quantize_lstms(body, opt));
+                           QT_ASSIGN_OR_RETURN(auto q, quant::passes::insert_qdq(body, quant::passes::body_profile(profile, scope), opt));
+                           quant::passes::append_lstm_decisions(std::move(r), q);
+                           return q;
+                         },
+                         &c.report)
+                         .with_context(f.model));
   auto& report = c.report;
   if (f.bias_correction && calib)
     QT_RETURN_IF_ERROR(quant::passes::correct_biases(*graph, float_weights, calib->means, report.notes));

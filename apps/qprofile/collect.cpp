@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "apps/common/progress.h"
+#include "libquant/interp/body_observer.h"
 #include "libquant/profile/collector.h"
 
 namespace qtool {
@@ -74,7 +75,11 @@ quant::Status collect_profile(const quant::interp::Session& session, const DataR
     // Histograms are updated per run and activations dropped right after:
     // memory stays flat in the number of samples.
     quant::profile::Collector collector(session.graph(), options.bins);
-    auto observe = [&](const quant::ir::Value& v, const quant::Tensor& t) { collector.observe(v, t); };
+    // Values inside If/Loop/Scan bodies too, named "<scope>/<value>" (profiles/README.md).
+    const quant::interp::ObserveBodies bodies;
+    auto observe = [&](const quant::ir::Value& v, const quant::Tensor& t) {
+      collector.observe(v, t, quant::interp::body_scope());
+    };
     for (size_t run = chunk * kRunsPerChunk; run < std::min(runs, (chunk + 1) * kRunsPerChunk); ++run) {
       auto inputs = data.load(run);
       if (!inputs) return inputs.status();

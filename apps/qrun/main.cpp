@@ -24,6 +24,7 @@
 #include "libquant/onnx/model_io.h"
 #include "libquant/passes/lower_plan.h"
 #include "libquant/passes/lower_qdq.h"
+#include "libquant/passes/subgraphs.h"
 #include "libquant/target/target.h"
 #include "libquant/tune/run_setup.h"
 
@@ -340,8 +341,10 @@ Status run(const Flags& f) {
   // asks for every value (--per-layer pairs them with the reference's).
   setup.plan.fuse = !f.per_layer;
   std::optional<quant::passes::Lowering> lowering;
+  std::vector<std::string> body_lowering;  // what was lowered inside If/Loop/Scan bodies
   if (!f.no_lower) {
-    auto lowered = quant::passes::lower_qdq(*graph, setup.lower);
+    // Inside If/Loop/Scan bodies too (DESIGN "Subgraphs").
+    auto lowered = quant::passes::lower_qdq_with_bodies(*graph, setup.lower, &body_lowering);
     if (!lowered) return lowered.status().with_context(f.model);
     lowering = std::move(lowered).value();
   }
@@ -349,6 +352,10 @@ Status run(const Flags& f) {
     auto plan = quant::passes::describe_plan(*graph, lowering ? &*lowering : nullptr);
     if (f.json) std::printf("%s\n", quant::passes::plan_to_json(plan).dump(2).c_str());
     else std::printf("%s", quant::passes::plan_to_text(plan).c_str());
+    if (!f.json && !body_lowering.empty()) {
+      std::printf("inside If/Loop/Scan bodies:\n");
+      for (const auto& note : body_lowering) std::printf("  %s\n", note.c_str());
+    }
     if (f.data.dirs.empty() && f.data.inputs.empty()) return Status::ok();
   }
   quant::interp::SessionOptions options = setup.session;

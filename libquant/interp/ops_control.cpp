@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "libquant/interp/body_observer.h"
 #include "libquant/interp/ops.h"
 #include "libquant/interp/session.h"
+#include "libquant/ir/scope.h"
 #include "libquant/onnx/model_io.h"
 
 namespace quant::interp {
@@ -18,6 +20,7 @@ struct Body {
   std::unique_ptr<ir::Graph> graph;   // owned here: the session refers to it
   std::unique_ptr<Session> session;
   size_t formal_inputs = 0;
+  std::string scope;                  // ir::body_scope of the body, for observers (body_observer.h)
   std::vector<size_t> outer_index;    // per outer-scope name: index in the kernel's implicit list
   size_t output_count() const { return graph->outputs.size(); }
 };
@@ -34,6 +37,7 @@ Expected<Body> load_body(const KernelContext& ctx, const std::string& attr, std:
   Body body;
   body.graph = std::move(sub->graph);
   body.formal_inputs = sub->formal_inputs;
+  body.scope = ir::body_scope("", node, attr);
   auto session = Session::create(*body.graph, ctx.options);
   if (!session) return session.status().with_context("attribute '" + attr + "'");
   body.session = std::move(session).value();
@@ -55,7 +59,18 @@ Expected<std::vector<Tensor>> run_body(const Body& body, std::span<const Tensor*
     if (i >= kernel_inputs.size() || !kernel_inputs[i]) return Status::internal("outer-scope value of a subgraph is missing");
     feed.push_back(kernel_inputs[i]);
   }
-  return body.session->run(std::span<const Tensor* const>(feed));
+  const Observer* observer = detail::body_observer();
+  if (!observer) return body.session->run(std::span<const Tensor* const>(feed));
+  // Values of the body, named in its scope; its outer-scope inputs are the
+  // enclosing graph's values, observed there.
+  const detail::EnterScope scope(body.scope);
+  const auto& inputs = body.graph->inputs;
+  const Observer in_body = [&](const ir::Value& v, const Tensor& t) {
+    for (size_t i = body.formal_inputs; i < inputs.size(); ++i)
+      if (inputs[i] == &v) return;
+    (*observer)(v, t);
+  };
+  return body.session->run(std::span<const Tensor* const>(feed), in_body);
 }
 
 // The single value of a condition / count tensor.

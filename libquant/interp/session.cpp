@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "libquant/interp/body_observer.h"
 #include "libquant/interp/buffer_plan.h"
 #include "libquant/interp/fusion.h"
 #include "libquant/kernels/shape_util.h"
@@ -444,6 +445,8 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
     return Status::bad_input("model takes " + std::to_string(input_slots_.size()) + " inputs, got " +
                              std::to_string(inputs.size()));
   }
+  // Bodies of control-flow kernels run with this observer too (body_observer.h).
+  const detail::CurrentObserver current_observer(observer);
   std::vector<Tensor> owned(slot_values_.size());
   std::vector<const Tensor*> ptr(constant_slots_);
   // Planned buffers go back to the session on every return path; a failed

@@ -343,6 +343,8 @@ void export_model(const ir::Graph& g, onnx::ModelProto* model) {
   (void)st;
 }
 
+static void write_graph(const ir::Graph& g, size_t formal_inputs, onnx::GraphProto* gp);
+
 // The initializers' protos, in the graph's order: inline, or in `writer`'s file.
 static Status export_initializers(const ir::Graph& g, onnx::GraphProto* gp, io::ExternalDataWriter* writer, int64_t threshold) {
   int k = 0;
@@ -380,10 +382,19 @@ Status export_model(const ir::Graph& g, onnx::ModelProto* model, io::ExternalDat
     p->set_value(v);
   }
   auto* gp = model->mutable_graph();
+  write_graph(g, g.inputs.size(), gp);
+  return export_initializers(g, gp, writer, threshold);
+}
+
+// Everything of `g` but the initializers' contents (added empty, in order);
+// only the first `formal_inputs` inputs are listed, the rest are a body's
+// outer-scope names, which stay free names.
+static void write_graph(const ir::Graph& g, size_t formal_inputs, onnx::GraphProto* gp) {
   gp->set_name(g.name);
   std::set<const ir::Value*> listed;
-  for (const ir::Value* v : g.inputs) {
-    write_value_info(*v, gp->add_input());
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const ir::Value* v = g.inputs[i];
+    if (i < formal_inputs) write_value_info(*v, gp->add_input());
     listed.insert(v);
   }
   for (const ir::Value* v : g.outputs) {
@@ -412,7 +423,15 @@ Status export_model(const ir::Graph& g, onnx::ModelProto* model, io::ExternalDat
       }
     }
   }
-  return export_initializers(g, gp, writer, threshold);
+}
+
+Expected<std::string> export_subgraph(const Subgraph& sub) {
+  onnx::GraphProto gp;
+  write_graph(*sub.graph, sub.formal_inputs, &gp);
+  QT_RETURN_IF_ERROR(export_initializers(*sub.graph, &gp, nullptr, 0));
+  std::string bytes;
+  if (!gp.SerializeToString(&bytes)) return Status::internal("serializing subgraph '" + sub.graph->name + "' failed");
+  return bytes;
 }
 
 std::string external_data_path(const std::string& path) { return path + ".data"; }

@@ -43,6 +43,12 @@ struct Subgraph {
 // enclosing model's opset imports.
 Expected<Subgraph> import_subgraph(const std::string& serialized_graph, const std::map<std::string, int64_t>& opset_imports);
 
+// The inverse of import_subgraph, for passes that rewrite a body (passes/
+// subgraphs.h): the GraphProto bytes of `sub`, whose first `formal_inputs`
+// inputs are the declared ones and the rest outer-scope names, written back
+// as free names (not inputs); initializers inline.
+Expected<std::string> export_subgraph(const Subgraph& sub);
+
 void export_model(const ir::Graph& graph, onnx::ModelProto* model);
 // The same, with initializers of at least `threshold` bytes (and every one
 // `writer` already holds) stored in `writer`'s external data file.

@@ -1,5 +1,6 @@
 #include "libquant/passes/dynamic.h"
 
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <string_view>
+#include <vector>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -17,6 +19,7 @@
 #include "libquant/kernels/int4_matmul.h"
 #include "libquant/kernels/quantize.h"
 #include "libquant/kernels/weight_quant.h"
+#include "libquant/onnx/model_io.h"
 #include "libquant/passes/dynamic_lstm.h"
 #include "libquant/passes/graph_edit.h"
 #include "libquant/passes/k_order.h"
@@ -474,6 +477,28 @@ Expected<QuantizeReport> quantize_dynamic(ir::Graph& graph, const DynamicOptions
   return builder.run();
 }
 
+Expected<QuantizeReport> quantize_lstms(ir::Graph& graph, const QuantizeOptions& options) {
+  QuantizeReport out;
+  bool any = false;
+  for (const auto& n : graph.nodes()) any |= n->domain.empty() && n->op_type == "LSTM";
+  if (!any || graph.opset() < 11 || options.exclude_ops.count("LSTM")) return out;
+  DynamicOptions o;
+  o.conv = false;
+  o.exclude_nodes = options.exclude_nodes;
+  o.exclude_ops = {"MatMul", "Gemm"};
+  QT_ASSIGN_OR_RETURN(QuantizeReport r, quantize_dynamic(graph, o));
+  for (NodeDecision& d : r.nodes)
+    if (d.quantized) out.nodes.push_back(std::move(d));
+  out.tensors = std::move(r.tensors);
+  return out;
+}
+
+void append_lstm_decisions(QuantizeReport&& lstms, QuantizeReport& report) {
+  std::erase_if(report.nodes, [](const NodeDecision& d) { return d.op_type == "DynamicQuantizeLSTM"; });
+  report.nodes.insert(report.nodes.end(), lstms.nodes.begin(), lstms.nodes.end());
+  report.tensors.insert(report.tensors.end(), lstms.tensors.begin(), lstms.tensors.end());
+}
+
 int64_t initializer_bytes(const ir::Graph& graph) {
   int64_t total = 0;
   for (const ir::Value* v : graph.initializers()) {
@@ -481,6 +506,16 @@ int64_t initializer_bytes(const ir::Graph& graph) {
     const bool packed = t.dtype() == DType::Int4 || t.dtype() == DType::UInt4;
     total += packed ? (t.size() + 1) / 2 : static_cast<int64_t>(t.byte_size());
   }
+  // Control-flow bodies hold their initializers inline (DESIGN "Subgraphs").
+  for (const auto& n : graph.nodes())
+    for (const auto& [key, a] : n->attributes) {
+      std::vector<const std::string*> bodies;
+      if (a.kind == ir::Attribute::Kind::Graph) bodies.push_back(&a.s);
+      if (a.kind == ir::Attribute::Kind::Graphs)
+        for (const auto& s : a.strings) bodies.push_back(&s);
+      for (const std::string* b : bodies)
+        if (auto sub = onnx_io::import_subgraph(*b, graph.opset_imports)) total += initializer_bytes(*sub->graph);
+    }
   return total;
 }
 

@@ -90,6 +90,18 @@ OpsetNeed dynamic_opset_need(const DynamicOptions& options);
 // The final output of each rewritten node keeps its value name.
 Expected<QuantizeReport> quantize_dynamic(ir::Graph& graph, const DynamicOptions& options);
 
+// LSTM has no static integer form in ONNX or in ONNX Runtime (its QDQ
+// transformers leave an LSTM float): a static conversion gives it ONNX
+// Runtime's com.microsoft DynamicQuantizeLSTM (dynamic_lstm.h; X and Ht-1
+// quantized at run time, int8 W and R), so that recurrent weights, most of a
+// Silero-style model's, are stored in 8 bits. Needs opset 11
+// (DynamicQuantizeLinear's); below it, and for nodes `options` excludes, LSTM
+// stays float. Returns the decisions of the LSTMs rewritten.
+Expected<QuantizeReport> quantize_lstms(ir::Graph& graph, const QuantizeOptions& options);
+// Adds quantize_lstms' decisions to insert_qdq's `report`, dropping the latter's
+// entries for the DynamicQuantizeLSTM nodes (float to it, quantized already).
+void append_lstm_decisions(QuantizeReport&& lstms, QuantizeReport& report);
+
 // Bytes of all initializers as stored in the ONNX file (qconvert --report).
 int64_t initializer_bytes(const ir::Graph& graph);
 

@@ -77,16 +77,22 @@ void Collector::add_channel_absmax(TensorProfile& p, const Tensor& tensor) const
   }
 }
 
-TensorProfile& Collector::profile_of(const ir::Value& value, const Tensor& tensor) {
-  auto it = tensors_.find(value.name());
-  if (it == tensors_.end()) it = tensors_.emplace(value.name(), TensorProfile{"float32", tensor.shape(), Histogram(bins_)}).first;
+TensorProfile& Collector::profile_of(const std::string& name, const Tensor& tensor) {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) it = tensors_.emplace(name, TensorProfile{"float32", tensor.shape(), Histogram(bins_)}).first;
   return it->second;
 }
 
-void Collector::observe(const ir::Value& value, const Tensor& tensor) {
+void Collector::observe(const ir::Value& value, const Tensor& tensor, const std::string& scope) {
   if (tensor.dtype() != DType::Float32 || ir::constant_data(&value)) return;
+  if (!scope.empty()) {
+    // A body's value: no Relu/Clip pairing (twins are the main graph's) and
+    // no per-channel absmax (SmoothQuant rewrites the main graph only).
+    profile_of(scope + value.name(), tensor).hist.add(tensor.data<float>(), tensor.size());
+    return;
+  }
   if (channel_inputs_.count(&value) && !channel_mismatch_.count(&value)) {
-    TensorProfile& p = profile_of(value, tensor);
+    TensorProfile& p = profile_of(value.name(), tensor);
     const int64_t k = tensor.shape().empty() ? 1 : tensor.shape().back();
     if (!p.channel_absmax.empty() && static_cast<int64_t>(p.channel_absmax.size()) != k) {
       p.channel_absmax.clear();
@@ -99,11 +105,11 @@ void Collector::observe(const ir::Value& value, const Tensor& tensor) {
     filled_.erase(it);
     return;
   }
-  TensorProfile& p = profile_of(value, tensor);
+  TensorProfile& p = profile_of(value.name(), tensor);
   const float* x = tensor.data<float>();
   if (auto twin = twins_.find(&value); twin != twins_.end()) {
     // y has x's shape (Relu and Clip are element-wise).
-    TensorProfile& y = profile_of(*twin->second.y, tensor);
+    TensorProfile& y = profile_of(twin->second.y->name(), tensor);
     if (p.hist.add_with_clamped(x, tensor.size(), twin->second.lo, twin->second.hi, y.hist)) {
       filled_.push_back(twin->second.y);
       return;

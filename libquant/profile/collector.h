@@ -41,12 +41,14 @@ class Collector {
 
   // Float32 activations only; constants are skipped. The first input of a
   // MatMul or Gemm also gets its per-channel absmax over the last axis
-  // (TensorProfile::channel_absmax).
-  void observe(const ir::Value& value, const Tensor& tensor);
+  // (TensorProfile::channel_absmax). A value computed in a control-flow body
+  // comes with its body's `scope` ("branches/then_branch/",
+  // interp/body_observer.h) and is recorded as "<scope><name>".
+  void observe(const ir::Value& value, const Tensor& tensor, const std::string& scope = "");
   std::map<std::string, TensorProfile>& tensors() { return tensors_; }
 
  private:
-  TensorProfile& profile_of(const ir::Value& value, const Tensor& tensor);
+  TensorProfile& profile_of(const std::string& name, const Tensor& tensor);
 
   void add_channel_absmax(TensorProfile& p, const Tensor& tensor) const;
 

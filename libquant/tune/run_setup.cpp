@@ -1,6 +1,7 @@
 #include "libquant/tune/run_setup.h"
 
 #include "libquant/interp/kernel.h"
+#include "libquant/passes/subgraphs.h"
 
 namespace quant::tune {
 
@@ -30,7 +31,7 @@ RunSetup run_setup(const target::TargetSpec* target, std::optional<interp::Requa
 
 Expected<Prepared> prepare(std::unique_ptr<ir::Graph> graph, const RunSetup& setup) {
   Prepared p;
-  if (setup.lower_qdq) QT_RETURN_IF_ERROR(passes::lower_qdq(*graph, setup.lower).status());
+  if (setup.lower_qdq) QT_RETURN_IF_ERROR(passes::lower_qdq_with_bodies(*graph, setup.lower).status());
   QT_ASSIGN_OR_RETURN(p.session, interp::Session::create(*graph, setup.session, setup.plan));
   p.graph = std::move(graph);
   return p;
