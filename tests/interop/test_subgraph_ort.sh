@@ -30,7 +30,9 @@ if grep -q . "$tmp/static.err"; then echo "FAIL: qconvert (static) warned:"; cat
 models check_static "$tmp/m/silero.onnx" "$tmp/static.onnx"
 /usr/bin/python3 - "$tmp/static.json" <<'EOF'
 import json, sys
-nodes = {n["node"]: n for n in json.load(open(sys.argv[1]))["nodes"]}
+report = json.load(open(sys.argv[1]))
+assert report["weight_coverage"]["fraction"] >= 0.9, report["weight_coverage"]  # the branches' weights count
+nodes = {n["node"]: n for n in report["nodes"]}
 for b in ("then", "else"):
     for name in ("conv1", "conv2", "lstm"):
         d = nodes["branches/%s_branch/%s_%s" % (b, b, name)]
