@@ -91,6 +91,21 @@ std::vector<ir::Value*> foldable_affine(const ir::Graph& g, const SmoothGroup& g
   return {mul->input(static_cast<size_t>(ci)), p->input(static_cast<size_t>(bi))};
 }
 
+// x * factors (per channel of the last axis) as a float Mul inserted before
+// `before`, named after x with `suffix`; returns the Mul.
+ir::Node* insert_channel_mul(ir::Graph& g, ir::Node* before, ir::Value* x, const std::vector<float>& factors,
+                             const std::string& suffix) {
+  Tensor scale(DType::Float32, {static_cast<int64_t>(factors.size())});
+  std::copy(factors.begin(), factors.end(), scale.data<float>());
+  ir::Value* c = add_constant(g, x->name() + "_" + suffix + "_scale", std::move(scale));
+  ir::Value* y = g.add_value(g.unique_name(x->name() + "_" + suffix + "ed"));
+  y->dtype = x->dtype;
+  y->has_shape = x->has_shape;
+  y->shape = x->shape;
+  y->dim_names = x->dim_names;
+  return g.insert_node(before, "Mul", {x, c}, {y}, g.unique_name(x->name() + "_" + suffix));
+}
+
 // After X became X / s: the readers of X outside the group read X / s * s
 // from a float Mul (its output has X's values: the profile's range applies,
 // and is measured again with the rest). Returns the Mul, or nullptr when the
@@ -102,19 +117,10 @@ ir::Node* restore_readers(ir::Graph& g, const SmoothGroup& group, const std::vec
         std::find(n->inputs.begin(), n->inputs.end(), group.input) != n->inputs.end())
       others.push_back(n.get());
   if (others.empty()) return nullptr;
-  const std::string& name = group.input->name();
-  Tensor scale(DType::Float32, {group.channels});
-  std::copy(s.begin(), s.end(), scale.data<float>());
-  ir::Value* c = add_constant(g, name + "_unsmooth_scale", std::move(scale));
-  ir::Value* y = g.add_value(g.unique_name(name + "_unsmoothed"));
-  y->dtype = group.input->dtype;
-  y->has_shape = group.input->has_shape;
-  y->shape = group.input->shape;
-  y->dim_names = group.input->dim_names;
-  ir::Node* mul = g.insert_node(others.front(), "Mul", {group.input, c}, {y}, g.unique_name(name + "_unsmooth"));
+  ir::Node* mul = insert_channel_mul(g, others.front(), group.input, s, "unsmooth");
   for (ir::Node* n : others)
     for (ir::Value*& in : n->inputs)
-      if (in == group.input) in = y;
+      if (in == group.input) in = mul->outputs[0];
   return mul;
 }
 
@@ -196,20 +202,13 @@ Expected<SmoothReport> smooth_quant(ir::Graph& graph, const profile::Profile& pr
       report.changed_tensors.insert(name);
       report.changed_tensors.insert(inner.begin(), inner.end());
     } else {
-      Tensor inv(DType::Float32, {group.channels});
-      for (size_t j = 0; j < s.size(); ++j) inv.data<float>()[j] = 1.0f / s[j];
-      ir::Value* c = add_constant(graph, name + "_smooth_scale", std::move(inv));
-      ir::Value* y = graph.add_value(graph.unique_name(name + "_smoothed"));
-      y->dtype = group.input->dtype;
-      y->has_shape = group.input->has_shape;
-      y->shape = group.input->shape;
-      y->dim_names = group.input->dim_names;
-      ir::Node* mul = graph.insert_node(group.layers.front(), "Mul", {group.input, c}, {y},
-                                        graph.unique_name(name + "_smooth"));
-      for (ir::Node* n : group.layers) n->inputs[0] = y;
+      std::vector<float> inv(s.size());
+      for (size_t j = 0; j < s.size(); ++j) inv[j] = 1.0f / s[j];
+      ir::Node* mul = insert_channel_mul(graph, group.layers.front(), group.input, inv, "smooth");
+      for (ir::Node* n : group.layers) n->inputs[0] = mul->outputs[0];
       layer.mul = mul->name;
       report.float_nodes.insert(mul->name);
-      report.changed_tensors.insert(y->name());
+      report.changed_tensors.insert(mul->outputs[0]->name());
     }
     if (!layer.folded_into.empty()) {
       if (ir::Node* mul = restore_readers(graph, group, s)) {
