@@ -1,5 +1,7 @@
 #include "apps/common/data.h"
 
+#include <CLI/CLI.hpp>
+
 #include "libquant/io/npy.h"
 
 #include <algorithm>

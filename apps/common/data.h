@@ -2,7 +2,6 @@
 // image, --batch and --shard flags that qprofile adds (DESIGN "Inputs").
 #pragma once
 
-#include <CLI/CLI.hpp>
 
 #include <string>
 #include <vector>
@@ -13,6 +12,10 @@
 #include "libquant/io/dataset.h"
 #include "libquant/io/image.h"
 #include "libquant/ir/graph.h"
+
+namespace CLI {
+class App;  // CLI11: only references here; CLI/CLI.hpp costs ~8 s of -O2 per translation unit
+}  // namespace CLI
 
 namespace qtool {
 

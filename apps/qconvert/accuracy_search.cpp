@@ -1,5 +1,7 @@
 #include "apps/qconvert/accuracy_search.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>

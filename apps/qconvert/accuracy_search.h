@@ -8,7 +8,6 @@
 // measured in the same float pass); at most 20 full evaluations.
 #pragma once
 
-#include <CLI/CLI.hpp>
 
 #include <functional>
 #include <memory>
@@ -21,6 +20,10 @@
 #include "libquant/ir/graph.h"
 #include "libquant/target/target.h"
 #include "libquant/tune/search.h"
+
+namespace CLI {
+class App;  // CLI11: only references here; CLI/CLI.hpp costs ~8 s of -O2 per translation unit
+}  // namespace CLI
 
 namespace qtool {
 
