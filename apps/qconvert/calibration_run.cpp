@@ -13,14 +13,30 @@
 
 namespace qtool {
 
-quant::Expected<Calibration> run_calibration(const quant::ir::Graph& graph, const DataFlags& data,
-                                             const std::string& model_path, int bins,
-                                             const std::set<std::string>& profiled, bool means, bool hessians) {
+namespace {
+
+// One float run of `graph` over every sample of `data`, each produced value
+// handed to `observe`; `purpose` names the run in errors.
+quant::Status run_float(const quant::ir::Graph& graph, const DataFlags& data, const std::string& model_path,
+                        const std::string& purpose, const quant::interp::Observer& observe) {
   QT_ASSIGN_OR_RETURN(auto reader, DataReader::create(data, graph, model_path));
   quant::interp::SessionOptions options;
   options.threads = default_threads();
   auto session = quant::interp::Session::create(graph, options);
-  if (!session) return session.status().with_context(model_path + " (float graph for calibration)");
+  if (!session) return session.status().with_context(model_path + " (float graph for " + purpose + ")");
+  for (size_t run = 0; run < reader.runs(); ++run) {
+    QT_ASSIGN_OR_RETURN(auto x, reader.load(run));
+    auto out = (*session)->run(x, observe);
+    if (!out) return out.status().with_context(model_path + ", --data " + reader.describe(run));
+  }
+  return quant::Status::ok();
+}
+
+}  // namespace
+
+quant::Expected<Calibration> run_calibration(const quant::ir::Graph& graph, const DataFlags& data,
+                                             const std::string& model_path, int bins,
+                                             const std::set<std::string>& profiled, bool means, bool hessians) {
   quant::profile::Collector collector(graph, bins);
   quant::passes::InputMeanCollector inputs(graph);
   std::optional<quant::passes::HessianCollector> gptq;
@@ -30,11 +46,7 @@ quant::Expected<Calibration> run_calibration(const quant::ir::Graph& graph, cons
     if (means) inputs.observe(v, t);
     if (gptq) gptq->observe(v, t);
   };
-  for (size_t run = 0; run < reader.runs(); ++run) {
-    QT_ASSIGN_OR_RETURN(auto x, reader.load(run));
-    auto out = (*session)->run(x, observe);
-    if (!out) return out.status().with_context(model_path + ", --data " + reader.describe(run));
-  }
+  QT_RETURN_IF_ERROR(run_float(graph, data, model_path, "calibration", observe));
   Calibration c;
   for (const auto& name : profiled) {
     auto it = collector.tensors().find(name);
@@ -53,18 +65,9 @@ quant::Expected<std::map<std::string, double>> search_smooth_alphas(const quant:
                                                                     const std::string& model_path,
                                                                     const quant::profile::Profile& profile,
                                                                     std::vector<std::string>& notes) {
-  QT_ASSIGN_OR_RETURN(auto reader, DataReader::create(data, graph, model_path));
-  quant::interp::SessionOptions options;
-  options.threads = default_threads();
-  auto session = quant::interp::Session::create(graph, options);
-  if (!session) return session.status().with_context(model_path + " (float graph for --smooth-quant=auto)");
   quant::passes::RowSampler sampler(graph, kSmoothRows);
-  auto observe = [&](const quant::ir::Value& v, const quant::Tensor& t) { sampler.observe(v, t); };
-  for (size_t run = 0; run < reader.runs(); ++run) {
-    QT_ASSIGN_OR_RETURN(auto x, reader.load(run));
-    auto out = (*session)->run(x, observe);
-    if (!out) return out.status().with_context(model_path + ", --data " + reader.describe(run));
-  }
+  QT_RETURN_IF_ERROR(run_float(graph, data, model_path, "--smooth-quant=auto",
+                               [&](const quant::ir::Value& v, const quant::Tensor& t) { sampler.observe(v, t); }));
   std::map<std::string, double> alphas;
   for (const auto& group : quant::passes::find_smooth_groups(graph)) {
     const std::string& name = group.input->name();
