@@ -13,6 +13,9 @@ inside the branches of an If, as Silero VAD keeps its 18 Conv and 2 LSTM.
         DIR/loop_mm.onnx  x[1,32] -> Loop(4 iterations; body: acc = Relu(acc @ W) + x, W[32,32]
             an initializer of the body, x read from outside) -> y[1,32]
         DIR/loop_mm_in/  four .npy samples
+        DIR/scan_mm.onnx  x[6,32] -> Scan(over x's rows; state h[1,32] from a zero initializer;
+            body: h = Relu(h @ W + x_t @ U), W and U [32,32] initializers of the body) -> h_last[1,32], hs[6,1,32]
+        DIR/scan_mm_in/  four .npy samples
     subgraph_models.py check_profile PROFILE.json
         the profile lists the branches' tensors as branches/<then|else>_branch/<name>
         with counts of the samples that took each branch, and the Loop body's
@@ -149,6 +152,40 @@ def make_loop_mm(d):
         np.save(os.path.join(d, "loop_mm_in", "%04d.npy" % i), rng.standard_normal((1, 32)).astype(f32))
 
 
+def make_scan_mm(d):
+    rng = np.random.default_rng(11)
+    os.makedirs(os.path.join(d, "scan_mm_in"), exist_ok=True)
+    w = (rng.standard_normal((32, 32)) / np.sqrt(32)).astype(f32)
+    u = (rng.standard_normal((32, 32)) / np.sqrt(32)).astype(f32)
+    body = helper.make_graph(
+        [helper.make_node("Unsqueeze", ["x_t", "zero_axis"], ["x_row"], name="row"),
+         helper.make_node("MatMul", ["h", "w"], ["hw"], name="mm_h"),
+         helper.make_node("MatMul", ["x_row", "u"], ["xu"], name="mm_x"),
+         helper.make_node("Add", ["hw", "xu"], ["pre"], name="sum"),
+         helper.make_node("Relu", ["pre"], ["h_next"], name="act"),
+         helper.make_node("Identity", ["h_next"], ["h_out"], name="emit")],
+        "scan_body",
+        [helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, 32]),
+         helper.make_tensor_value_info("x_t", TensorProto.FLOAT, [32])],
+        [helper.make_tensor_value_info("h_next", TensorProto.FLOAT, [1, 32]),
+         helper.make_tensor_value_info("h_out", TensorProto.FLOAT, [1, 32])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(u, "u"),
+         numpy_helper.from_array(np.array([0], np.int64), "zero_axis")])
+    g = helper.make_graph(
+        [helper.make_node("Scan", ["h0", "x"], ["h_last", "hs"], name="scan", body=body, num_scan_inputs=1)],
+        "scan_mm_model",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 32])],
+        [helper.make_tensor_value_info("h_last", TensorProto.FLOAT, [1, 32]),
+         helper.make_tensor_value_info("hs", TensorProto.FLOAT, [6, 1, 32])],
+        [numpy_helper.from_array(np.zeros((1, 32), f32), "h0")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(d, "scan_mm.onnx"))
+    for i in range(4):
+        np.save(os.path.join(d, "scan_mm_in", "%04d.npy" % i), rng.standard_normal((6, 32)).astype(f32))
+
+
 def check_profile(path):
     t = json.load(open(path))["tensors"]
     names = sorted(t)
@@ -224,6 +261,7 @@ if __name__ == "__main__":
         make(sys.argv[2])
         make_loop(sys.argv[2])
         make_loop_mm(sys.argv[2])
+        make_scan_mm(sys.argv[2])
     elif sys.argv[1] == "check_profile":
         check_profile(sys.argv[2])
     elif sys.argv[1] == "check_loop_profile":

@@ -58,18 +58,31 @@ both "$tmp/dyn.onnx" "$tmp/m/in" dyn
 snr "dynamic ORT vs float" "$tmp/float" "$tmp/ort_dyn" 25
 snr "dynamic qrun vs float" "$tmp/float" "$tmp/qrun_dyn" 25
 # A Loop whose body holds a MatMul (its weight a body initializer) and reads x
-# from outside: static (profile entries loop/body/*, every iteration) and
-# dynamic; qrun lowers the body's MatMul and matches ONNX Runtime within 1e-6
-# (measured 0 for both).
-"$bin/qprofile" "$tmp/m/loop_mm.onnx" --data "$tmp/m/loop_mm_in" -o "$tmp/loop.json" --quiet
-"$bin/qconvert" "$tmp/m/loop_mm.onnx" --profile "$tmp/loop.json" -o "$tmp/loop_static.onnx"
-"$bin/qconvert" "$tmp/m/loop_mm.onnx" --dynamic -o "$tmp/loop_dyn.onnx"
+# from outside, and a Scan over x's rows whose body holds two MatMuls (state
+# h @ W and row x_t @ U): static (profile entries loop/body/*, scan/body/*,
+# every iteration) and dynamic; qrun lowers the bodies' MatMuls and matches
+# ONNX Runtime within 1e-6 (measured 0 for all four).
+for cf in loop scan; do
+  "$bin/qprofile" "$tmp/m/${cf}_mm.onnx" --data "$tmp/m/${cf}_mm_in" -o "$tmp/$cf.json" --quiet
+  "$bin/qconvert" "$tmp/m/${cf}_mm.onnx" --profile "$tmp/$cf.json" -o "$tmp/${cf}_static.onnx"
+  "$bin/qconvert" "$tmp/m/${cf}_mm.onnx" --dynamic -o "$tmp/${cf}_dyn.onnx"
+  node "$src/tests/interop/ort_run.js" "$tmp/m/${cf}_mm.onnx" "$tmp/m/${cf}_mm_in" "$tmp/${cf}_float" >/dev/null
+  for mode in static dyn; do
+    both "$tmp/${cf}_$mode.onnx" "$tmp/m/${cf}_mm_in" "${cf}_$mode"
+    /usr/bin/python3 "$src/tests/interop/make_lstm_models.py" maxdiff "$tmp/qrun_${cf}_$mode" "$tmp/ort_${cf}_$mode" 1e-6
+    snr "$cf $mode ORT vs float" "$tmp/${cf}_float" "$tmp/ort_${cf}_$mode" 30
+  done
+done
 "$bin/qrun" "$tmp/loop_static.onnx" --explain | grep -q "loop/body: MatMul node 'mm' -> QLinearMatMul" ||
   { echo "FAIL: Loop body not lowered"; exit 1; }
-node "$src/tests/interop/ort_run.js" "$tmp/m/loop_mm.onnx" "$tmp/m/loop_mm_in" "$tmp/loop_float" >/dev/null
-for mode in static dyn; do
-  both "$tmp/loop_$mode.onnx" "$tmp/m/loop_mm_in" "loop_$mode"
-  /usr/bin/python3 "$src/tests/interop/make_lstm_models.py" maxdiff "$tmp/qrun_loop_$mode" "$tmp/ort_loop_$mode" 1e-6
-  snr "Loop $mode ORT vs float" "$tmp/loop_float" "$tmp/ort_loop_$mode" 30
+"$bin/qrun" "$tmp/scan_static.onnx" --explain >"$tmp/scan_explain.txt"
+for mm in mm_h mm_x; do
+  grep -q "scan/body: MatMul node '$mm' -> QLinearMatMul" "$tmp/scan_explain.txt" ||
+    { echo "FAIL: Scan body's $mm not lowered:"; cat "$tmp/scan_explain.txt"; exit 1; }
 done
+/usr/bin/python3 - "$tmp/scan.json" <<'EOF2'
+import json, sys
+t = json.load(open(sys.argv[1]))["tensors"]
+assert t["scan/body/hw"]["count"] == 4 * 6 * 32, t["scan/body/hw"]  # 4 samples x 6 rows x 32 values
+EOF2
 echo "subgraph interop ok"
