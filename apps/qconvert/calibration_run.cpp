@@ -22,6 +22,7 @@ quant::Status run_float(const quant::ir::Graph& graph, const DataFlags& data, co
   QT_ASSIGN_OR_RETURN(auto reader, DataReader::create(data, graph, model_path));
   quant::interp::SessionOptions options;
   options.threads = default_threads();
+  options.release_mapped_weights = true;
   auto session = quant::interp::Session::create(graph, options);
   if (!session) return session.status().with_context(model_path + " (float graph for " + purpose + ")");
   for (size_t run = 0; run < reader.runs(); ++run) {

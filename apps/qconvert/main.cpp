@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -351,6 +352,13 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
       if (static_cast<int64_t>(t.byte_size()) < f.external_threshold) return t;
       return writer->spill(std::move(t));
     };
+    opt.spill_bytes = [&](quant::DType d, const quant::Dims& shape, const void* bytes) -> quant::Expected<quant::Tensor> {
+      const int64_t size = quant::element_count(shape) * static_cast<int64_t>(quant::dtype_size(d));
+      if (size >= f.external_threshold) return writer->spill_bytes(d, shape, bytes);
+      quant::Tensor t(d, shape);
+      std::memcpy(t.raw(), bytes, static_cast<size_t>(size));
+      return t;
+    };
   }
   QT_RETURN_IF_ERROR(upgrade_opset(f, *graph, quant::passes::dynamic_opset_need(opt), notes, nullptr));
   QT_RETURN_IF_ERROR(prepare_graph(f, *graph, notes));
@@ -368,6 +376,7 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
   // inline in the body, so they do not stream to the data file.
   quant::passes::DynamicOptions body_opt = opt;
   body_opt.spill = nullptr;
+  body_opt.spill_bytes = nullptr;
   QT_RETURN_IF_ERROR(quant::passes::rewrite_bodies(
                          *graph, [&](quant::ir::Graph& body, const std::string&) { return quant::passes::quantize_dynamic(body, body_opt); },
                          &*report)

@@ -63,6 +63,7 @@ Status profile_model(const Flags& f) {
   QT_ASSIGN_OR_RETURN(auto data, qtool::DataReader::create(f.data, *graph, f.model));
   quant::interp::SessionOptions options;
   options.threads = qtool::split_threads(data.runs(), f.collect.threads).kernel_threads;
+  options.release_mapped_weights = true;  // profiling memory flat in model size (DESIGN "Large models")
   auto session_or = quant::interp::Session::create(*graph, options);
   if (!session_or) return session_or.status().with_context(f.model);
   auto session = std::move(session_or).value();

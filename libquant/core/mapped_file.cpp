@@ -34,6 +34,11 @@ Expected<std::shared_ptr<MappedRegion>> MappedRegion::map(const std::string& pat
   return r;
 }
 
+bool MappedRegion::release_pages() const {
+  if (!base_ || written_.load(std::memory_order_relaxed)) return false;
+  return ::madvise(base_, mapped_, MADV_DONTNEED) == 0;
+}
+
 MappedRegion::~MappedRegion() {
   if (base_) ::munmap(base_, mapped_);
 }

@@ -2,6 +2,7 @@
 // live in a model's external data file (DESIGN "Large models").
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -31,6 +32,19 @@ class MappedRegion {
   int64_t offset() const { return offset_; }
   int64_t length() const { return length_; }
 
+  // Tensor's non-const accessors call this: the bytes may have been written
+  // (copy-on-write pages that exist only in this process). Conservative: a
+  // pointer asked for is counted as a write.
+  void note_write() const { written_.store(true, std::memory_order_relaxed); }
+  // Gives the touched pages back (madvise MADV_DONTNEED) unless note_write()
+  // was called: they are clean copies of the file's page cache, so a later
+  // read maps them again with the same bytes, from any thread, and a reader
+  // running meanwhile only faults them in again. Returns whether it released.
+  // Sessions call it after a step read a large mapped weight, so that a run
+  // over a model larger than memory holds one layer's weights at a time
+  // (DESIGN "Large models").
+  bool release_pages() const;
+
  private:
   MappedRegion() = default;
   std::byte* base_ = nullptr;  // page-aligned start of the mapping
@@ -39,6 +53,7 @@ class MappedRegion {
   std::string path_;
   int64_t offset_ = 0;
   int64_t length_ = 0;
+  mutable std::atomic<bool> written_{false};
 };
 
 }  // namespace quant

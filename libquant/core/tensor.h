@@ -107,7 +107,12 @@ class Tensor {
   // Same bytes, new shape with the same element count (Reshape).
   void reshape(Dims shape);
 
-  void* raw() { return bytes_; }
+  // Non-const access to a mapped tensor marks its region as maybe written
+  // (MappedRegion::note_write), so that its pages are never given back.
+  void* raw() {
+    if (mapped_) mapped_->note_write();
+    return bytes_;
+  }
   const void* raw() const { return bytes_; }
   template <class T>
   T* data() { return static_cast<T*>(raw()); }

@@ -65,6 +65,12 @@ struct SessionOptions {
   // When set, kernels computing a saturating dot product add their pair
   // counts here under the node's name.
   std::shared_ptr<SaturationLog> saturation;
+  // After each step, the mapped weights of 1 MiB or more it read give their
+  // pages back (MappedRegion::release_pages), so a float run over a model
+  // larger than memory holds about one weight at a time (qprofile, qconvert's
+  // calibration; DESIGN "Large models"). Each run then reads them from the
+  // page cache again, so qrun, which may run many times, leaves it off.
+  bool release_mapped_weights = false;
 };
 
 // Everything a kernel factory may read: the node and the model's opset for its domain.

@@ -210,7 +210,7 @@ Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph, const
                   : n->op_type == "Conv"     ? make_conv_fused(ctx, act, residual)
                                              : make_add_fused(ctx, act);
     if (!kernel) return kernel.status().with_context(n->describe());
-    Step step{n, std::move(kernel).value(), {}, {}, {}};
+    Step step{n, std::move(kernel).value(), {}, {}, {}, {}};
     for (const ir::Value* v : n->inputs) step.inputs.push_back(v ? slot(v) : -1);
     if (residual) {
       // make_conv_fused reads the residual as input 3, after an optional bias.
@@ -270,6 +270,13 @@ Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph, const
   for (int out : s->output_slots_) last_use[static_cast<size_t>(out)] = -2;
   for (size_t v = 0; v < n_slots; ++v)
     if (last_use[v] >= 0 && !s->constant_slots_[v]) s->steps_[static_cast<size_t>(last_use[v])].release_after.push_back(static_cast<int>(v));
+
+  if (options.release_mapped_weights)
+    for (Step& step : s->steps_)
+      for (int in : step.inputs) {
+        const Tensor* c = in >= 0 ? s->constant_slots_[static_cast<size_t>(in)] : nullptr;
+        if (c && c->mapping() && c->byte_size() >= (size_t{1} << 20)) step.release_mapped.push_back(c->mapping());
+      }
 
   // Memory plan: every value a step produces, released after its last use,
   // gets a buffer (buffer_plan.h); sizes from the model's static shapes.
@@ -512,6 +519,7 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
       ptr[static_cast<size_t>(o)] = &owned[static_cast<size_t>(o)];
       if (observer) observer(*slot_values_[static_cast<size_t>(o)], owned[static_cast<size_t>(o)]);
     }
+    for (const MappedRegion* m : step.release_mapped) m->release_pages();
     for (int r : step.release_after) {
       const int b = buffer_of_slot[static_cast<size_t>(r)];
       // A value written over in place holds nothing now (its tensor is the output's).

@@ -134,6 +134,7 @@ class Session {
     std::vector<int> inputs;          // slot per input, -1 for omitted
     std::vector<int> outputs;         // slot per output, -1 for omitted
     std::vector<int> release_after;   // slots whose last use is this step
+    std::vector<const MappedRegion*> release_mapped;  // SessionOptions::release_mapped_weights
   };
 
   const ir::Graph& graph_;

@@ -31,7 +31,11 @@ Expected<ExternalRef> ExternalDataWriter::append(const Tensor& t) {
   std::string int4;
   if (packed) int4 = pack_int4(t);
   const void* bytes = packed ? static_cast<const void*>(int4.data()) : t.raw();
-  const auto size = static_cast<int64_t>(packed ? int4.size() : t.byte_size());
+  return append_bytes(bytes, static_cast<int64_t>(packed ? int4.size() : t.byte_size()));
+}
+
+Expected<ExternalRef> ExternalDataWriter::append_bytes(const void* bytes, int64_t size) {
+  if (fd_ < 0) return Status::internal(path_ + ": external data file is already committed");
   const int64_t align = size >= 4096 ? 4096 : 64;
   const int64_t offset = (end_ + align - 1) / align * align;
   if (offset > end_) {
@@ -58,6 +62,15 @@ Expected<Tensor> ExternalDataWriter::spill(Tensor t) {
   // commit() renames it (a mapping holds the file, not the name).
   QT_ASSIGN_OR_RETURN(auto region, MappedRegion::map(tmp_, ref.offset, ref.length));
   return Tensor::mapped(d, t.shape(), std::move(region));
+}
+
+Expected<Tensor> ExternalDataWriter::spill_bytes(DType dtype, const Dims& shape, const void* bytes) {
+  if (dtype == DType::Bool || dtype == DType::String || dtype == DType::Int4 || dtype == DType::UInt4)
+    return Status::internal(path_ + ": spill_bytes takes types stored as they are in memory");
+  const auto size = static_cast<int64_t>(element_count(shape) * static_cast<int64_t>(dtype_size(dtype)));
+  QT_ASSIGN_OR_RETURN(ExternalRef ref, append_bytes(bytes, size));
+  QT_ASSIGN_OR_RETURN(auto region, MappedRegion::map(tmp_, ref.offset, ref.length));
+  return Tensor::mapped(dtype, shape, std::move(region));
 }
 
 std::optional<ExternalRef> ExternalDataWriter::find(const Tensor& t) const {

@@ -33,6 +33,10 @@ class ExternalDataWriter {
   // if read. Types whose file form is not their memory form (Bool, String,
   // int4) are returned as they are.
   Expected<Tensor> spill(Tensor t);
+  // As spill, for `bytes` (the memory form of a `dtype` tensor of `shape`,
+  // not Bool, String or int4) that the caller keeps in a buffer it reuses:
+  // no tensor is allocated for them (DESIGN "Large models").
+  Expected<Tensor> spill_bytes(DType dtype, const Dims& shape, const void* bytes);
   // Where `t`'s bytes already are in this file (a tensor spill() returned), or nullptr.
   std::optional<ExternalRef> find(const Tensor& t) const;
 
@@ -43,6 +47,7 @@ class ExternalDataWriter {
 
  private:
   ExternalDataWriter() = default;
+  Expected<ExternalRef> append_bytes(const void* bytes, int64_t size);
   std::string path_;      // final name
   std::string tmp_;       // temporary file while writing
   std::string location_;  // file name relative to the model's folder

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #if defined(__GLIBC__)
@@ -140,6 +141,7 @@ class DynamicBuilder {
                                       std::string& how);
   std::string rewrite_conv(ir::Node* n);
   ir::Value* constant(const std::string& base, Tensor t);
+  ir::Value* constant_bytes(const std::string& base, DType dtype, const Dims& shape, const void* bytes);
   ir::Value* rescale(ir::Node* before, const std::string& base, ir::Value* acc, const DynamicInput& in,
                      Tensor w_scale, ir::Value* out, const std::optional<Tensor>& bias);
   void release_unused_weights(const std::vector<ir::Value*>& inputs);
@@ -150,10 +152,15 @@ class DynamicBuilder {
   std::map<const ir::Value*, DynamicInput> dynamic_inputs_;  // one DynamicQuantizeLinear per activation
   std::multimap<size_t, ir::Value*> constants_by_hash_;     // content hash -> constants made
   Status spill_status_;
+  // int8 codes of the weight being rewritten (DynamicOptions::spill_bytes):
+  // kept from one weight to the next, so its pages are neither faulted in
+  // nor zeroed again per weight (a tenth of an int8 conversion's CPU).
+  std::unique_ptr<int8_t[]> codes_;
+  size_t codes_size_ = 0;
 };
 
-bool same_content(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.byte_size()) == 0;
+bool same_content(const Tensor& a, DType dtype, const Dims& shape, const void* bytes) {
+  return a.dtype() == dtype && a.shape() == shape && std::memcmp(a.raw(), bytes, a.byte_size()) == 0;
 }
 
 // Exporters share one initializer between layers with equal weights (PyTorch
@@ -164,26 +171,51 @@ bool same_content(const Tensor& a, const Tensor& b) {
 // the size and the first and last 4 KiB only: hashing every byte of every
 // quantized weight was 6% of a large model's int8 conversion, and the full
 // comparison decides anyway.
-size_t content_hash(const Tensor& t) {
+size_t content_hash(const void* raw, size_t n) {
   constexpr size_t kEdge = 4096;
-  const auto* bytes = static_cast<const char*>(t.raw());
-  const size_t n = t.byte_size();
+  const auto* bytes = static_cast<const char*>(raw);
   std::hash<std::string_view> h;
   if (n <= 2 * kEdge) return h(std::string_view(bytes, n));
   return h(std::string_view(bytes, kEdge)) ^ (h(std::string_view(bytes + n - kEdge, kEdge)) * 31) ^ (n * 0x9e3779b97f4a7c15ULL);
 }
 
 ir::Value* DynamicBuilder::constant(const std::string& base, Tensor t) {
-  const size_t hash = content_hash(t);
+  const size_t hash = content_hash(t.raw(), t.byte_size());
   auto [first, last] = constants_by_hash_.equal_range(hash);
   for (auto it = first; it != last; ++it)
-    if (same_content(*it->second->constant, t)) return it->second;
+    if (same_content(*std::as_const(it->second->constant), t.dtype(), t.shape(), std::as_const(t).raw())) return it->second;
   if (o_.spill && spill_status_.is_ok()) {
     auto spilled = o_.spill(std::move(t));
     if (!spilled) spill_status_ = spilled.status();
     else t = *std::move(spilled);
   }
   ir::Value* v = add_constant(g_, base, std::move(t));
+  constants_by_hash_.emplace(hash, v);
+  return v;
+}
+
+// constant() for bytes in a reused buffer (DynamicOptions::spill_bytes):
+// equal constants are found before anything is written, and only a new one
+// is copied, straight into the data file.
+ir::Value* DynamicBuilder::constant_bytes(const std::string& base, DType dtype, const Dims& shape, const void* bytes) {
+  const size_t n = static_cast<size_t>(element_count(shape)) * dtype_size(dtype);
+  if (!o_.spill_bytes || !spill_status_.is_ok()) {
+    Tensor t(dtype, shape);
+    std::memcpy(t.raw(), bytes, n);
+    return constant(base, std::move(t));
+  }
+  const size_t hash = content_hash(bytes, n);
+  auto [first, last] = constants_by_hash_.equal_range(hash);
+  for (auto it = first; it != last; ++it)
+    if (same_content(*std::as_const(it->second->constant), dtype, shape, bytes)) return it->second;
+  auto spilled = o_.spill_bytes(dtype, shape, bytes);
+  if (!spilled) {
+    spill_status_ = spilled.status();
+    Tensor t(dtype, shape);
+    std::memcpy(t.raw(), bytes, n);
+    spilled = std::move(t);
+  }
+  ir::Value* v = add_constant(g_, base, *std::move(spilled));
   constants_by_hash_.emplace(hash, v);
   return v;
 }
@@ -282,16 +314,36 @@ void DynamicBuilder::rewrite_int8_linear(ir::Node* n, Linear& l) {
   const int64_t K = w.dim(0), N = w.dim(1);
   // Symmetric int8 per output column (axis 1 of [K, N]), zero point 0.
   QuantParams p = calib::choose_weight_params(w, 1, DType::Int8, calib::Schema::Symmetric);
-  Tensor q(DType::Int8, {K, N});
+  // Streaming round to nearest: the codes go to the reused buffer and from
+  // there straight to the data file; the same bytes as the tensor `q`.
+  const bool reuse = o_.spill_bytes && o_.rounding == calib::WeightRounding::Rtn && o_.weight_pair_bound <= 0;
+  const auto count = static_cast<size_t>(K * N);
+  Tensor q(DType::Int8, reuse ? Dims{0} : Dims{K, N});
+  int8_t* codes = q.data<int8_t>();
+  if (reuse) {
+    if (codes_size_ < count) {
+      codes_.reset();
+      codes_.reset(new int8_t[count]);  // not zero-filled: every byte is written next
+      codes_size_ = count;
+    }
+    codes = codes_.get();
+  }
   std::string method = "absmax per column, int8 symmetric";
-  if (o_.rounding == calib::WeightRounding::Rtn) {
-    kernels::quantize_linear<int8_t>(w.data<float>(), q.data<int8_t>(), K, N, 1, p.scale.data(), nullptr, 0, N);
+  if (reuse && o_.uint8_weights) {
+    // The uint8 codes at once: saturate(round(w / s) + 128) to [0, 255] is
+    // the int8 code's saturate(round(w / s)) to [-128, 127] plus 128, NaN
+    // included (zero point 128), so no second pass adds 128.
+    const std::vector<uint8_t> zp(static_cast<size_t>(N), 128);
+    kernels::quantize_linear<uint8_t>(w.data<float>(), reinterpret_cast<uint8_t*>(codes), K, N, 1, p.scale.data(),
+                                      zp.data(), 0, N);
+  } else if (o_.rounding == calib::WeightRounding::Rtn) {
+    kernels::quantize_linear<int8_t>(w.data<float>(), codes, K, N, 1, p.scale.data(), nullptr, 0, N);
   } else {
     // One group per output column: per channel.
     const calib::RoundedWeights r = round_weights(*n, transposed(w), K, calib::kInt8Symmetric, method);
     p.scale = r.scale;
     for (int64_t k = 0; k < K; ++k)
-      for (int64_t c = 0; c < N; ++c) q.data<int8_t>()[k * N + c] = r.q[static_cast<size_t>(c * K + k)];
+      for (int64_t c = 0; c < N; ++c) codes[k * N + c] = r.q[static_cast<size_t>(c * K + k)];
   }
   if (const int32_t bound = o_.weight_pair_bound; bound > 0) {
     // MatMulInteger's K pairs (2j, 2j + 1) of each column (kernels/qdot_sat16.h).
@@ -299,21 +351,26 @@ void DynamicBuilder::rewrite_int8_linear(ir::Node* n, Linear& l) {
     if (changed) method += ", " + std::to_string(changed) + " pairs bounded to |w0| + |w1| <= " + std::to_string(bound);
   }
   const std::string base = n->name.empty() ? n->outputs[0]->name() : n->name;
+  const std::string qname = n->inputs[1]->name() + "_quantized";
   DynamicInput in = quantized_input(n, l.x);
   std::vector<ir::Value*> inputs = {in.q, nullptr, in.zero_point};
   if (o_.uint8_weights) {
     // The symmetric int8 codes + 128 with zero point 128: the same values.
-    Tensor u(DType::UInt8, {K, N});
-    const int8_t* qs = q.data<int8_t>();
-    uint8_t* us = u.data<uint8_t>();
-    for (int64_t i = 0; i < K * N; ++i) us[i] = static_cast<uint8_t>(qs[i] + 128);
-    inputs[1] = constant(n->inputs[1]->name() + "_quantized", std::move(u));
+    if (reuse) {
+      inputs[1] = constant_bytes(qname, DType::UInt8, {K, N}, codes);  // made uint8 above
+    } else {
+      Tensor u(DType::UInt8, {K, N});
+      const int8_t* qs = q.data<int8_t>();
+      uint8_t* us = u.data<uint8_t>();
+      for (int64_t i = 0; i < K * N; ++i) us[i] = static_cast<uint8_t>(qs[i] + 128);
+      inputs[1] = constant(qname, std::move(u));
+    }
     inputs.push_back(constant(n->inputs[1]->name() + "_zero_point", Tensor::scalar<uint8_t>(128)));
     method += ", stored as uint8 + 128";
     p.qtype = DType::UInt8;
     p.zero_point.assign(static_cast<size_t>(N), 128);
   } else {
-    inputs[1] = constant(n->inputs[1]->name() + "_quantized", std::move(q));
+    inputs[1] = reuse ? constant_bytes(qname, DType::Int8, {K, N}, codes) : constant(qname, std::move(q));
   }
   ir::Value* acc = new_value(g_, base + "_int32", DType::Int32);
   g_.insert_node(n, "MatMulInteger", inputs, {acc}, g_.unique_name(base + "_MatMulInteger"));

@@ -70,6 +70,11 @@ struct DynamicOptions {
   // it, e.g. its bytes written to the output's external data file and mapped
   // back. Unset: weights stay in memory.
   std::function<Expected<Tensor>(Tensor)> spill;
+  // As spill, for the bytes of a `dtype` tensor of `shape` in a buffer the
+  // pass reuses for every weight (int8 codes; no tensor is allocated and
+  // zero-filled per weight). Unset: such weights become tensors and go
+  // through spill.
+  std::function<Expected<Tensor>(DType, const Dims&, const void*)> spill_bytes;
   calib::WeightRounding rounding = calib::WeightRounding::Rtn;
   // gptq: node name -> the sums of its input rows (passes/hessian_collector.h);
   // a layer without one is rounded to nearest, with a report note.

@@ -1,13 +1,16 @@
 // MatMul and Gemm weights mapped from external data are not packed when the
 // session is made (ops_nn.cpp prepacked_weight: a packed copy would double a
 // large model in memory); each run packs as it goes. The outputs must be the
-// same bits as with the weight in memory.
+// same bits as with the weight in memory. Sessions with
+// SessionOptions::release_mapped_weights give the mapped pages back after
+// the step that read them (qprofile on models larger than memory).
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -42,8 +45,19 @@ Tensor mapped_copy(const Tensor& w, std::string& path) {
   return Tensor::mapped(DType::Float32, w.shape(), *std::move(region));
 }
 
-// Y of one `op` node reading x (a graph input) and the constant weight w.
-Tensor run_linear(const std::string& op, const Tensor& x, Tensor w, bool trans_b) {
+// This process's resident memory in bytes (/proc/self/statm), mapped file pages included.
+int64_t resident_bytes() {
+  std::ifstream f("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  f >> size >> resident;
+  REQUIRE(f);
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+// Y of one `op` node reading x (a graph input) and the constant weight w;
+// `rss_growth` gets how much resident memory the run (its first) added.
+Tensor run_linear(const std::string& op, const Tensor& x, Tensor w, bool trans_b,
+                  const quant::interp::SessionOptions& options = {}, int64_t* rss_growth = nullptr) {
   quant::ir::Graph g;
   g.opset_imports[""] = 13;
   quant::ir::Value* in = g.add_value("x");
@@ -56,10 +70,15 @@ Tensor run_linear(const std::string& op, const Tensor& x, Tensor w, bool trans_b
   quant::ir::Node* n = g.add_node(op, {in, wv}, {out}, "node");
   if (trans_b) n->attributes["transB"] = quant::ir::Attribute::of_int(1);
   g.outputs = {out};
-  auto session = quant::interp::Session::create(g, {});
+  auto session = quant::interp::Session::create(g, options);
   REQUIRE(session);
+  const int64_t before = resident_bytes();
   auto y = (*session)->run({x});
   REQUIRE(y);
+  if (rss_growth) *rss_growth = resident_bytes() - before;
+  auto again = (*session)->run({x});  // a released weight is read back the same
+  REQUIRE(again);
+  REQUIRE(std::memcmp((*again)[0].raw(), (*y)[0].raw(), (*y)[0].byte_size()) == 0);
   return (*y)[0];
 }
 
@@ -83,4 +102,44 @@ TEST_CASE("MatMul and Gemm give the same bits with a mapped (not prepacked) weig
       CHECK(std::memcmp(in_memory.raw(), from_map.raw(), in_memory.byte_size()) == 0);
     }
   }
+}
+
+TEST_CASE("A mapped region gives back its clean pages, never written ones", "[core][mapped]") {
+  const Tensor w = random_tensor({2048, 1024}, 3);  // 8 MiB
+  std::string path;
+  const Tensor mapped = mapped_copy(w, path);
+  const int64_t before = resident_bytes();
+  CHECK(std::memcmp(mapped.raw(), w.raw(), w.byte_size()) == 0);  // touches every page
+  const int64_t touched = resident_bytes();
+  CHECK(touched - before >= (7 << 20));
+  REQUIRE(mapped.mapping()->release_pages());
+  CHECK(touched - resident_bytes() >= (7 << 20));
+  CHECK(std::memcmp(mapped.raw(), w.raw(), w.byte_size()) == 0);  // read back from the file
+
+  // Once a non-const pointer was handed out, the pages may hold this process's
+  // writes: they stay.
+  std::remove(path.c_str());
+  Tensor written = mapped_copy(w, path);
+  written.data<float>()[5] = 42.0f;
+  CHECK_FALSE(written.mapping()->release_pages());
+  CHECK(written.data<float>()[5] == 42.0f);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("A session with release_mapped_weights runs a mapped MatMul weight without keeping its pages",
+          "[interp][matmul]") {
+  const int64_t M = 2, K = 1024, N = 2048;  // an 8 MiB weight
+  const Tensor x = random_tensor({M, K}, 4);
+  const Tensor w = random_tensor({K, N}, 5);
+  std::string path, path2;
+  quant::interp::SessionOptions release;
+  release.release_mapped_weights = true;
+  int64_t kept = 0, released = 0;
+  const Tensor y_kept = run_linear("MatMul", x, mapped_copy(w, path), false, {}, &kept);
+  const Tensor y_released = run_linear("MatMul", x, mapped_copy(w, path2), false, release, &released);
+  std::remove(path.c_str());
+  std::remove(path2.c_str());
+  CHECK(kept >= (7 << 20));
+  CHECK(released < (2 << 20));
+  CHECK(std::memcmp(y_kept.raw(), y_released.raw(), y_kept.byte_size()) == 0);
 }

@@ -6,8 +6,11 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "libquant/core/file_util.h"
 #include "libquant/interp/session.h"
@@ -249,5 +252,26 @@ TEST_CASE("the dynamic pass streaming keeps each quantized weight in the data fi
     ref += want[i] * want[i];
   }
   CHECK(10 * std::log10(ref / err) > 30);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("spill_bytes writes a caller's buffer once and maps it back; int4 and Bool are refused", "[io][external]") {
+  const fs::path dir = fresh_dir("spill_bytes");
+  auto w = quant::io::ExternalDataWriter::create(quant::onnx_io::external_data_path((dir / "b.onnx").string()));
+  REQUIRE(w.has_value());
+  std::vector<int8_t> codes(5000);
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<int8_t>(i * 7);
+  auto t = (*w)->spill_bytes(quant::DType::Int8, {50, 100}, codes.data());
+  REQUIRE(t.has_value());
+  REQUIRE(t->mapping() != nullptr);
+  CHECK(t->shape() == quant::Dims{50, 100});
+  CHECK(std::memcmp(std::as_const(*t).raw(), codes.data(), codes.size()) == 0);
+  CHECK((*w)->bytes_written() == 5000);
+  REQUIRE((*w)->find(*t).has_value());
+  CHECK((*w)->find(*t)->offset == 0);
+  CHECK_FALSE((*w)->spill_bytes(quant::DType::Int4, {10}, codes.data()).has_value());
+  CHECK_FALSE((*w)->spill_bytes(quant::DType::Bool, {10}, codes.data()).has_value());
+  CHECK((*w)->bytes_written() == 5000);
+  w->reset();
   fs::remove_all(dir);
 }

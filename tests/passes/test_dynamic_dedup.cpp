@@ -1,11 +1,15 @@
 // qconvert --dynamic stores quantized weights of equal content once
 // (passes/dynamic.cpp DynamicBuilder::constant): found by a hash of the size
 // and the first and last 4 KiB, decided by comparing every byte. Weights
-// equal at both ends but not in the middle must stay apart.
+// equal at both ends but not in the middle must stay apart. The streaming
+// int8 path (DynamicOptions::spill_bytes: codes in a reused buffer, written
+// out only when new) makes the same constants.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <utility>
 
 #include "libquant/passes/dynamic.h"
 
@@ -88,5 +92,52 @@ TEST_CASE("dynamic quantization stores equal weights once and keeps different on
     CHECK(std::equal(pa, pa + 4096, pc));
     CHECK(std::equal(pa + a.byte_size() - 4096, pa + a.byte_size(), pc + c.byte_size() - 4096));
     CHECK_FALSE(std::equal(pa, pa + a.byte_size(), pc));
+  }
+}
+
+TEST_CASE("int8 codes through spill_bytes are the same bytes, deduplicated before they are written", "[passes][dynamic]") {
+  for (const bool uint8 : {false, true}) {
+    CAPTURE(uint8);
+    quant::passes::DynamicOptions o;
+    o.uint8_weights = uint8;
+    // w_c also gets NaN, +-Inf, -0 and a tie (0.5 of its column's step):
+    // the uint8 codes made at once equal the int8 codes + 128 there too.
+    const auto special = [](Graph& g) {
+      float* c = g.find_value("w_c")->constant->data<float>();
+      const float step = 1.0f / 127.0f;  // column 5's absmax is 1 (the ramp's -1)
+      c[0] = std::nanf("");
+      c[1] = INFINITY;
+      c[2] = -INFINITY;
+      c[3] = -0.0f;
+      c[N + 5] = 0.5f * step;
+      c[2 * N + 5] = -2.5f * step;
+    };
+    auto in_memory = three_linears();
+    special(*in_memory);
+    REQUIRE(quant::passes::quantize_dynamic(*in_memory, o).has_value());
+    auto streamed = three_linears();
+    special(*streamed);
+    int spilled = 0;
+    o.spill_bytes = [&](DType d, const quant::Dims& shape, const void* bytes) -> quant::Expected<Tensor> {
+      ++spilled;
+      Tensor t(d, shape);
+      std::memcpy(t.raw(), bytes, t.byte_size());
+      return t;
+    };
+    REQUIRE(quant::passes::quantize_dynamic(*streamed, o).has_value());
+    CHECK(spilled == 2);  // w_a and w_c; w_b equals w_a
+    const auto a = weights_of(*in_memory, "MatMulInteger"), b = weights_of(*streamed, "MatMulInteger");
+    REQUIRE(a.size() == 3);
+    REQUIRE(b.size() == 3);
+    CHECK(b[0] == b[1]);
+    CHECK(b[0] != b[2]);
+    for (size_t i = 0; i < 3; ++i) {
+      const Tensor &x = *std::as_const(a[i])->constant, &y = *std::as_const(b[i])->constant;
+      CHECK(x.dtype() == (uint8 ? DType::UInt8 : DType::Int8));
+      CHECK(y.dtype() == x.dtype());
+      CHECK(y.shape() == x.shape());
+      CHECK(std::memcmp(x.raw(), y.raw(), x.byte_size()) == 0);
+      CHECK(a[i]->name() == b[i]->name());
+    }
   }
 }
