@@ -249,8 +249,15 @@ bench_targets() {
 #              summary line per model (layers at >= 75% of that peak, the
 #              lowest layer, all layers together);
 #              both run under QTOOL_ISA=avx2, so AVX-512 hosts measure them too.
-# Times are this thread's CPU time (a shared host's other processes' slices
-# do not count), the best of several runs.
+# How it is measured (kernel_bench.cpp, measure_against_peak): every kernel
+# and layer gets a warm-up window, then 11 rounds of [peak loop, >= 25 ms of
+# the layer, peak loop], all in this thread's CPU time (a shared host's other
+# processes' slices do not count); a round's efficiency is the layer's rate
+# over the mean of the two peaks around it (a peak sample is the best of
+# three 1 ms windows), and each figure printed is the median over the rounds,
+# with the lowest and highest round beside it. The peak is thus measured
+# within milliseconds of each layer: clock changes between layers cancel.
+# About 10 s per section.
 # A new section is a function in kernel_bench.cpp, its name below, and (for
 # another ISA) its QTOOL_ISA in the case.
 # ---------------------------------------------------------------------------
