@@ -189,6 +189,56 @@ __attribute__((target("avx2,fma"))) void count_cells_avx2(const float* x, int64_
     if (std::isfinite(x[i])) counts[bin_of(x[i], scale_d, first, last)]++;
 }
 
+// scan_batch_clamped for finite x, 8 values a step: as scan_clamped_avx512
+// (below), whose contract it shares; element i goes to sum lane i % 8 (the
+// low four of a step to lanes 0-3, the high four to 4-7), as the portable
+// scan adds it. Returns false, `out` unspecified, for a NaN or an infinity.
+__attribute__((target("avx2"))) bool scan_clamped_avx2_body(const float* x, int64_t n, float lo, float hi,
+                                                            ClampedScan& out) {
+  const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  __m256 xmin = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  __m256 xmax = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256d y_lo = _mm256_setzero_pd(), y_hi = _mm256_setzero_pd();  // lanes 0-3, 4-7
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    // max then min with v second: a NaN passes through (VMAXPS/VMINPS return
+    // the second operand when either is NaN), as clip() lets it.
+    const __m256 c = _mm256_min_ps(vhi, _mm256_max_ps(vlo, v));
+    xmin = _mm256_min_ps(xmin, v);
+    xmax = _mm256_max_ps(xmax, v);
+    y_lo = _mm256_add_pd(y_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(c)));
+    y_hi = _mm256_add_pd(y_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(c, 1)));
+  }
+  ScalarScan xs, ys;
+  _mm256_storeu_pd(ys.lanes, y_lo);
+  _mm256_storeu_pd(ys.lanes + 4, y_hi);
+  if (!std::all_of(ys.lanes, ys.lanes + kLanes, [](double l) { return std::isfinite(l); })) return false;
+  alignas(32) float mins[kLanes], maxs[kLanes];
+  _mm256_store_ps(mins, xmin);
+  _mm256_store_ps(maxs, xmax);
+  for (int k = 0; k < kLanes; ++k) {
+    xs.min = std::min(xs.min, mins[k]);
+    xs.max = std::max(xs.max, maxs[k]);
+  }
+  for (; i < n; ++i) {
+    xs.step(x[i], 0);
+    ys.step(clip(x[i], lo, hi), static_cast<int>(i % kLanes));
+  }
+  // A NaN in the vector part made a lane sum NaN (clip keeps it; checked
+  // above); an infinity there may be clamped to a finite y, but not out of
+  // x's extremes; the tail's scalar steps count non-finite values instead.
+  if (xs.nan != 0 || xs.inf != 0 || !std::isfinite(xs.min) || !std::isfinite(xs.max)) return false;
+  ys.min = clip(xs.min, lo, hi);
+  ys.max = clip(xs.max, lo, hi);
+  const BatchStats xstats = xs.finish(n);
+  out.y = ys.finish(n);
+  out.x_min = xstats.min;
+  out.x_max = xstats.max;
+  out.x_nan = out.x_inf = 0;
+  return true;
+}
+
 bool cpu_has_avx512() { return kernels::cpu_supports("avx512f"); }
 
 // scan_batch_avx2's statistics and count_cells_avx2's bins in one pass, 16
@@ -366,12 +416,22 @@ ClampedScan scan_batch_clamped_portable(const float* x, int64_t n, float lo, flo
   return out;
 }
 
+bool scan_batch_clamped_avx2(const float* x, int64_t n, float lo, float hi, ClampedScan& out) {
+#if defined(__x86_64__)
+  return batch_scan_uses_avx2() && scan_clamped_avx2_body(x, n, lo, hi, out);
+#else
+  (void)x, (void)n, (void)lo, (void)hi, (void)out;
+  return false;
+#endif
+}
+
 ClampedScan scan_batch_clamped(const float* x, int64_t n, float lo, float hi) {
   assert(lo <= hi);
-#if defined(__x86_64__)
   ClampedScan out;
+#if defined(__x86_64__)
   if (scan_block_available() && scan_clamped_avx512(x, n, lo, hi, out)) return out;
 #endif
+  if (scan_batch_clamped_avx2(x, n, lo, hi, out)) return out;
   return scan_batch_clamped_portable(x, n, lo, hi);
 }
 
