@@ -90,8 +90,13 @@ struct BlockScan {
 };
 BlockScan scan_block(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins);
 
-// Whether scan_block runs on this CPU (AVX-512F); without it Histogram::add
-// makes its two passes with scan_batch and count_cells.
+// The AVX2 version of scan_block alone, 8 values a step (scan_block's own on
+// a CPU with AVX2 but not AVX-512F; tests run it on wider ones): the same
+// results. Only where batch_scan_uses_avx2().
+BlockScan scan_block_avx2(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins);
+
+// Whether scan_block runs on this CPU (AVX-512F, else AVX2); without it
+// Histogram::add makes its two passes with scan_batch and count_cells.
 bool scan_block_available();
 
 }  // namespace quant::profile
