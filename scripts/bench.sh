@@ -317,13 +317,18 @@ bench_targets() {
 #              both run under QTOOL_ISA=avx2, so AVX-512 hosts measure them too.
 # How it is measured (kernel_bench.cpp, measure_against_peak): every kernel
 # and layer gets a warm-up window, then 11 rounds of [peak loop, >= 25 ms of
-# the layer, peak loop], all in this thread's CPU time (a shared host's other
-# processes' slices do not count); a round's efficiency is the layer's rate
-# over the mean of the two peaks around it (a peak sample is the best of
-# three 1 ms windows), and each figure printed is the median over the rounds,
-# with the lowest and highest round beside it. The peak is thus measured
-# within milliseconds of each layer: clock changes between layers cancel.
-# About 10 s per section.
+# calls of the layer, each timed alone, peak loop], all in this thread's CPU
+# time (a shared host's other processes' slices do not count); a round's
+# efficiency is its fastest call's rate over the mean of the two peaks around
+# it (a peak sample is the best of three 1 ms windows), and each figure
+# printed is the median over the rounds, with the lowest and highest round
+# beside it. The peak is thus measured within milliseconds of each layer:
+# clock changes between layers cancel. About 10 s per section. What thread
+# CPU time cannot remove is other processes evicting the layer's data from
+# the caches between time slices: with a load average above the core count
+# every multi-ms layer call is cut, and figures drop by 10-20 points and move
+# from run to run; the load before and after each section is printed, and
+# figures are comparable only from runs at a load below 1.
 # A new section is a function in kernel_bench.cpp, its name below, and (for
 # another ISA) its QTOOL_ISA in the case.
 # ---------------------------------------------------------------------------
@@ -333,10 +338,12 @@ bench_kernels() {
   echo "== kernels: throughput vs the instructions' peak (1 thread); host ISA: $(grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
   pin=$(pin_for 1)
   for s in $sections; do
+    echo "$s: load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
     case $s in
       *-avx2) QTOOL_ISA=avx2 $pin "$bin/kernel_bench" "$s" ;;
       *) $pin "$bin/kernel_bench" "$s" ;;
     esac
+    echo "$s: load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
   done
 }
 
