@@ -101,10 +101,12 @@ mib() { awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
 # printed beside it, and the all-in time per sample too. The pair runs three
 # times and the median per-sample time counts: one pair's difference swung by
 # 20% between bench runs. Prints "PER_MS FIXED_MS ALL_IN_MS RSS_KIB COUNT
-# SMALL"; the profile of all samples is left in OUT/profile_rep.json.
+# SMALL CPU_PER_MS", the last the per-sample time from the two processes' CPU
+# times (user + system) in place of their wall times, the median pair's; the
+# profile of all samples is left in OUT/profile_rep.json.
 qprofile_per_sample() {
   local model=$1 data=$2 out=$3
-  local count small wall_small wall rss pin pair pers=()
+  local count small wall_small wall rss cpu_small cpu pin pair pers=()
   count=$(find "$data" -name '*.npy' | wc -l)
   small=$((count / 4 > 0 ? count / 4 : 1))
   pin=$(pin_for 1)
@@ -113,19 +115,23 @@ qprofile_per_sample() {
   local t0 t1
   for pair in 1 2 3; do
     t0=$EPOCHREALTIME
-    $pin "$bin/qprofile" "$model" --data "$data" --threads 1 --limit "$small" -o "$out/profile_small.json" --quiet
+    /usr/bin/time -f '%U %S' -o "$work/qp_cpu" $pin "$bin/qprofile" "$model" --data "$data" --threads 1 \
+      --limit "$small" -o "$out/profile_small.json" --quiet
     t1=$EPOCHREALTIME
     wall_small=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
+    cpu_small=$(awk '{ printf "%.3f", $1 + $2 }' "$work/qp_cpu")
     t0=$EPOCHREALTIME
-    /usr/bin/time -f '%M' -o "$work/qp_rss" $pin "$bin/qprofile" "$model" --data "$data" --threads 1 \
+    /usr/bin/time -f '%M %U %S' -o "$work/qp_rss" $pin "$bin/qprofile" "$model" --data "$data" --threads 1 \
       -o "$out/profile_rep.json" --quiet
     t1=$EPOCHREALTIME
     wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
-    rss=$(tail -n 1 "$work/qp_rss")
-    pers+=("$(awk -v a="$wall_small" -v b="$wall" -v m="$small" -v n="$count" \
-      'BEGIN { printf "%.2f %.0f %.2f", 1000 * (b - a) / (n - m), 1000 * a - 1000 * (b - a) / (n - m) * m, 1000 * b / n }')")
+    read -r rss cpu < <(awk '{ printf "%s %.3f\n", $1, $2 + $3 }' "$work/qp_rss")
+    pers+=("$(awk -v a="$wall_small" -v b="$wall" -v m="$small" -v n="$count" -v ca="$cpu_small" -v cb="$cpu" \
+      'BEGIN { printf "%.2f %.0f %.2f %.2f", 1000 * (b - a) / (n - m), 1000 * a - 1000 * (b - a) / (n - m) * m, 1000 * b / n, 1000 * (cb - ca) / (n - m) }')")
   done
-  echo "$(printf '%s\n' "${pers[@]}" | sort -n | sed -n 2p) $rss $count $small"
+  local per startup all_in cpu_per
+  read -r per startup all_in cpu_per < <(printf '%s\n' "${pers[@]}" | sort -n | sed -n 2p)
+  echo "$per $startup $all_in $rss $count $small $cpu_per"
 }
 
 bench_speed() {
@@ -183,7 +189,7 @@ bench_speed() {
     # qprofile, 1 thread: per sample (qprofile_per_sample).
     [ "${BENCH_QPROFILE:-1}" != 0 ] || continue
     local per startup all_in rss count small
-    read -r per startup all_in rss count small < <(qprofile_per_sample "$dir/model.onnx" "$w/data_rep" "$w")
+    read -r per startup all_in rss count small _ < <(qprofile_per_sample "$dir/model.onnx" "$w/data_rep" "$w")
     summary+=("$(printf '%-14s qprofile %s ms per sample (1 thread; %s vs %s samples) vs ORT f32 %s ms: ratio %s; fixed cost %s ms per process, all-in %s ms per sample over %s; peak RSS %s MiB' \
       "$model" "$per" "$count" "$small" "$ort1" "$(ratio "$per" "$ort1")" "$startup" "$all_in" "$count" "$(mib "$rss")")")
   done
@@ -201,7 +207,10 @@ bench_speed() {
 # runs on one pinned thread, once per ISA of BENCH_QPROFILE_ISAS (default
 # "host avx2": the host's kernels, then QTOOL_ISA=avx2; PyTorch capped alike
 # with ATEN_CPU_CAPABILITY=avx2 and ONEDNN_MAX_CPU_ISA=AVX2). qprofile's time
-# per sample is qprofile_per_sample's (fixed process cost left out).
+# per sample is qprofile_per_sample's (fixed process cost left out), from
+# CPU times, as qrun's is (its --bench line's cpu figure): on a shared host
+# wall times hold other processes' slices, which CPU times of one thread do
+# not. PyTorch's is CPU time too (one thread, pinned; time.process_time).
 # BENCH_MODELS, BENCH_RUNS and BENCH_SAMPLES as for speed.
 # ---------------------------------------------------------------------------
 bench_qprofile() {
@@ -225,11 +234,11 @@ bench_qprofile() {
     for isa in ${BENCH_QPROFILE_ISAS:-host avx2}; do
       (
         [ "$isa" = host ] || export QTOOL_ISA=$isa
-        local per startup all_in rss count small qrun_ms values budget verdict used torch_ms="-" torch_verdict=""
-        read -r per startup all_in rss count small < <(qprofile_per_sample "$dir/model.onnx" "$w/data_rep" "$w")
+        local wall_per startup all_in rss count small per qrun_ms values budget verdict used torch_ms="-" torch_verdict=""
+        read -r wall_per startup all_in rss count small per < <(qprofile_per_sample "$dir/model.onnx" "$w/data_rep" "$w")
         local line
         line=$($pin "$bin/qrun" "$dir/model.onnx" --data "$w/data" --bench "$runs" --threads 1 --no-fuse --quiet)
-        qrun_ms=$(sed -n 's/.*(median \([0-9.]*\) ms, .*/\1/p' <<<"$line")
+        qrun_ms=$(sed -n 's/.* cpu \([0-9.]*\) ms per sample.*/\1/p' <<<"$line")
         used=$(sed -n 's/.*, isa \([a-z0-9+-]*\)).*/\1/p' <<<"$line")
         values=$($py -c 'import json, sys; p = json.load(open(sys.argv[1])); print(sum(t["count"] for t in p["tensors"].values()) // p["samples"])' "$w/profile_rep.json")
         budget=$(awk -v q="$qrun_ms" -v v="$values" 'BEGIN { printf "%.2f", q + 0.5e-6 * v }')
@@ -246,7 +255,7 @@ bench_qprofile() {
       )
     done
   done
-  echo "(ms per sample; qrun nf = qrun --no-fuse median; values = profiled values per sample; torch fx with kernels capped as qtool's)"
+  echo "(CPU ms per sample; qrun nf = qrun --no-fuse --bench; values = profiled values per sample; torch fx with kernels capped as qtool's)"
 }
 
 # ---------------------------------------------------------------------------

@@ -12,7 +12,10 @@ default qconfig has it); each .npy in INPUT_DIR is then run through the
 prepared model once per round, on one thread, under no_grad, as a calibration
 loop does. Prints one line:
 
-    torch-fx: M ms per sample (median of R rounds over S samples, 1 thread, torch V)
+    torch-fx: M ms per sample (CPU time; wall W ms; median of R rounds over S samples, 1 thread, torch V, kernels K)
+
+CPU time (time.process_time, the whole process) as qtool's figures in
+scripts/bench.sh are: on a shared host wall time holds other processes' slices.
 
 The first sample of the first round (observers' first range) is a warm-up and
 left out. PyTorch picks its own kernels from the host's flags; ATEN_CPU_CAPABILITY
@@ -64,15 +67,17 @@ def main():
 
     qconfig = QConfig(activation=HistogramObserver, weight=default_per_channel_weight_observer)
     prepared = prepare_fx(model, QConfigMapping().set_global(qconfig), example_inputs=(samples[0],))
-    per_round = []
+    cpu, wall = [], []
     with torch.no_grad():
         prepared(samples[0])  # warm-up: the observers' first ranges
         for _ in range(a.runs):
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             for x in samples:
                 prepared(x)
-            per_round.append(1000 * (time.perf_counter() - t0) / len(samples))
-    print(f"torch-fx: {statistics.median(per_round):.2f} ms per sample (median of {a.runs} rounds over "
+            cpu.append(1000 * (time.process_time() - c0) / len(samples))
+            wall.append(1000 * (time.perf_counter() - t0) / len(samples))
+    print(f"torch-fx: {statistics.median(cpu):.2f} ms per sample (CPU time; wall {statistics.median(wall):.2f} ms; "
+          f"median of {a.runs} rounds over "
           f"{len(samples)} samples, 1 thread, torch {torch.__version__}, "
           f"kernels {os.environ.get('ATEN_CPU_CAPABILITY', 'host')})")
 
