@@ -104,6 +104,23 @@ mib() { awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
 # SMALL CPU_PER_MS", the last the per-sample time from the two processes' CPU
 # times (user + system) in place of their wall times, the median pair's; the
 # profile of all samples is left in OUT/profile_rep.json.
+# Runs CMD...; writes "CPU_SECONDS MAXRSS_KIB" of it (user + system, from
+# wait4's rusage: microseconds, where GNU time's %U prints hundredths) to FILE.
+cpu_rss() {
+  local file=$1
+  shift
+  $py - "$file" "$@" <<'PY'
+import resource, subprocess, sys
+before = resource.getrusage(resource.RUSAGE_CHILDREN)
+code = subprocess.call(sys.argv[2:])
+after = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{cpu:.6f} {after.ru_maxrss}\n")
+sys.exit(code)
+PY
+}
+
 qprofile_per_sample() {
   local model=$1 data=$2 out=$3
   local count small wall_small wall rss cpu_small cpu pin pair pers=()
@@ -115,17 +132,17 @@ qprofile_per_sample() {
   local t0 t1
   for pair in 1 2 3; do
     t0=$EPOCHREALTIME
-    /usr/bin/time -f '%U %S' -o "$work/qp_cpu" $pin "$bin/qprofile" "$model" --data "$data" --threads 1 \
+    cpu_rss "$work/qp_cpu" $pin "$bin/qprofile" "$model" --data "$data" --threads 1 \
       --limit "$small" -o "$out/profile_small.json" --quiet
     t1=$EPOCHREALTIME
     wall_small=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
-    cpu_small=$(awk '{ printf "%.3f", $1 + $2 }' "$work/qp_cpu")
+    read -r cpu_small _ <"$work/qp_cpu"
     t0=$EPOCHREALTIME
-    /usr/bin/time -f '%M %U %S' -o "$work/qp_rss" $pin "$bin/qprofile" "$model" --data "$data" --threads 1 \
+    cpu_rss "$work/qp_rss" $pin "$bin/qprofile" "$model" --data "$data" --threads 1 \
       -o "$out/profile_rep.json" --quiet
     t1=$EPOCHREALTIME
     wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
-    read -r rss cpu < <(awk '{ printf "%s %.3f\n", $1, $2 + $3 }' "$work/qp_rss")
+    read -r cpu rss <"$work/qp_rss"
     pers+=("$(awk -v a="$wall_small" -v b="$wall" -v m="$small" -v n="$count" -v ca="$cpu_small" -v cb="$cpu" \
       'BEGIN { printf "%.2f %.0f %.2f %.2f", 1000 * (b - a) / (n - m), 1000 * a - 1000 * (b - a) / (n - m) * m, 1000 * b / n, 1000 * (cb - ca) / (n - m) }')")
   done
