@@ -8,9 +8,10 @@
 // function and a row. Every kernel and layer is timed in rounds interleaved
 // with the peak loop (measure_against_peak: warm-up, then 11 rounds of peak,
 // >= 25 ms of calls of the layer, each timed alone, peak; a round counts its
-// fastest call; medians over the rounds), in this thread's CPU time, so the
-// efficiency is a ratio of two rates measured within the same few
-// milliseconds. "ops"
+// fastest call; medians over the rounds; the rounds of a table's layers
+// interleaved, round r of every layer before round r + 1), in this thread's
+// CPU time, so the efficiency is a ratio of two rates measured within the
+// same few milliseconds. "ops"
 // counts a multiply and an add as two operations. Bad arguments: one
 // "error:" line, exit 2.
 #include <algorithm>
@@ -18,7 +19,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <iterator>
+#include <memory>
 #include <limits>
 #include <random>
 #include <string>
@@ -50,7 +53,7 @@ double thread_seconds() {
 // Seconds per call of f over one window: f repeated until the window holds
 // at least `min_seconds` of this thread's CPU time.
 template <class F>
-double window_seconds(F& f, double min_seconds) {
+double window_seconds(const F& f, double min_seconds) {
   int64_t n = 0;
   const double t0 = thread_seconds();
   double elapsed = 0;
@@ -68,7 +71,7 @@ double window_seconds(F& f, double min_seconds) {
 // a call (another process's cache lines evicting ours between time slices),
 // so the fastest call is the least disturbed one.
 template <class F>
-double fastest_call_seconds(F& f, double min_seconds) {
+double fastest_call_seconds(const F& f, double min_seconds) {
   double best = 1e30, total = 0;
   do {
     const double t0 = thread_seconds();
@@ -123,24 +126,41 @@ struct Measured {
   double eff_lo = 0, eff_hi = 0;  // the lowest and highest round
 };
 
-// `ops` per call of f; `peak_ops_per_second` measures one peak sample.
-template <class F, class P>
-Measured measure_against_peak(F f, P peak_ops_per_second, double ops) {
-  window_seconds(f, kLayerWindow);  // warm-up
-  std::vector<double> secs, peaks, effs;
+// One thing to time: a call, the ops it does, and the peak loop it is held
+// against (one peak sample per call of `peak`).
+struct Case {
+  std::function<void()> call;
+  double ops = 0;
+  std::function<double()> peak;
+};
+
+// Every case measured as described above, the rounds interleaved across the
+// cases (round r of every case, then round r + 1): a stretch of heavy load
+// on the host then hits a few rounds of every case rather than every round
+// of a few cases, which the medians absorb. Timed one case after the other,
+// a 2-second stretch of other builds sank a whole model's small layers by
+// 10 points in one of three runs.
+std::vector<Measured> measure_against_peak(const std::vector<Case>& cases) {
+  for (const Case& c : cases) window_seconds(c.call, kLayerWindow);  // warm-up
+  std::vector<std::vector<double>> secs(cases.size()), peaks(cases.size()), effs(cases.size());
   for (int r = 0; r < kRounds; ++r) {
-    const double p0 = peak_ops_per_second();
-    const double s = fastest_call_seconds(f, kLayerWindow);
-    const double p1 = peak_ops_per_second();
-    secs.push_back(s);
-    peaks.push_back(0.5 * (p0 + p1));
-    effs.push_back(ops / s / peaks.back());
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const double p0 = cases[i].peak();
+      const double t = fastest_call_seconds(cases[i].call, kLayerWindow);
+      const double p1 = cases[i].peak();
+      secs[i].push_back(t);
+      peaks[i].push_back(0.5 * (p0 + p1));
+      effs[i].push_back(cases[i].ops / t / peaks[i].back());
+    }
   }
-  Measured m;
-  m.seconds = median(secs), m.peak = median(peaks), m.eff = median(effs);
-  m.eff_lo = *std::min_element(effs.begin(), effs.end());
-  m.eff_hi = *std::max_element(effs.begin(), effs.end());
-  return m;
+  std::vector<Measured> out(cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Measured& m = out[i];
+    m.seconds = median(secs[i]), m.peak = median(peaks[i]), m.eff = median(effs[i]);
+    m.eff_lo = *std::min_element(effs[i].begin(), effs[i].end());
+    m.eff_hi = *std::max_element(effs[i].begin(), effs[i].end());
+  }
+  return out;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -254,6 +274,9 @@ __attribute__((target("avx2,fma"))) double fma_peak_ops_per_second(int reps = 60
   }, reps, window);
   return 192.0 * kAsmIters / s;
 }
+// One peak sample of each loop, as measure_against_peak takes them.
+double pairs_peak_sample() { return pairs_peak_ops_per_second(true, kPeakReps, kPeakWindow); }
+double fma_peak_sample() { return fma_peak_ops_per_second(kPeakReps, kPeakWindow); }
 #endif
 
 // Bytes drawn uniformly from [lo, hi] (as int), stored as uint8.
@@ -265,19 +288,21 @@ std::vector<uint8_t> random_bytes(std::mt19937& rng, size_t count, int lo, int h
 }
 
 // One micro-kernel on L1-resident panels (K = 256), against the pairs peak.
-Measured kernel_measured(qk::detail::QMicroKernel kernel, int mr, std::mt19937& rng) {
+Case kernel_case(qk::detail::QMicroKernel kernel, int mr, std::mt19937& rng) {
   constexpr int64_t kGroups = 64;
+  struct Data {
+    std::vector<uint8_t> a, b;
+    alignas(64) int32_t tile[qk::detail::kQMaxMr * qk::detail::kQNr];
+  };
+  auto d = std::make_shared<Data>();
   // Weights in [-64, 64]: every pair bounded, so the pairs kernels are exact.
-  const auto a = random_bytes(rng, static_cast<size_t>(kGroups * mr * 4), -64, 64);
-  const auto b = random_bytes(rng, static_cast<size_t>(kGroups * 64), 0, 255);
-  alignas(64) int32_t tile[qk::detail::kQMaxMr * qk::detail::kQNr];
-  return measure_against_peak(
-      [&] {
-        for (int i = 0; i < 100; ++i) kernel(kGroups, a.data(), b.data(), tile);
-        asm volatile("" : : "r"(tile) : "memory");
-      },
-      [] { return pairs_peak_ops_per_second(true, kPeakReps, kPeakWindow); },
-      2.0 * 100 * kGroups * 4 * mr * qk::detail::kQNr);
+  d->a = random_bytes(rng, static_cast<size_t>(kGroups * mr * 4), -64, 64);
+  d->b = random_bytes(rng, static_cast<size_t>(kGroups * 64), 0, 255);
+  return {[d, kernel] {
+            for (int i = 0; i < 100; ++i) kernel(kGroups, d->a.data(), d->b.data(), d->tile);
+            asm volatile("" : : "r"(d->tile) : "memory");
+          },
+          2.0 * 100 * kGroups * 4 * mr * qk::detail::kQNr, pairs_peak_sample};
 }
 
 // A convolution of torchvision's resnet18 at 224 x 224 (batch 1), and how
@@ -311,32 +336,49 @@ qk::ConvGeometry geometry_of(const ConvLayer& l) {
   return g;
 }
 
+// A layer's ops per run (a multiply and an add are two).
+double layer_ops(const ConvLayer& l) {
+  const qk::ConvGeometry g = geometry_of(l);
+  return 2.0 * static_cast<double>(g.out_channels * g.out_spatial[0] * g.out_spatial[1]) *
+         static_cast<double>(l.c * l.k * l.k);
+}
+
 // One layer (uint8 activations and output, per-channel Float
 // requantization as qrun's QLinearConv, 1 thread) with int8 weights drawn
 // from [-wmax, wmax]: 64 keeps every pair bounded (the pairs kernel), 127
 // does not (the widening kernel). Measured against the pairs sequence's peak.
-Measured conv_measured(const qk::ConvGeometry& g, int wmax, double ops, std::mt19937& rng) {
+Case conv_case(const qk::ConvGeometry& g, int wmax, double ops, std::mt19937& rng) {
   const int64_t depth = g.in_channels * g.kernel[0] * g.kernel[1];
   const int64_t plane = g.out_spatial[0] * g.out_spatial[1];
-  const auto x = random_bytes(rng, static_cast<size_t>(g.in_channels * g.in_spatial[0] * g.in_spatial[1]), 0, 255);
   const auto wb = random_bytes(rng, static_cast<size_t>(g.out_channels * depth), -wmax, wmax);
   std::vector<int8_t> w(wb.size());
   std::memcpy(w.data(), wb.data(), wb.size());
   const int8_t zero = 0;
-  const qk::PackedQConvWeights packed(w.data(), g.out_channels, 1, depth, &zero, 1);
-  if (packed.pairs_bounded() != (wmax <= 64)) {
-    std::fprintf(stderr, "error: weights in [-%d, %d] packed with pairs_bounded %d\n", wmax, wmax, packed.pairs_bounded());
-    std::exit(1);
-  }
   std::vector<float> scales(static_cast<size_t>(g.out_channels));
   std::uniform_real_distribution<float> sd(1e-4f, 1e-3f);
   for (auto& s : scales) s = sd(rng);
-  const qk::Requantizer r = qk::make_requantizer(qk::RequantMode::Float, scales, 3);
-  std::vector<int32_t> bias(static_cast<size_t>(g.out_channels), 1000);
-  std::vector<uint8_t> y(static_cast<size_t>(g.out_channels * plane));
-  return measure_against_peak(
-      [&] { qk::qconv_fast<uint8_t, uint8_t>(g, x.data(), uint8_t{7}, packed, bias.data(), &r, y.data(), 1); },
-      [] { return pairs_peak_ops_per_second(true, kPeakReps, kPeakWindow); }, ops);
+  struct Data {
+    qk::ConvGeometry g;
+    std::vector<uint8_t> x;
+    qk::PackedQConvWeights packed;
+    qk::Requantizer r;
+    std::vector<int32_t> bias;
+    std::vector<uint8_t> y;
+  };
+  auto d = std::make_shared<Data>(Data{
+      g, random_bytes(rng, static_cast<size_t>(g.in_channels * g.in_spatial[0] * g.in_spatial[1]), 0, 255),
+      qk::PackedQConvWeights(w.data(), g.out_channels, 1, depth, &zero, 1),
+      qk::make_requantizer(qk::RequantMode::Float, scales, 3), std::vector<int32_t>(static_cast<size_t>(g.out_channels), 1000),
+      std::vector<uint8_t>(static_cast<size_t>(g.out_channels * plane))});
+  if (d->packed.pairs_bounded() != (wmax <= 64)) {
+    std::fprintf(stderr, "error: weights in [-%d, %d] packed with pairs_bounded %d\n", wmax, wmax, d->packed.pairs_bounded());
+    std::exit(1);
+  }
+  return {[d] {
+            qk::qconv_fast<uint8_t, uint8_t>(d->g, d->x.data(), uint8_t{7}, d->packed, d->bias.data(), &d->r, d->y.data(),
+                                             1);
+          },
+          ops, pairs_peak_sample};
 }
 
 // Whether the kernels in force are the AVX2 ones (`isa_name`, and `complete`
@@ -369,8 +411,12 @@ int section_int8_avx2() {
                       {"pairs a_signed 4x16 (conv)", isa.a_signed_pairs},
                       {"widening a_unsigned 4x16", isa.a_unsigned},
                       {"widening a_signed 4x16", isa.a_signed}};
-  for (const Row& row : rows) {
-    const Measured m = kernel_measured(row.kernel, isa.mr, rng);
+  std::vector<Case> kernel_cases;
+  for (const Row& row : rows) kernel_cases.push_back(kernel_case(row.kernel, isa.mr, rng));
+  const std::vector<Measured> kernels = measure_against_peak(kernel_cases);
+  for (size_t k = 0; k < std::size(rows); ++k) {
+    const Row& row = rows[k];
+    const Measured& m = kernels[k];
     const double ops = m.eff * m.peak;
     std::printf("int8-avx2: kernel %-30s K=256, L1: %6.1f GOPS = %5.1f ops/cycle, %5.1f%% of peak\n", row.name,
                 ops / 1e9, ops / hz, 100 * m.eff);
@@ -382,11 +428,17 @@ int section_int8_avx2() {
   constexpr double kTarget = 70;  // issue #22
   double total_ops = 0, total_pairs = 0, total_widen = 0, peak_time = 0, lowest = 1e9;
   int reached = 0;
+  std::vector<Case> cases;  // per layer: pairs, then widening
   for (const ConvLayer& l : kResnet18Convs) {
     const qk::ConvGeometry g = geometry_of(l);
-    const double ops = 2.0 * static_cast<double>(g.out_channels * g.out_spatial[0] * g.out_spatial[1]) *
-                       static_cast<double>(l.c * l.k * l.k);
-    const Measured mp = conv_measured(g, 64, ops, rng), mw = conv_measured(g, 127, ops, rng);
+    cases.push_back(conv_case(g, 64, layer_ops(l), rng));
+    cases.push_back(conv_case(g, 127, layer_ops(l), rng));
+  }
+  const std::vector<Measured> measured = measure_against_peak(cases);
+  for (size_t i = 0; i < std::size(kResnet18Convs); ++i) {
+    const ConvLayer& l = kResnet18Convs[i];
+    const double ops = layer_ops(l);
+    const Measured &mp = measured[2 * i], &mw = measured[2 * i + 1];
     const double sp = mp.seconds, sw = mw.seconds;
     std::printf("int8-avx2: %-32s %5d %8.3f %9.3f %9.3f %6.2fx %5.1f%% %5.1f-%5.1f%%\n", l.name, l.count, ops / 2e9,
                 sp * 1e3, sw * 1e3, sw / sp, 100 * mp.eff, 100 * mp.eff_lo, 100 * mp.eff_hi);
@@ -432,19 +484,28 @@ std::vector<float> random_floats(std::mt19937& rng, size_t count) {
 
 // One float layer as qrun runs it (weights packed at prepare time, bias and
 // Relu fused, 1 thread), measured against the FMA peak.
-Measured float_conv_measured(const qk::ConvGeometry& g, double ops, std::mt19937& rng) {
+Case float_conv_case(const qk::ConvGeometry& g, double ops, std::mt19937& rng) {
   const int64_t depth = g.in_channels * g.kernel[0] * g.kernel[1];
   const int64_t plane = g.out_spatial[0] * g.out_spatial[1];
-  const auto x = random_floats(rng, static_cast<size_t>(g.in_channels * g.in_spatial[0] * g.in_spatial[1]));
-  const auto w = random_floats(rng, static_cast<size_t>(g.out_channels * depth));
-  const auto bias = random_floats(rng, static_cast<size_t>(g.out_channels));
-  const qk::PackedConvWeights packed(w.data(), g.out_channels, 1, depth);
-  std::vector<float> y(static_cast<size_t>(g.out_channels * plane));
-  qk::ConvActivation relu;
-  relu.clamp = true, relu.lo = 0.0f, relu.hi = std::numeric_limits<float>::infinity();
-  return measure_against_peak(
-      [&] { qk::conv_f32_fast(g, x.data(), w.data(), &packed, bias.data(), y.data(), 1, relu); },
-      [] { return fma_peak_ops_per_second(kPeakReps, kPeakWindow); }, ops);
+  struct Data {
+    qk::ConvGeometry g;
+    std::vector<float> x, w, bias;
+    qk::PackedConvWeights packed;
+    std::vector<float> y;
+  };
+  auto d = std::make_shared<Data>();
+  d->g = g;
+  d->x = random_floats(rng, static_cast<size_t>(g.in_channels * g.in_spatial[0] * g.in_spatial[1]));
+  d->w = random_floats(rng, static_cast<size_t>(g.out_channels * depth));
+  d->bias = random_floats(rng, static_cast<size_t>(g.out_channels));
+  d->packed = qk::PackedConvWeights(d->w.data(), g.out_channels, 1, depth);
+  d->y.resize(static_cast<size_t>(g.out_channels * plane));
+  return {[d] {
+            qk::ConvActivation relu;
+            relu.clamp = true, relu.lo = 0.0f, relu.hi = std::numeric_limits<float>::infinity();
+            qk::conv_f32_fast(d->g, d->x.data(), d->w.data(), &d->packed, d->bias.data(), d->y.data(), 1, relu);
+          },
+          ops, fma_peak_sample};
 }
 
 // Prints one row per layer and a summary; returns the layers at or above
@@ -456,12 +517,13 @@ int float_layer_table(const char* model, const ConvLayer* layers, size_t n_layer
               "rounds lo-hi");
   double total_ops = 0, total_s = 0, peak_time = 0, lowest = 1e9;
   int count = 0, reached = 0;
+  std::vector<Case> cases;
+  for (size_t i = 0; i < n_layers; ++i) cases.push_back(float_conv_case(geometry_of(layers[i]), layer_ops(layers[i]), rng));
+  const std::vector<Measured> measured = measure_against_peak(cases);
   for (size_t i = 0; i < n_layers; ++i) {
     const ConvLayer& l = layers[i];
-    const qk::ConvGeometry g = geometry_of(l);
-    const double ops = 2.0 * static_cast<double>(g.out_channels * g.out_spatial[0] * g.out_spatial[1]) *
-                       static_cast<double>(l.c * l.k * l.k);
-    const Measured m = float_conv_measured(g, ops, rng);
+    const double ops = layer_ops(l);
+    const Measured& m = measured[i];
     const double s = m.seconds, eff = 100 * m.eff;
     std::printf("float-avx2: %-32s %5d %8.3f %9.3f %8.1f %5.1f%% %5.1f-%5.1f%%\n", l.name, l.count, ops / 2e9, s * 1e3,
                 ops / s / 1e9, eff, 100 * m.eff_lo, 100 * m.eff_hi);
@@ -497,12 +559,13 @@ int section_float_avx2() {
     const auto b = random_floats(rng, static_cast<size_t>(kc * isa.nr));
     std::vector<float> c(static_cast<size_t>(isa.mr * isa.nr));
     const qk::detail::MicroEpilogue ep;
-    const Measured m = measure_against_peak(
-        [&] {
-          for (int i = 0; i < 100; ++i) isa.kernel(kc, a.data(), b.data(), isa.nr, c.data(), isa.nr, isa.mr, isa.nr, ep);
-          asm volatile("" : : "r"(c.data()) : "memory");
-        },
-        [] { return fma_peak_ops_per_second(kPeakReps, kPeakWindow); }, 2.0 * 100 * kc * isa.mr * isa.nr);
+    const Measured m = measure_against_peak({Case{[&] {
+                                                     for (int i = 0; i < 100; ++i)
+                                                       isa.kernel(kc, a.data(), b.data(), isa.nr, c.data(), isa.nr,
+                                                                  isa.mr, isa.nr, ep);
+                                                     asm volatile("" : : "r"(c.data()) : "memory");
+                                                   },
+                                                   2.0 * 100 * kc * isa.mr * isa.nr, fma_peak_sample}})[0];
     const double ops = m.eff * m.peak;
     std::printf("float-avx2: kernel %dx%d K=256, L1: %6.1f GFLOPS = %5.1f ops/cycle, %5.1f%% of peak\n", isa.mr, isa.nr,
                 ops / 1e9, ops / hz, 100 * m.eff);

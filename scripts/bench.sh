@@ -348,7 +348,9 @@ bench_targets() {
 # efficiency is its fastest call's rate over the mean of the two peaks around
 # it (a peak sample is the best of three 1 ms windows), and each figure
 # printed is the median over the rounds, with the lowest and highest round
-# beside it. The peak is thus measured within milliseconds of each layer:
+# beside it. The rounds of a table's layers are interleaved (round r of every
+# layer, then round r + 1), so a stretch of load hits a few rounds of each
+# layer, not all of a few. The peak is thus measured within milliseconds of each layer:
 # clock changes between layers cancel. About 10 s per section. What thread
 # CPU time cannot remove is other processes evicting the layer's data from
 # the caches between time slices: with a load average above the core count
