@@ -183,50 +183,50 @@ TEST_CASE("batch scan: scan_block's statistics and bins equal the portable scan 
   std::vector<ScanFn> versions{quant::profile::scan_block};
   if (quant::profile::batch_scan_uses_avx2()) versions.push_back(quant::profile::scan_block_avx2);
   for (size_t version = 0; version < versions.size(); ++version) {
-  const ScanFn scan_block = versions[version];
-  INFO("version " << version);
-  std::mt19937 rng(21);
-  for (int bins : {16, 2048}) {
-    for (size_t n : {0u, 1u, 7u, 8u, 15u, 16u, 17u, 31u, 33u, 100u, 4096u, 4099u}) {
-      for (bool nonfinite : {false, true}) {
-        const auto v = values(n, rng, 3.0f, nonfinite);
-        const BatchStats ref = quant::profile::scan_batch_portable(v.data(), static_cast<int64_t>(n));
-        // Blocks of 8, 16 and 40 values carry the lanes: the sum is the portable one.
-        for (int64_t block : {8, 16, 40, 4096}) {
-          double lanes[8] = {};
-          uint64_t finite = 0, nan = 0, inf = 0;
-          for (int64_t at = 0; at < static_cast<int64_t>(n); at += block) {
-            const BlockScan b = scan_block(v.data() + at, std::min<int64_t>(block, static_cast<int64_t>(n) - at),
-                                                           lanes, nullptr, nullptr);
-            finite += b.stats.finite;
-            nan += b.stats.nan;
-            inf += b.stats.inf;
+    const ScanFn scan_block = versions[version];
+    INFO("version " << version);
+    std::mt19937 rng(21);
+    for (int bins : {16, 2048}) {
+      for (size_t n : {0u, 1u, 7u, 8u, 15u, 16u, 17u, 31u, 33u, 100u, 4096u, 4099u}) {
+        for (bool nonfinite : {false, true}) {
+          const auto v = values(n, rng, 3.0f, nonfinite);
+          const BatchStats ref = quant::profile::scan_batch_portable(v.data(), static_cast<int64_t>(n));
+          // Blocks of 8, 16 and 40 values carry the lanes: the sum is the portable one.
+          for (int64_t block : {8, 16, 40, 4096}) {
+            double lanes[8] = {};
+            uint64_t finite = 0, nan = 0, inf = 0;
+            for (int64_t at = 0; at < static_cast<int64_t>(n); at += block) {
+              const BlockScan b = scan_block(v.data() + at, std::min<int64_t>(block, static_cast<int64_t>(n) - at),
+                                             lanes, nullptr, nullptr);
+              finite += b.stats.finite;
+              nan += b.stats.nan;
+              inf += b.stats.inf;
+            }
+            CHECK(same_bits(quant::profile::combine_lanes(lanes), ref.sum));
+            CHECK(finite == ref.finite);
+            CHECK(nan == ref.nan);
+            CHECK(inf == ref.inf);
           }
-          CHECK(same_bits(quant::profile::combine_lanes(lanes), ref.sum));
-          CHECK(finite == ref.finite);
-          CHECK(nan == ref.nan);
-          CHECK(inf == ref.inf);
+          if (ref.finite == 0) continue;
+          // Bins on the values' own lattice: hot bin counted, the others listed
+          // (lattices of only subnormals are beyond the SIMD path: add() does not bin them there).
+          const int e = Histogram::fit_exponent(ref.min, ref.max, bins);
+          const auto first = static_cast<int64_t>(std::floor(std::ldexp(static_cast<double>(ref.min), -e)));
+          if (!quant::profile::lattice_fits_simd(e, first)) continue;
+          const BinLattice lattice{e, first, bins, static_cast<int32_t>(std::clamp<int64_t>(-first, 0, bins - 1))};
+          std::vector<int32_t> cold(n + 16);
+          double lanes[8] = {};
+          const BlockScan b = scan_block(v.data(), static_cast<int64_t>(n), lanes, &lattice, cold.data());
+          CHECK(b.stats.min == ref.min);
+          CHECK(b.stats.max == ref.max);
+          std::vector<uint64_t> counts(static_cast<size_t>(bins), 0), want(static_cast<size_t>(bins), 0);
+          for (int64_t j = 0; j < b.cold; ++j) counts[static_cast<size_t>(cold[static_cast<size_t>(j)])]++;
+          counts[static_cast<size_t>(lattice.hot)] += b.hot;
+          quant::profile::count_cells_portable(v.data(), static_cast<int64_t>(n), e, first, want.data(), bins);
+          CHECK(counts == want);
         }
-        if (ref.finite == 0) continue;
-        // Bins on the values' own lattice: hot bin counted, the others listed
-        // (lattices of only subnormals are beyond the SIMD path: add() does not bin them there).
-        const int e = Histogram::fit_exponent(ref.min, ref.max, bins);
-        const auto first = static_cast<int64_t>(std::floor(std::ldexp(static_cast<double>(ref.min), -e)));
-        if (!quant::profile::lattice_fits_simd(e, first)) continue;
-        const BinLattice lattice{e, first, bins, static_cast<int32_t>(std::clamp<int64_t>(-first, 0, bins - 1))};
-        std::vector<int32_t> cold(n + 16);
-        double lanes[8] = {};
-        const BlockScan b = scan_block(v.data(), static_cast<int64_t>(n), lanes, &lattice, cold.data());
-        CHECK(b.stats.min == ref.min);
-        CHECK(b.stats.max == ref.max);
-        std::vector<uint64_t> counts(static_cast<size_t>(bins), 0), want(static_cast<size_t>(bins), 0);
-        for (int64_t j = 0; j < b.cold; ++j) counts[static_cast<size_t>(cold[static_cast<size_t>(j)])]++;
-        counts[static_cast<size_t>(lattice.hot)] += b.hot;
-        quant::profile::count_cells_portable(v.data(), static_cast<int64_t>(n), e, first, want.data(), bins);
-        CHECK(counts == want);
       }
     }
-  }
   }
 }
 
