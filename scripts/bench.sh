@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks of qtool. Each section is independent; run all, or name sections:
-#   scripts/bench.sh [qprofile-memory] [speed] [targets] [kernels] [scale] [gptq]
+#   scripts/bench.sh [qprofile-memory] [speed] [qprofile] [targets] [kernels] [scale] [gptq]
 # Builds are not triggered here: run scripts/setup.sh first.
 # speed needs the zoo (scripts/make_zoo.sh) and ONNX Runtime (scripts/setup_ort.sh);
 # BENCH_MODELS (default "resnet18 mobilenet_v2"), BENCH_THREADS ("1 2"),
@@ -93,6 +93,64 @@ pin_for() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
 
+# qprofile, 1 thread: per sample, the time one more sample adds (two
+# processes, over a quarter of the samples in DATA_REP and over all of them:
+# the difference of their wall times over the difference of their sample
+# counts), as ORT's per-sample time leaves out creating its session; the
+# fixed cost of a process (model loading, planning, writing the profile) is
+# printed beside it, and the all-in time per sample too. The pair runs three
+# times and the median per-sample time counts: one pair's difference swung by
+# 20% between bench runs. Prints "PER_MS FIXED_MS ALL_IN_MS RSS_KIB COUNT
+# SMALL CPU_PER_MS", the last the per-sample time from the two processes' CPU
+# times (user + system) in place of their wall times, the median pair's; the
+# profile of all samples is left in OUT/profile_rep.json.
+# Runs CMD...; writes "CPU_SECONDS MAXRSS_KIB" of it (user + system, from
+# wait4's rusage: microseconds, where GNU time's %U prints hundredths) to FILE.
+cpu_rss() {
+  local file=$1
+  shift
+  $py - "$file" "$@" <<'PY'
+import resource, subprocess, sys
+before = resource.getrusage(resource.RUSAGE_CHILDREN)
+code = subprocess.call(sys.argv[2:])
+after = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{cpu:.6f} {after.ru_maxrss}\n")
+sys.exit(code)
+PY
+}
+
+qprofile_per_sample() {
+  local model=$1 data=$2 out=$3
+  local count small wall_small wall rss cpu_small cpu pin pair pers=()
+  count=$(find "$data" -name '*.npy' | wc -l)
+  small=$((count / 4 > 0 ? count / 4 : 1))
+  pin=$(pin_for 1)
+  # Wall times from EPOCHREALTIME (microseconds; GNU time's %e counts
+  # hundredths, which put the per-sample time on steps of 0.56 ms).
+  local t0 t1
+  for pair in 1 2 3; do
+    t0=$EPOCHREALTIME
+    cpu_rss "$work/qp_cpu" $pin "$bin/qprofile" "$model" --data "$data" --threads 1 \
+      --limit "$small" -o "$out/profile_small.json" --quiet
+    t1=$EPOCHREALTIME
+    wall_small=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
+    read -r cpu_small _ <"$work/qp_cpu"
+    t0=$EPOCHREALTIME
+    cpu_rss "$work/qp_rss" $pin "$bin/qprofile" "$model" --data "$data" --threads 1 \
+      -o "$out/profile_rep.json" --quiet
+    t1=$EPOCHREALTIME
+    wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
+    read -r cpu rss <"$work/qp_rss"
+    pers+=("$(awk -v a="$wall_small" -v b="$wall" -v m="$small" -v n="$count" -v ca="$cpu_small" -v cb="$cpu" \
+      'BEGIN { printf "%.2f %.0f %.2f %.2f", 1000 * (b - a) / (n - m), 1000 * a - 1000 * (b - a) / (n - m) * m, 1000 * b / n, 1000 * (cb - ca) / (n - m) }')")
+  done
+  local per startup all_in cpu_per
+  read -r per startup all_in cpu_per < <(printf '%s\n' "${pers[@]}" | sort -n | sed -n 2p)
+  echo "$per $startup $all_in $rss $count $small $cpu_per"
+}
+
 bench_speed() {
   local zoo=${ZOO_DIR:-$repo/.cache/zoo}
   local models=${BENCH_MODELS:-resnet18 mobilenet_v2} threads_list=${BENCH_THREADS:-1 2}
@@ -145,42 +203,76 @@ bench_speed() {
       summary+=("$(printf '%-14s speed-up 2 vs 1 threads: qrun f32 %sx, ORT f32 %sx, qrun int8 %sx, ORT int8 %sx' "$model" \
         "$(ratio "$qf_1" "$qf_2")" "$(ratio "$of_1" "$of_2")" "$(ratio "$qi_1" "$qi_2")" "$(ratio "$oi_1" "$oi_2")")")
     fi
-    # qprofile, 1 thread: per sample, the time one more sample adds (two
-    # processes, over a quarter of the samples x (runs+1) inputs and over all
-    # of them: the difference of their wall times over the difference of
-    # their sample counts), as ORT's per-sample time leaves out creating its
-    # session; the fixed cost of a process (model loading, planning, writing
-    # the profile) is printed beside it, and the all-in time per sample too.
-    # The pair runs three times and the median per-sample time counts: one
-    # pair's difference swung by 20% between bench runs.
+    # qprofile, 1 thread: per sample (qprofile_per_sample).
     [ "${BENCH_QPROFILE:-1}" != 0 ] || continue
-    local count small wall_small wall rss per startup all_in pin pair pers=()
-    count=$(find "$w/data_rep" -name '*.npy' | wc -l)
-    small=$((count / 4 > 0 ? count / 4 : 1))
-    pin=$(pin_for 1)
-    # Wall times from EPOCHREALTIME (microseconds; GNU time's %e counts
-    # hundredths, which put the per-sample time on steps of 0.56 ms).
-    local t0 t1
-    for pair in 1 2 3; do
-      t0=$EPOCHREALTIME
-      $pin "$bin/qprofile" "$dir/model.onnx" --data "$w/data_rep" --threads 1 --limit "$small" \
-        -o "$w/profile_small.json" --quiet
-      t1=$EPOCHREALTIME
-      wall_small=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
-      t0=$EPOCHREALTIME
-      /usr/bin/time -f '%M' -o "$work/qp_rss" $pin "$bin/qprofile" "$dir/model.onnx" --data "$w/data_rep" \
-        --threads 1 -o "$w/profile_rep.json" --quiet
-      t1=$EPOCHREALTIME
-      wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
-      rss=$(tail -n 1 "$work/qp_rss")
-      pers+=("$(awk -v a="$wall_small" -v b="$wall" -v m="$small" -v n="$count" \
-        'BEGIN { printf "%.2f %.0f %.2f", 1000 * (b - a) / (n - m), 1000 * a - 1000 * (b - a) / (n - m) * m, 1000 * b / n }')")
-    done
-    read -r per startup all_in < <(printf '%s\n' "${pers[@]}" | sort -n | sed -n 2p)
+    local per startup all_in rss count small
+    read -r per startup all_in rss count small _ < <(qprofile_per_sample "$dir/model.onnx" "$w/data_rep" "$w")
     summary+=("$(printf '%-14s qprofile %s ms per sample (1 thread; %s vs %s samples) vs ORT f32 %s ms: ratio %s; fixed cost %s ms per process, all-in %s ms per sample over %s; peak RSS %s MiB' \
       "$model" "$per" "$count" "$small" "$ort1" "$(ratio "$per" "$ort1")" "$startup" "$all_in" "$count" "$(mib "$rss")")")
   done
   printf '%s\n' "${summary[@]}"
+}
+
+# ---------------------------------------------------------------------------
+# qprofile: qprofile's time per sample against its budget (issue #22): qrun's
+# own unfused float run of the same model (qrun --no-fuse: every value
+# computed, the plan qprofile runs; median of BENCH_RUNS runs per sample after
+# a warm-up) plus 0.5 ns per profiled value (the "count"s of the profile over
+# its samples), PASS or MISS; and PyTorch's FX calibration with
+# HistogramObserver on the same samples (scripts/torch_fx_calib.py, 1 thread)
+# where python3-torch is importable, PASS when qprofile is faster. Everything
+# runs on one pinned thread, once per ISA of BENCH_QPROFILE_ISAS (default
+# "host avx2": the host's kernels, then QTOOL_ISA=avx2; PyTorch capped alike
+# with ATEN_CPU_CAPABILITY=avx2 and ONEDNN_MAX_CPU_ISA=AVX2). qprofile's time
+# per sample is qprofile_per_sample's (fixed process cost left out), from
+# CPU times, as qrun's is (its --bench line's cpu figure): on a shared host
+# wall times hold other processes' slices, which CPU times of one thread do
+# not. PyTorch's is CPU time too (one thread, pinned; time.process_time).
+# BENCH_MODELS, BENCH_RUNS and BENCH_SAMPLES as for speed.
+# ---------------------------------------------------------------------------
+bench_qprofile() {
+  local zoo=${ZOO_DIR:-$repo/.cache/zoo}
+  local models=${BENCH_MODELS:-resnet18 mobilenet_v2} runs=${BENCH_RUNS:-3} samples=${BENCH_SAMPLES:-4}
+  local torch=0 model isa pin
+  $py -c "import torch, torchvision" 2>/dev/null && torch=1
+  pin=$(pin_for 1)
+  echo "== qprofile: per sample vs budget = qrun unfused float + 0.5 ns per profiled value, and vs torch FX HistogramObserver calibration (1 thread); host ISA: $(grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  printf '%-14s %-11s | %9s %9s %10s %8s %6s | %9s %6s\n' model isa "qprofile" "qrun nf" "values" "budget" "" "torch fx" ""
+  for model in $models; do
+    local dir="$zoo/$model" w="$work/qp_$model" n=0 f r
+    [ -f "$dir/model.onnx" ] || { echo "error: $dir/model.onnx not found (run scripts/make_zoo.sh)" >&2; return 2; }
+    mkdir -p "$w/data" "$w/data_rep"
+    for f in "$dir"/inputs/*.npy; do
+      [ $n -lt "$samples" ] || break
+      ln -s "$f" "$w/data/$(basename "$f")"
+      for ((r = 0; r < runs + 1; r++)); do ln -s "$f" "$w/data_rep/r${r}_$(basename "$f")"; done
+      n=$((n + 1))
+    done
+    for isa in ${BENCH_QPROFILE_ISAS:-host avx2}; do
+      (
+        [ "$isa" = host ] || export QTOOL_ISA=$isa
+        local wall_per startup all_in rss count small per qrun_ms values budget verdict used torch_ms="-" torch_verdict=""
+        read -r wall_per startup all_in rss count small per < <(qprofile_per_sample "$dir/model.onnx" "$w/data_rep" "$w")
+        local line
+        line=$($pin "$bin/qrun" "$dir/model.onnx" --data "$w/data" --bench "$runs" --threads 1 --no-fuse --quiet)
+        qrun_ms=$(sed -n 's/.* cpu \([0-9.]*\) ms per sample.*/\1/p' <<<"$line")
+        used=$(sed -n 's/.*, isa \([a-z0-9+-]*\)).*/\1/p' <<<"$line")
+        values=$($py -c 'import json, sys; p = json.load(open(sys.argv[1])); print(sum(t["count"] for t in p["tensors"].values()) // p["samples"])' "$w/profile_rep.json")
+        budget=$(awk -v q="$qrun_ms" -v v="$values" 'BEGIN { printf "%.2f", q + 0.5e-6 * v }')
+        verdict=$(awk -v a="$per" -v b="$budget" 'BEGIN { print (a <= b ? "PASS" : "MISS") }')
+        if [ "$torch" = 1 ]; then
+          local cap=()
+          [ "$isa" != avx2 ] || cap=(env ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2)
+          torch_ms=$("${cap[@]}" $pin $py "$repo/scripts/torch_fx_calib.py" "$model" "$w/data" --runs "$runs" 2>/dev/null |
+            sed -n 's/^torch-fx: \([0-9.]*\) ms per sample.*/\1/p')
+          torch_verdict=$(awk -v a="$per" -v b="$torch_ms" 'BEGIN { print (a < b ? "PASS" : "MISS") }')
+        fi
+        printf '%-14s %-11s | %9.2f %9.2f %10s %8.2f %6s | %9s %6s\n' "$model" "$used" "$per" "$qrun_ms" "$values" \
+          "$budget" "$verdict" "$torch_ms" "$torch_verdict"
+      )
+    done
+  done
+  echo "(CPU ms per sample; qrun nf = qrun --no-fuse --bench; values = profiled values per sample; torch fx with kernels capped as qtool's)"
 }
 
 # ---------------------------------------------------------------------------
@@ -249,8 +341,22 @@ bench_targets() {
 #              summary line per model (layers at >= 75% of that peak, the
 #              lowest layer, all layers together);
 #              both run under QTOOL_ISA=avx2, so AVX-512 hosts measure them too.
-# Times are this thread's CPU time (a shared host's other processes' slices
-# do not count), the best of several runs.
+# How it is measured (kernel_bench.cpp, measure_against_peak): every kernel
+# and layer gets a warm-up window, then 11 rounds of [peak loop, >= 25 ms of
+# calls of the layer, each timed alone, peak loop], all in this thread's CPU
+# time (a shared host's other processes' slices do not count); a round's
+# efficiency is its fastest call's rate over the mean of the two peaks around
+# it (a peak sample is the best of three 1 ms windows), and each figure
+# printed is the median over the rounds, with the lowest and highest round
+# beside it. The rounds of a table's layers are interleaved (round r of every
+# layer, then round r + 1), so a stretch of load hits a few rounds of each
+# layer, not all of a few. The peak is thus measured within milliseconds of each layer:
+# clock changes between layers cancel. About 10 s per section. What thread
+# CPU time cannot remove is other processes evicting the layer's data from
+# the caches between time slices: with a load average above the core count
+# every multi-ms layer call is cut, and figures drop by 10-20 points and move
+# from run to run; the load before and after each section is printed, and
+# figures are comparable only from runs at a load below 1.
 # A new section is a function in kernel_bench.cpp, its name below, and (for
 # another ISA) its QTOOL_ISA in the case.
 # ---------------------------------------------------------------------------
@@ -260,10 +366,12 @@ bench_kernels() {
   echo "== kernels: throughput vs the instructions' peak (1 thread); host ISA: $(grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
   pin=$(pin_for 1)
   for s in $sections; do
+    echo "$s: load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
     case $s in
       *-avx2) QTOOL_ISA=avx2 $pin "$bin/kernel_bench" "$s" ;;
       *) $pin "$bin/kernel_bench" "$s" ;;
     esac
+    echo "$s: load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
   done
 }
 
@@ -395,10 +503,11 @@ for s in "${sections[@]}"; do
   case $s in
     qprofile-memory) bench_qprofile_memory ;;
     speed) bench_speed ;;
+    qprofile) bench_qprofile ;;
     targets) bench_targets ;;
     kernels) bench_kernels ;;
     scale) bench_scale ;;
     gptq) bench_gptq ;;
-    *) echo "error: unknown bench section '$s' (known: qprofile-memory, speed, targets, kernels, scale, gptq)" >&2; exit 2 ;;
+    *) echo "error: unknown bench section '$s' (known: qprofile-memory, speed, qprofile, targets, kernels, scale, gptq)" >&2; exit 2 ;;
   esac
 done

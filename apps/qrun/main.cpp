@@ -56,6 +56,7 @@ struct Flags {
   bool quiet = false;
   bool verbose = false;
   int bench = 0;
+  bool no_fuse = false;  // --no-fuse: every node its own step, as qprofile runs a model
 };
 
 // --bench N: every sample is run N more times after its first (warm-up) run.
@@ -81,7 +82,7 @@ Status bench_sample(const quant::interp::Session& session, const std::vector<Ten
 // For scripts/bench.sh. With --json the line goes to stderr, so that stdout
 // stays one JSON document. The ISA is the widest the kernels used
 // (kernels/cpu.h: the host's, capped by QTOOL_ISA).
-void print_bench(BenchTimes t, int threads, bool json) {
+void print_bench(BenchTimes t, int threads, size_t steps, bool json) {
   std::vector<double>& ms = t.wall_ms;
   if (ms.empty()) return;
   std::sort(ms.begin(), ms.end());
@@ -89,8 +90,9 @@ void print_bench(BenchTimes t, int threads, bool json) {
   for (double v : ms) sum += v;
   const double n = static_cast<double>(ms.size());
   std::fprintf(json ? stderr : stdout,
-               "bench: %.3f ms per sample (median %.3f ms, min %.3f ms, cpu %.3f ms per sample, %zu runs, %d threads, isa %s)\n",
-               sum / n, ms[ms.size() / 2], ms.front(), t.cpu_ms / n, ms.size(), threads,
+               "bench: %.3f ms per sample (median %.3f ms, min %.3f ms, cpu %.3f ms per sample, %zu runs, %d threads, "
+               "%zu steps, isa %s)\n",
+               sum / n, ms[ms.size() / 2], ms.front(), t.cpu_ms / n, ms.size(), threads, steps,
                quant::kernels::effective_isa().c_str());
 }
 
@@ -339,7 +341,9 @@ Status run(const Flags& f) {
   setup.lower_qdq = !f.no_lower;
   // Fusion drops intermediate values (Conv -> Relu): only when no observer
   // asks for every value (--per-layer pairs them with the reference's).
-  setup.plan.fuse = !f.per_layer;
+  // --no-fuse runs the plan qprofile runs (every value computed), so that
+  // scripts/bench.sh compares qprofile with the same float run.
+  setup.plan.fuse = !f.per_layer && !f.no_fuse;
   std::optional<quant::passes::Lowering> lowering;
   std::vector<std::string> body_lowering;  // what was lowered inside If/Loop/Scan bodies
   if (!f.no_lower) {
@@ -497,7 +501,7 @@ Status run(const Flags& f) {
     QT_RETURN_IF_ERROR(page.write(f.html));
   }
   print_summary(f, s);
-  print_bench(std::move(bench_times), f.threads, f.json);
+  print_bench(std::move(bench_times), f.threads, session->step_count(), f.json);
   return check_gates(f, s);
 }
 
@@ -551,6 +555,9 @@ int main(int argc, char** argv) {
                    "e.g. ort-x86-avx2 = ONNX Runtime on x86 without VNNI, saturating u8 x s8 pairs; default: exact");
     app.add_option("--threads", f.threads, "threads per kernel (default: every core this process may run on; 1: single-threaded)")->check(CLI::Range(1, 1024));
     app.add_option("--bench", f.bench, "run each sample N more times and print the time per run")->check(CLI::Range(1, 1000000));
+    app.add_flag("--no-fuse", f.no_fuse,
+                 "run every node as its own step (no Conv -> Relu/Add fusion), as qprofile runs a model; same outputs, "
+                 "for measuring (--bench)");
     app.add_flag("-q,--quiet", f.quiet, "no progress bar");
     app.add_flag("-v,--verbose", f.verbose, "debug logging");
     int code = 0;

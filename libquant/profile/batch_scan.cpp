@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -189,6 +190,191 @@ __attribute__((target("avx2,fma"))) void count_cells_avx2(const float* x, int64_
     if (std::isfinite(x[i])) counts[bin_of(x[i], scale_d, first, last)]++;
 }
 
+// scan_batch_clamped for finite x, 8 values a step: as scan_clamped_avx512
+// (below), whose contract it shares; element i goes to sum lane i % 8 (the
+// low four of a step to lanes 0-3, the high four to 4-7), as the portable
+// scan adds it. Returns false, `out` unspecified, for a NaN or an infinity.
+__attribute__((target("avx2"))) bool scan_clamped_avx2_body(const float* x, int64_t n, float lo, float hi,
+                                                            ClampedScan& out) {
+  const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  __m256 xmin = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  __m256 xmax = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256d y_lo = _mm256_setzero_pd(), y_hi = _mm256_setzero_pd();  // lanes 0-3, 4-7
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    // max then min with v second: a NaN passes through (VMAXPS/VMINPS return
+    // the second operand when either is NaN), as clip() lets it.
+    const __m256 c = _mm256_min_ps(vhi, _mm256_max_ps(vlo, v));
+    xmin = _mm256_min_ps(xmin, v);
+    xmax = _mm256_max_ps(xmax, v);
+    y_lo = _mm256_add_pd(y_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(c)));
+    y_hi = _mm256_add_pd(y_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(c, 1)));
+  }
+  ScalarScan xs, ys;
+  _mm256_storeu_pd(ys.lanes, y_lo);
+  _mm256_storeu_pd(ys.lanes + 4, y_hi);
+  if (!std::all_of(ys.lanes, ys.lanes + kLanes, [](double l) { return std::isfinite(l); })) return false;
+  alignas(32) float mins[kLanes], maxs[kLanes];
+  _mm256_store_ps(mins, xmin);
+  _mm256_store_ps(maxs, xmax);
+  for (int k = 0; k < kLanes; ++k) {
+    xs.min = std::min(xs.min, mins[k]);
+    xs.max = std::max(xs.max, maxs[k]);
+  }
+  for (; i < n; ++i) {
+    xs.step(x[i], 0);
+    ys.step(clip(x[i], lo, hi), static_cast<int>(i % kLanes));
+  }
+  // A NaN in the vector part made a lane sum NaN (clip keeps it; checked
+  // above); an infinity there may be clamped to a finite y, but not out of
+  // x's extremes; the tail's scalar steps count non-finite values instead.
+  if (xs.nan != 0 || xs.inf != 0 || !std::isfinite(xs.min) || !std::isfinite(xs.max)) return false;
+  ys.min = clip(xs.min, lo, hi);
+  ys.max = clip(xs.max, lo, hi);
+  const BatchStats xstats = xs.finish(n);
+  out.y = ys.finish(n);
+  out.x_min = xstats.min;
+  out.x_max = xstats.max;
+  out.x_nan = out.x_inf = 0;
+  return true;
+}
+
+// AVX2 has no VPCOMPRESSD: a block's cold bins are left-packed by a
+// VPERMD whose indices come from this table, for each 8-bit mask the
+// positions of its set bits, lowest first, one per nibble.
+constexpr std::array<uint32_t, 256> make_pack_table() {
+  std::array<uint32_t, 256> t{};
+  for (uint32_t m = 0; m < 256; ++m) {
+    uint32_t packed = 0, k = 0;
+    for (uint32_t b = 0; b < 8; ++b)
+      if (m & (1u << b)) packed |= b << (4 * k++);
+    t[m] = packed;
+  }
+  return t;
+}
+constexpr std::array<uint32_t, 256> kPackTable = make_pack_table();
+
+// scan_block_avx512's pass (below) 8 values at a time: the statistics as
+// scan_batch_avx2 takes them, the bins as count_cells_avx2 computes them
+// (floor, then the fix-up of a negative value whose cell underflows to -0),
+// the bin of 0 counted and the others left-packed through kPackTable.
+template <bool kBins, bool kChecked>
+__attribute__((target("avx2,fma,popcnt"))) BlockScan scan_block_avx2_pass(const float* x, int64_t n, double* lanes,
+                                                                          const BinLattice& lat, int32_t* cold_bins) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+  const __m256i largest_finite = _mm256_set1_epi32(0x7f7fffff);
+  const __m256i inf_bits = _mm256_set1_epi32(0x7f800000);
+  const __m256 pos_inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 minus_one = _mm256_set1_ps(-1.0f);
+  const __m256 scale = _mm256_set1_ps(kBins ? std::ldexp(1.0f, -lat.e) : 1.0f);
+  const __m256i first_v = _mm256_set1_epi32(static_cast<int32_t>(lat.first));
+  const __m256i hot_v = _mm256_set1_epi32(lat.hot);
+  const __m256i nibble_shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+  const __m256i seven = _mm256_set1_epi32(7);
+  const bool may_underflow = lat.e >= 1;  // as in scan_block_avx512
+  __m256 vmin = pos_inf, vmax = neg_inf;
+  __m256d acc_lo = _mm256_loadu_pd(lanes), acc_hi = _mm256_loadu_pd(lanes + 4);
+  uint64_t nan = 0, inf = 0, hot = 0;
+  int64_t cold = 0, i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    unsigned good = 0xff;
+    if constexpr (kChecked) {
+      const __m256i abs = _mm256_and_si256(_mm256_castps_si256(v), abs_mask);
+      const __m256i bad = _mm256_cmpgt_epi32(abs, largest_finite);
+      if (!_mm256_testz_si256(bad, bad)) {
+        const unsigned bad_bits = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(bad)));
+        const unsigned nan_bits =
+            static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(abs, inf_bits))));
+        nan += static_cast<uint64_t>(__builtin_popcount(nan_bits));
+        inf += static_cast<uint64_t>(__builtin_popcount(bad_bits & ~nan_bits));
+        good = ~bad_bits & 0xffu;
+        const __m256 bad_ps = _mm256_castsi256_ps(bad);
+        v = _mm256_andnot_ps(bad_ps, v);  // +0 adds nothing to a lane
+        vmin = _mm256_min_ps(vmin, _mm256_blendv_ps(v, pos_inf, bad_ps));
+        vmax = _mm256_max_ps(vmax, _mm256_blendv_ps(v, neg_inf, bad_ps));
+      } else {
+        vmin = _mm256_min_ps(vmin, v);
+        vmax = _mm256_max_ps(vmax, v);
+      }
+    } else {
+      vmin = _mm256_min_ps(vmin, v);
+      vmax = _mm256_max_ps(vmax, v);
+    }
+    acc_lo = _mm256_add_pd(acc_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+    acc_hi = _mm256_add_pd(acc_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+    if constexpr (kBins) {
+      // Bins not clamped to [0, bins): used only when the block lies in the
+      // lattice's range (scan_block's contract).
+      __m256 cell = _mm256_floor_ps(_mm256_mul_ps(v, scale));
+      if (may_underflow) {
+        const __m256 negative_to_zero =
+            _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_LT_OQ), _mm256_cmp_ps(cell, zero, _CMP_EQ_OQ));
+        cell = _mm256_blendv_ps(cell, minus_one, negative_to_zero);
+      }
+      const __m256i bin = _mm256_sub_epi32(_mm256_cvttps_epi32(cell), first_v);
+      const unsigned is_hot =
+          static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(bin, hot_v))));
+      const unsigned is_cold = ~is_hot & good;
+      const int cold_here = __builtin_popcount(is_cold);
+      hot += static_cast<uint64_t>(__builtin_popcount(good) - cold_here);
+      if (cold_here) {
+        const __m256i perm =
+            _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(kPackTable[is_cold])), nibble_shifts),
+                             seven);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(cold_bins + cold), _mm256_permutevar8x32_epi32(bin, perm));
+        cold += cold_here;
+      }
+    }
+  }
+  ScalarScan tail;  // the last n % 8 values, added to the lanes in index order
+  _mm256_storeu_pd(tail.lanes, acc_lo);
+  _mm256_storeu_pd(tail.lanes + 4, acc_hi);
+  alignas(32) float mins[kLanes], maxs[kLanes];
+  _mm256_store_ps(mins, vmin);
+  _mm256_store_ps(maxs, vmax);
+  for (int k = 0; k < kLanes; ++k) {
+    tail.min = std::min(tail.min, mins[k]);
+    tail.max = std::max(tail.max, maxs[k]);
+  }
+  tail.nan = nan;
+  tail.inf = inf;
+  const double scale_d = std::ldexp(1.0, -lat.e);
+  for (; i < n; ++i) {
+    const float v = x[i];
+    tail.step(v, static_cast<int>(i % kLanes));
+    if (kBins && std::isfinite(v)) {
+      const int32_t bin = static_cast<int32_t>(bin_of(v, scale_d, lat.first, lat.bins - 1));
+      if (bin == lat.hot)
+        ++hot;
+      else
+        cold_bins[cold++] = bin;
+    }
+  }
+  std::copy(tail.lanes, tail.lanes + kLanes, lanes);
+  BlockScan out;
+  out.stats = tail.finish(n);
+  out.stats.sum = 0;
+  out.cold = cold;
+  out.hot = hot;
+  return out;
+}
+
+// Unchecked first, then checked from the lanes it started with when a lane
+// sum is no longer finite (as scan_block_avx512 below).
+template <bool kBins>
+BlockScan scan_block_avx2_pass(const float* x, int64_t n, double* lanes, const BinLattice& lat, int32_t* cold_bins) {
+  double start[kLanes];
+  std::copy(lanes, lanes + kLanes, start);
+  const BlockScan fast = scan_block_avx2_pass<kBins, false>(x, n, lanes, lat, cold_bins);
+  if (std::all_of(lanes, lanes + kLanes, [](double l) { return std::isfinite(l); })) return fast;
+  std::copy(start, start + kLanes, lanes);
+  return scan_block_avx2_pass<kBins, true>(x, n, lanes, lat, cold_bins);
+}
+
 bool cpu_has_avx512() { return kernels::cpu_supports("avx512f"); }
 
 // scan_batch_avx2's statistics and count_cells_avx2's bins in one pass, 16
@@ -366,12 +552,23 @@ ClampedScan scan_batch_clamped_portable(const float* x, int64_t n, float lo, flo
   return out;
 }
 
+bool scan_batch_clamped_avx2(const float* x, int64_t n, float lo, float hi, ClampedScan& out) {
+#if defined(__x86_64__)
+  return batch_scan_uses_avx2() && scan_clamped_avx2_body(x, n, lo, hi, out);
+#else
+  (void)x, (void)n, (void)lo, (void)hi, (void)out;
+  return false;
+#endif
+}
+
 ClampedScan scan_batch_clamped(const float* x, int64_t n, float lo, float hi) {
   assert(lo <= hi);
-#if defined(__x86_64__)
   ClampedScan out;
-  if (scan_block_available() && scan_clamped_avx512(x, n, lo, hi, out)) return out;
+#if defined(__x86_64__)
+  static const bool avx512 = cpu_has_avx512();  // not scan_block_available(): AVX2 has scan_block too
+  if (avx512 && scan_clamped_avx512(x, n, lo, hi, out)) return out;
 #endif
+  if (scan_batch_clamped_avx2(x, n, lo, hi, out)) return out;
   return scan_batch_clamped_portable(x, n, lo, hi);
 }
 
@@ -384,9 +581,21 @@ bool lattice_fits_simd(int e, int64_t first) {
 bool scan_block_available() {
 #if defined(__x86_64__)
   static const bool avx512 = cpu_has_avx512();
-  return avx512;
+  return avx512 || batch_scan_uses_avx2();
 #else
   return false;
+#endif
+}
+
+BlockScan scan_block_avx2(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins) {
+  assert(batch_scan_uses_avx2());
+  assert(!lattice || lattice_fits_simd(lattice->e, lattice->first));
+#if defined(__x86_64__)
+  if (lattice) return scan_block_avx2_pass<true>(x, n, lanes, *lattice, cold_bins);
+  return scan_block_avx2_pass<false>(x, n, lanes, BinLattice{}, cold_bins);
+#else
+  (void)x, (void)n, (void)lanes, (void)lattice, (void)cold_bins;
+  return {};
 #endif
 }
 
@@ -394,6 +603,8 @@ BlockScan scan_block(const float* x, int64_t n, double* lanes, const BinLattice*
   assert(scan_block_available());
   assert(!lattice || lattice_fits_simd(lattice->e, lattice->first));
 #if defined(__x86_64__)
+  static const bool avx512 = cpu_has_avx512();
+  if (!avx512) return scan_block_avx2(x, n, lanes, lattice, cold_bins);
   if (lattice) return scan_block_avx512<true>(x, n, lanes, *lattice, cold_bins);
   return scan_block_avx512<false>(x, n, lanes, BinLattice{}, cold_bins);
 #else

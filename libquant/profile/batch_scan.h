@@ -39,8 +39,8 @@ void count_cells_portable(const float* x, int64_t n, int e, int64_t first, uint6
 // interpreter computes them: a NaN stays NaN, an infinity is clamped), as
 // scan_batch of the written-out y gives them, and x's extremes and non-finite
 // counts as scan_batch of x gives them; x's sum is left to the pass that bins
-// x. lo <= hi. The AVX-512 version, chosen at run time, gives the portable
-// one's bits.
+// x. lo <= hi. The AVX-512 and AVX2 versions, chosen at run time in that
+// order, give the portable one's bits.
 struct ClampedScan {
   BatchStats y;
   float x_min = 0, x_max = 0;
@@ -48,6 +48,10 @@ struct ClampedScan {
 };
 ClampedScan scan_batch_clamped(const float* x, int64_t n, float lo, float hi);
 ClampedScan scan_batch_clamped_portable(const float* x, int64_t n, float lo, float hi);
+// The AVX2 version alone (for tests, and scan_batch_clamped without AVX-512):
+// false, `out` unspecified, when this CPU lacks AVX2 (batch_scan_uses_avx2) or
+// x holds a NaN or an infinity, which the portable version then handles.
+bool scan_batch_clamped_avx2(const float* x, int64_t n, float lo, float hi, ClampedScan& out);
 
 // Whether scan_batch and count_cells run their AVX2 versions on this CPU.
 bool batch_scan_uses_avx2();
@@ -86,8 +90,13 @@ struct BlockScan {
 };
 BlockScan scan_block(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins);
 
-// Whether scan_block runs on this CPU (AVX-512F); without it Histogram::add
-// makes its two passes with scan_batch and count_cells.
+// The AVX2 version of scan_block alone, 8 values a step (scan_block's own on
+// a CPU with AVX2 but not AVX-512F; tests run it on wider ones): the same
+// results. Only where batch_scan_uses_avx2().
+BlockScan scan_block_avx2(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins);
+
+// Whether scan_block runs on this CPU (AVX-512F, else AVX2); without it
+// Histogram::add makes its two passes with scan_batch and count_cells.
 bool scan_block_available();
 
 }  // namespace quant::profile

@@ -95,7 +95,7 @@ void add_block_bins(const BlockScan& block, const int32_t* cold, int32_t hot, ui
 
 // count_cells(x, n, e, first, counts) for finite values all inside the
 // lattice's cells [first, first + counts.size()); returns their sum as
-// scan_batch adds it up. With AVX-512, scan_block's one pass (the bin of 0
+// scan_batch adds it up. With AVX-512 or AVX2, scan_block's one pass (the bin of 0
 // counted, not scattered), block by block while each is in L1.
 double bin_cells(const float* x, int64_t n, int e, int64_t first, std::vector<uint64_t>& counts) {
   const int bins = static_cast<int>(counts.size());

@@ -224,6 +224,20 @@ TEST_CASE("batch scan: the clamped scan equals scan_batch of x and of the clampe
           CHECK(got.x_nan == want_x.nan);
           CHECK(got.x_inf == want_x.inf);
         }
+        // The AVX2 version alone (what a CPU without AVX-512 runs): it takes
+        // every finite input on a CPU with AVX2, and refuses the others (and an
+        // empty one: no finite extremes).
+        quant::profile::ClampedScan avx2;
+        const bool taken = quant::profile::scan_batch_clamped_avx2(x.data(), static_cast<int64_t>(n), lo, hi, avx2);
+        INFO("n " << n << " lo " << lo << " hi " << hi << " avx2");
+        CHECK(taken == (quant::profile::batch_scan_uses_avx2() && n > 0 && want_x.nan == 0 && want_x.inf == 0));
+        if (taken) {
+          check_same(avx2.y, want_y);
+          CHECK(same_bits(avx2.x_min, want_x.min));
+          CHECK(same_bits(avx2.x_max, want_x.max));
+          CHECK(avx2.x_nan == 0);
+          CHECK(avx2.x_inf == 0);
+        }
       }
     }
   }
@@ -240,6 +254,8 @@ TEST_CASE("batch scan: an infinity in the clamped scan's tail is counted, not ta
       const BatchStats want_x = quant::profile::scan_batch_portable(x.data(), static_cast<int64_t>(n));
       const auto got = quant::profile::scan_batch_clamped(x.data(), static_cast<int64_t>(n), 0.0f, kInf);
       INFO("n " << n << " bad " << bad);
+      quant::profile::ClampedScan avx2;
+      CHECK_FALSE(quant::profile::scan_batch_clamped_avx2(x.data(), static_cast<int64_t>(n), 0.0f, kInf, avx2));
       CHECK(got.x_inf == 1);
       CHECK(want_x.inf == 1);
       CHECK(got.y.finite == (bad > 0 ? n - 1 : n));  // Relu(-inf) = 0 is finite, Relu(inf) is not

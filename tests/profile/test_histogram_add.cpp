@@ -1,7 +1,7 @@
 // Histogram::add's one-pass path (batch_scan.h scan_block, block by block)
 // against its definition, add_in_two_passes: every field to the bit. Without
-// AVX-512 add() is add_in_two_passes, and these tests skip rather than compare
-// a function with itself.
+// AVX-512 or AVX2 add() is add_in_two_passes, and these tests skip rather than
+// compare a function with itself.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -73,7 +73,7 @@ void check_samples(const std::vector<std::vector<float>>& samples, int bins) {
 
 TEST_CASE("histogram add: one pass equals two passes on swept sizes, around block edges", "[profile][histogram]") {
   if (!quant::profile::scan_block_available())
-    QTOOL_SKIP("no AVX-512 on this CPU: Histogram::add is add_in_two_passes, nothing to compare");
+    QTOOL_SKIP("no AVX-512 or AVX2 on this CPU: Histogram::add is add_in_two_passes, nothing to compare");
   std::mt19937 rng(5);
   // kBlock is 4096: sizes below, at and past one and several blocks, odd tails.
   std::vector<size_t> sizes;
@@ -94,7 +94,7 @@ TEST_CASE("histogram add: one pass equals two passes on swept sizes, around bloc
 
 TEST_CASE("histogram add: one pass equals two passes when the range grows inside one tensor", "[profile][histogram]") {
   if (!quant::profile::scan_block_available())
-    QTOOL_SKIP("no AVX-512 on this CPU: Histogram::add is add_in_two_passes, nothing to compare");
+    QTOOL_SKIP("no AVX-512 or AVX2 on this CPU: Histogram::add is add_in_two_passes, nothing to compare");
   // Values growing from block to block: nearly every block widens the lattice.
   std::vector<float> rising(5 * 4096 + 9);
   for (size_t i = 0; i < rising.size(); ++i) rising[i] = static_cast<float>(i) * 0.37f - 100.0f * static_cast<float>(i % 3);
@@ -115,7 +115,7 @@ TEST_CASE("histogram add: one pass equals two passes when the range grows inside
 TEST_CASE("histogram add: one pass equals two passes on Relu outputs, zeros outside the range and extremes",
           "[profile][histogram]") {
   if (!quant::profile::scan_block_available())
-    QTOOL_SKIP("no AVX-512 on this CPU: Histogram::add is add_in_two_passes, nothing to compare");
+    QTOOL_SKIP("no AVX-512 or AVX2 on this CPU: Histogram::add is add_in_two_passes, nothing to compare");
   std::mt19937 rng(13);
   // Relu / Relu6: half exact zeros (the bin of 0, counted without its own increment), some 6s.
   auto relu = values(20000, rng, 3.0f, false);
@@ -153,7 +153,7 @@ TEST_CASE("histogram add: one pass equals two passes on Relu outputs, zeros outs
 
 TEST_CASE("histogram add: a hand-written histogram takes the two passes and gives their result", "[profile][histogram]") {
   if (!quant::profile::scan_block_available())
-    QTOOL_SKIP("no AVX-512 on this CPU: Histogram::add is add_in_two_passes, nothing to compare");
+    QTOOL_SKIP("no AVX-512 or AVX2 on this CPU: Histogram::add is add_in_two_passes, nothing to compare");
   // A lattice coarser than the data needs and starting far below min.
   quant::profile::HistogramFields f;
   f.lo = -64;
@@ -176,46 +176,55 @@ TEST_CASE("histogram add: a hand-written histogram takes the two passes and give
 
 TEST_CASE("batch scan: scan_block's statistics and bins equal the portable scan and count", "[profile][batch_scan]") {
   if (!quant::profile::scan_block_available())
-    QTOOL_SKIP("no AVX-512 on this CPU: scan_block is not used (Histogram::add makes two passes)");
-  std::mt19937 rng(21);
-  for (int bins : {16, 2048}) {
-    for (size_t n : {0u, 1u, 7u, 8u, 15u, 16u, 17u, 31u, 33u, 100u, 4096u, 4099u}) {
-      for (bool nonfinite : {false, true}) {
-        const auto v = values(n, rng, 3.0f, nonfinite);
-        const BatchStats ref = quant::profile::scan_batch_portable(v.data(), static_cast<int64_t>(n));
-        // Blocks of 8, 16 and 40 values carry the lanes: the sum is the portable one.
-        for (int64_t block : {8, 16, 40, 4096}) {
-          double lanes[8] = {};
-          uint64_t finite = 0, nan = 0, inf = 0;
-          for (int64_t at = 0; at < static_cast<int64_t>(n); at += block) {
-            const BlockScan b = quant::profile::scan_block(v.data() + at, std::min<int64_t>(block, static_cast<int64_t>(n) - at),
-                                                           lanes, nullptr, nullptr);
-            finite += b.stats.finite;
-            nan += b.stats.nan;
-            inf += b.stats.inf;
+    QTOOL_SKIP("no AVX-512 or AVX2 on this CPU: scan_block is not used (Histogram::add makes two passes)");
+  // The dispatched version (AVX-512 where the CPU has it) and the AVX2 one
+  // alone, which a CPU without AVX-512 runs.
+  using ScanFn = BlockScan (*)(const float*, int64_t, double*, const BinLattice*, int32_t*);
+  std::vector<ScanFn> versions{quant::profile::scan_block};
+  if (quant::profile::batch_scan_uses_avx2()) versions.push_back(quant::profile::scan_block_avx2);
+  for (size_t version = 0; version < versions.size(); ++version) {
+    const ScanFn scan_block = versions[version];
+    INFO("version " << version);
+    std::mt19937 rng(21);
+    for (int bins : {16, 2048}) {
+      for (size_t n : {0u, 1u, 7u, 8u, 15u, 16u, 17u, 31u, 33u, 100u, 4096u, 4099u}) {
+        for (bool nonfinite : {false, true}) {
+          const auto v = values(n, rng, 3.0f, nonfinite);
+          const BatchStats ref = quant::profile::scan_batch_portable(v.data(), static_cast<int64_t>(n));
+          // Blocks of 8, 16 and 40 values carry the lanes: the sum is the portable one.
+          for (int64_t block : {8, 16, 40, 4096}) {
+            double lanes[8] = {};
+            uint64_t finite = 0, nan = 0, inf = 0;
+            for (int64_t at = 0; at < static_cast<int64_t>(n); at += block) {
+              const BlockScan b = scan_block(v.data() + at, std::min<int64_t>(block, static_cast<int64_t>(n) - at),
+                                             lanes, nullptr, nullptr);
+              finite += b.stats.finite;
+              nan += b.stats.nan;
+              inf += b.stats.inf;
+            }
+            CHECK(same_bits(quant::profile::combine_lanes(lanes), ref.sum));
+            CHECK(finite == ref.finite);
+            CHECK(nan == ref.nan);
+            CHECK(inf == ref.inf);
           }
-          CHECK(same_bits(quant::profile::combine_lanes(lanes), ref.sum));
-          CHECK(finite == ref.finite);
-          CHECK(nan == ref.nan);
-          CHECK(inf == ref.inf);
+          if (ref.finite == 0) continue;
+          // Bins on the values' own lattice: hot bin counted, the others listed
+          // (lattices of only subnormals are beyond the SIMD path: add() does not bin them there).
+          const int e = Histogram::fit_exponent(ref.min, ref.max, bins);
+          const auto first = static_cast<int64_t>(std::floor(std::ldexp(static_cast<double>(ref.min), -e)));
+          if (!quant::profile::lattice_fits_simd(e, first)) continue;
+          const BinLattice lattice{e, first, bins, static_cast<int32_t>(std::clamp<int64_t>(-first, 0, bins - 1))};
+          std::vector<int32_t> cold(n + 16);
+          double lanes[8] = {};
+          const BlockScan b = scan_block(v.data(), static_cast<int64_t>(n), lanes, &lattice, cold.data());
+          CHECK(b.stats.min == ref.min);
+          CHECK(b.stats.max == ref.max);
+          std::vector<uint64_t> counts(static_cast<size_t>(bins), 0), want(static_cast<size_t>(bins), 0);
+          for (int64_t j = 0; j < b.cold; ++j) counts[static_cast<size_t>(cold[static_cast<size_t>(j)])]++;
+          counts[static_cast<size_t>(lattice.hot)] += b.hot;
+          quant::profile::count_cells_portable(v.data(), static_cast<int64_t>(n), e, first, want.data(), bins);
+          CHECK(counts == want);
         }
-        if (ref.finite == 0) continue;
-        // Bins on the values' own lattice: hot bin counted, the others listed
-        // (lattices of only subnormals are beyond the SIMD path: add() does not bin them there).
-        const int e = Histogram::fit_exponent(ref.min, ref.max, bins);
-        const auto first = static_cast<int64_t>(std::floor(std::ldexp(static_cast<double>(ref.min), -e)));
-        if (!quant::profile::lattice_fits_simd(e, first)) continue;
-        const BinLattice lattice{e, first, bins, static_cast<int32_t>(std::clamp<int64_t>(-first, 0, bins - 1))};
-        std::vector<int32_t> cold(n + 16);
-        double lanes[8] = {};
-        const BlockScan b = quant::profile::scan_block(v.data(), static_cast<int64_t>(n), lanes, &lattice, cold.data());
-        CHECK(b.stats.min == ref.min);
-        CHECK(b.stats.max == ref.max);
-        std::vector<uint64_t> counts(static_cast<size_t>(bins), 0), want(static_cast<size_t>(bins), 0);
-        for (int64_t j = 0; j < b.cold; ++j) counts[static_cast<size_t>(cold[static_cast<size_t>(j)])]++;
-        counts[static_cast<size_t>(lattice.hot)] += b.hot;
-        quant::profile::count_cells_portable(v.data(), static_cast<int64_t>(n), e, first, want.data(), bins);
-        CHECK(counts == want);
       }
     }
   }
