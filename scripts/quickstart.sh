@@ -9,7 +9,7 @@ build=${QTOOL_BUILD_DIR:-$repo/build}
 # without debug information (a quarter of the compile time; scripts/setup.sh
 # -DQTOOL_DEBUG_INFO=ON brings it back).
 [ -x "$build/qrun" ] && [ -x "$build/qconvert" ] && [ -x "$build/qprofile" ] ||
-  QTOOL_BUILD_TARGETS="qprofile qconvert qrun" "$repo/scripts/setup.sh" -DQTOOL_DEBUG_INFO=OFF
+  QTOOL_BUILD_TARGETS="qprofile qconvert qrun" "$repo/scripts/setup.sh" -DQTOOL_DEBUG_INFO=OFF -DQTOOL_PCH=ON
 out="$build/quickstart"
 mkdir -p "$out"
 model="$repo/samples/digits_cnn.onnx"
