@@ -15,7 +15,9 @@ build=${QTOOL_BUILD_DIR:-$repo/build}
 # python3-torch, whose libblas.so.3 is otherwise the unoptimised reference BLAS (training about 16x slower).
 # A build of the three tools alone (QTOOL_BUILD_TARGETS, as scripts/quickstart.sh asks) needs only the compiler
 # and the libraries: the first result on a fresh machine does not wait for Chromium, Node.js or the test data.
-pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libspdlog-dev catch2 libprotobuf-dev protobuf-compiler
+# ninja-build: Ninja compiles every module's files as soon as a core is free, where Make finishes one CMake
+# target before the next that links it (the quickstart build under Ninja kept 2 compilations running 99% of the time).
+pkgs=(cmake g++ make ninja-build libcli11-dev nlohmann-json3-dev libspdlog-dev catch2 libprotobuf-dev protobuf-compiler
       libonnx-dev libstb-dev)
 [ -n "${QTOOL_BUILD_TARGETS:-}" ] ||
   pkgs+=(python3-onnx python3-numpy python3-jsonschema parallel time libonnx-testdata help2man man-db groff-base
@@ -44,9 +46,15 @@ werror=OFF
 targets=()
 for t in ${QTOOL_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
 
+# A new build directory uses Ninja when it is there; one configured before keeps its generator (CMake refuses
+# to switch).
+generator=()
+[ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null && generator=(-G Ninja)
+
 mkdir -p "$build"
 log="$build/build.log"
-if ! { cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE="${QTOOL_BUILD_TYPE:-RelWithDebInfo}" -DQTOOL_WERROR=$werror "$@" &&
+if ! { cmake -S "$repo" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE="${QTOOL_BUILD_TYPE:-RelWithDebInfo}" \
+         -DQTOOL_WERROR=$werror "$@" &&
        cmake --build "$build" -j"$(nproc)" "${targets[@]}"; } >"$log" 2>&1; then
   tail -n 40 "$log" >&2
   echo "error: build failed; full log in $log" >&2
