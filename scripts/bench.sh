@@ -90,6 +90,19 @@ pin_for() {
   fi
 }
 
+# link_samples DIR W SAMPLES RUNS: W/data links DIR's first SAMPLES inputs,
+# W/data_rep each of them RUNS + 1 times (qprofile's timing set).
+link_samples() {
+  local n=0 f r
+  mkdir -p "$2/data" "$2/data_rep"
+  for f in "$1"/inputs/*.npy; do
+    [ $n -lt "$3" ] || break
+    ln -s "$f" "$2/data/$(basename "$f")"
+    for ((r = 0; r < $4 + 1; r++)); do ln -s "$f" "$2/data_rep/r${r}_$(basename "$f")"; done
+    n=$((n + 1))
+  done
+}
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
 
@@ -165,14 +178,7 @@ bench_speed() {
   for model in $models; do
     local dir="$zoo/$model" w="$work/$model"
     [ -f "$dir/model.onnx" ] || { echo "error: $dir/model.onnx not found (run scripts/make_zoo.sh)" >&2; return 2; }
-    mkdir -p "$w/data" "$w/data_rep"
-    local n=0 f r
-    for f in "$dir"/inputs/*.npy; do
-      [ $n -lt "$samples" ] || break
-      ln -s "$f" "$w/data/$(basename "$f")"
-      for ((r = 0; r < runs + 1; r++)); do ln -s "$f" "$w/data_rep/r${r}_$(basename "$f")"; done
-      n=$((n + 1))
-    done
+    link_samples "$dir" "$w" "$samples" "$runs"
     "$bin/qprofile" "$dir/model.onnx" --data "$w/data" -o "$w/profile.json" --quiet
     "$bin/qconvert" "$dir/model.onnx" --profile "$w/profile.json" -o "$w/int8.onnx" >/dev/null
     if [ -z "${isa_said:-}" ]; then
@@ -239,15 +245,9 @@ bench_qprofile() {
   echo "== qprofile: per sample vs budget = qrun unfused float + 0.5 ns per profiled value, and vs torch FX HistogramObserver calibration (1 thread); host ISA: $(grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
   printf '%-14s %-11s | %9s %9s %10s %8s %6s | %9s %6s\n' model isa "qprofile" "qrun nf" "values" "budget" "" "torch fx" ""
   for model in $models; do
-    local dir="$zoo/$model" w="$work/qp_$model" n=0 f r
+    local dir="$zoo/$model" w="$work/qp_$model"
     [ -f "$dir/model.onnx" ] || { echo "error: $dir/model.onnx not found (run scripts/make_zoo.sh)" >&2; return 2; }
-    mkdir -p "$w/data" "$w/data_rep"
-    for f in "$dir"/inputs/*.npy; do
-      [ $n -lt "$samples" ] || break
-      ln -s "$f" "$w/data/$(basename "$f")"
-      for ((r = 0; r < runs + 1; r++)); do ln -s "$f" "$w/data_rep/r${r}_$(basename "$f")"; done
-      n=$((n + 1))
-    done
+    link_samples "$dir" "$w" "$samples" "$runs"
     for isa in ${BENCH_QPROFILE_ISAS:-host avx2}; do
       (
         [ "$isa" = host ] || export QTOOL_ISA=$isa

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace quant::profile {
@@ -69,6 +70,46 @@ inline int64_t bin_of(float v, double scale, int64_t first, int64_t last) {
 constexpr int64_t kCellLimit = int64_t{1} << 26;
 
 #if defined(__x86_64__)
+// The end of a vector scan_block pass: the values from i on (fewer than a
+// vector) one at a time after the vector part's state in `tail`, the lanes
+// handed back, the block's statistics (its sum left in the lanes).
+BlockScan finish_block(ScalarScan& tail, const float* x, int64_t i, int64_t n, const BinLattice& lat, bool bins,
+                       int32_t* cold_bins, int64_t cold, uint64_t hot, double* lanes) {
+  const double scale_d = std::ldexp(1.0, -lat.e);
+  for (; i < n; ++i) {
+    const float v = x[i];
+    tail.step(v, static_cast<int>(i % kLanes));
+    if (bins && std::isfinite(v)) {
+      const int32_t bin = static_cast<int32_t>(bin_of(v, scale_d, lat.first, lat.bins - 1));
+      if (bin == lat.hot)
+        ++hot;
+      else
+        cold_bins[cold++] = bin;
+    }
+  }
+  std::copy(tail.lanes, tail.lanes + kLanes, lanes);
+  BlockScan out;
+  out.stats = tail.finish(n);
+  out.stats.sum = 0;
+  out.cold = cold;
+  out.hot = hot;
+  return out;
+}
+
+// A vector scan_block pass unchecked first: a NaN or Inf in the vector part
+// makes a lane sum NaN or Inf for good (finite floats cannot overflow a double
+// sum), and then the block is scanned again, checked, from the lanes it
+// started with. `pass(std::bool_constant<kChecked>)` runs one pass.
+template <class Pass>
+BlockScan unchecked_first(double* lanes, Pass pass) {
+  double start[kLanes];
+  std::copy(lanes, lanes + kLanes, start);
+  const BlockScan fast = pass(std::false_type{});
+  if (std::all_of(lanes, lanes + kLanes, [](double l) { return std::isfinite(l); })) return fast;
+  std::copy(start, start + kLanes, lanes);
+  return pass(std::true_type{});
+}
+
 bool cpu_has_avx2() { return kernels::cpu_supports("avx2") && kernels::cpu_supports("fma"); }
 
 __attribute__((target("avx2,fma"))) BatchStats scan_batch_avx2(const float* x, int64_t n) {
@@ -342,37 +383,14 @@ __attribute__((target("avx2,fma,popcnt"))) BlockScan scan_block_avx2_pass(const 
   }
   tail.nan = nan;
   tail.inf = inf;
-  const double scale_d = std::ldexp(1.0, -lat.e);
-  for (; i < n; ++i) {
-    const float v = x[i];
-    tail.step(v, static_cast<int>(i % kLanes));
-    if (kBins && std::isfinite(v)) {
-      const int32_t bin = static_cast<int32_t>(bin_of(v, scale_d, lat.first, lat.bins - 1));
-      if (bin == lat.hot)
-        ++hot;
-      else
-        cold_bins[cold++] = bin;
-    }
-  }
-  std::copy(tail.lanes, tail.lanes + kLanes, lanes);
-  BlockScan out;
-  out.stats = tail.finish(n);
-  out.stats.sum = 0;
-  out.cold = cold;
-  out.hot = hot;
-  return out;
+  return finish_block(tail, x, i, n, lat, kBins, cold_bins, cold, hot, lanes);
 }
 
-// Unchecked first, then checked from the lanes it started with when a lane
-// sum is no longer finite (as scan_block_avx512 below).
 template <bool kBins>
 BlockScan scan_block_avx2_pass(const float* x, int64_t n, double* lanes, const BinLattice& lat, int32_t* cold_bins) {
-  double start[kLanes];
-  std::copy(lanes, lanes + kLanes, start);
-  const BlockScan fast = scan_block_avx2_pass<kBins, false>(x, n, lanes, lat, cold_bins);
-  if (std::all_of(lanes, lanes + kLanes, [](double l) { return std::isfinite(l); })) return fast;
-  std::copy(start, start + kLanes, lanes);
-  return scan_block_avx2_pass<kBins, true>(x, n, lanes, lat, cold_bins);
+  return unchecked_first(lanes, [&](auto checked) {
+    return scan_block_avx2_pass<kBins, decltype(checked)::value>(x, n, lanes, lat, cold_bins);
+  });
 }
 
 bool cpu_has_avx512() { return kernels::cpu_supports("avx512f"); }
@@ -456,38 +474,14 @@ __attribute__((target("avx512f,popcnt"))) BlockScan scan_block_avx512(const floa
   tail.max = _mm512_reduce_max_ps(vmax);
   tail.nan = nan;
   tail.inf = inf;
-  const double scale_d = std::ldexp(1.0, -lat.e);
-  for (; i < n; ++i) {
-    const float v = x[i];
-    tail.step(v, static_cast<int>(i % kLanes));
-    if (kBins && std::isfinite(v)) {
-      const int32_t bin = static_cast<int32_t>(bin_of(v, scale_d, lat.first, lat.bins - 1));
-      if (bin == lat.hot)
-        ++hot;
-      else
-        cold_bins[cold++] = bin;
-    }
-  }
-  std::copy(tail.lanes, tail.lanes + kLanes, lanes);
-  BlockScan out;
-  out.stats = tail.finish(n);
-  out.stats.sum = 0;
-  out.cold = cold;
-  out.hot = hot;
-  return out;
+  return finish_block(tail, x, i, n, lat, kBins, cold_bins, cold, hot, lanes);
 }
 
-// Unchecked first: a NaN or Inf in the 16-wide part makes a lane sum NaN or Inf
-// for good (finite floats cannot overflow a double sum), and then the block is
-// scanned again from the lanes it started with, checked.
 template <bool kBins>
 BlockScan scan_block_avx512(const float* x, int64_t n, double* lanes, const BinLattice& lat, int32_t* cold_bins) {
-  double start[kLanes];
-  std::copy(lanes, lanes + kLanes, start);
-  const BlockScan fast = scan_block_avx512<kBins, false>(x, n, lanes, lat, cold_bins);
-  if (std::all_of(lanes, lanes + kLanes, [](double l) { return std::isfinite(l); })) return fast;
-  std::copy(start, start + kLanes, lanes);
-  return scan_block_avx512<kBins, true>(x, n, lanes, lat, cold_bins);
+  return unchecked_first(lanes, [&](auto checked) {
+    return scan_block_avx512<kBins, decltype(checked)::value>(x, n, lanes, lat, cold_bins);
+  });
 }
 // scan_batch_clamped for finite x: y's sum in 8 lanes, 16 values a step
 // (elements i..i+7, then i+8..i+15, as scan_block), x's extremes, and y's
