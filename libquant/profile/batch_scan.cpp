@@ -96,6 +96,29 @@ BlockScan finish_block(ScalarScan& tail, const float* x, int64_t i, int64_t n, c
   return out;
 }
 
+// The end of a vector scan_batch_clamped pass: the values from i on one at a
+// time after the vector part's x extremes and y lane sums. A NaN in the vector
+// part made a lane sum NaN (clip keeps it; the callers check the lanes); an
+// infinity there may be clamped to a finite y, but not out of x's extremes; the
+// tail's scalar steps count non-finite values instead, so the counts are
+// checked too. False when x holds a NaN or an infinity.
+bool finish_clamped(ScalarScan& xs, ScalarScan& ys, const float* x, int64_t i, int64_t n, float lo, float hi,
+                    ClampedScan& out) {
+  for (; i < n; ++i) {
+    xs.step(x[i], 0);
+    ys.step(clip(x[i], lo, hi), static_cast<int>(i % kLanes));
+  }
+  if (xs.nan != 0 || xs.inf != 0 || !std::isfinite(xs.min) || !std::isfinite(xs.max)) return false;
+  ys.min = clip(xs.min, lo, hi);
+  ys.max = clip(xs.max, lo, hi);
+  const BatchStats xstats = xs.finish(n);
+  out.y = ys.finish(n);
+  out.x_min = xstats.min;
+  out.x_max = xstats.max;
+  out.x_nan = out.x_inf = 0;
+  return true;
+}
+
 // A vector scan_block pass unchecked first: a NaN or Inf in the vector part
 // makes a lane sum NaN or Inf for good (finite floats cannot overflow a double
 // sum), and then the block is scanned again, checked, from the lanes it
@@ -263,22 +286,7 @@ __attribute__((target("avx2"))) bool scan_clamped_avx2_body(const float* x, int6
     xs.min = std::min(xs.min, mins[k]);
     xs.max = std::max(xs.max, maxs[k]);
   }
-  for (; i < n; ++i) {
-    xs.step(x[i], 0);
-    ys.step(clip(x[i], lo, hi), static_cast<int>(i % kLanes));
-  }
-  // A NaN in the vector part made a lane sum NaN (clip keeps it; checked
-  // above); an infinity there may be clamped to a finite y, but not out of
-  // x's extremes; the tail's scalar steps count non-finite values instead.
-  if (xs.nan != 0 || xs.inf != 0 || !std::isfinite(xs.min) || !std::isfinite(xs.max)) return false;
-  ys.min = clip(xs.min, lo, hi);
-  ys.max = clip(xs.max, lo, hi);
-  const BatchStats xstats = xs.finish(n);
-  out.y = ys.finish(n);
-  out.x_min = xstats.min;
-  out.x_max = xstats.max;
-  out.x_nan = out.x_inf = 0;
-  return true;
+  return finish_clamped(xs, ys, x, i, n, lo, hi, out);
 }
 
 // AVX2 has no VPCOMPRESSD: a block's cold bins are left-packed by a
@@ -509,21 +517,7 @@ __attribute__((target("avx512f"))) bool scan_clamped_avx512(const float* x, int6
   if (!std::all_of(ys.lanes, ys.lanes + kLanes, [](double l) { return std::isfinite(l); })) return false;
   xs.min = _mm512_reduce_min_ps(xmin);
   xs.max = _mm512_reduce_max_ps(xmax);
-  for (; i < n; ++i) {
-    xs.step(x[i], 0);
-    ys.step(clip(x[i], lo, hi), static_cast<int>(i % kLanes));
-  }
-  // The tail's scalar steps count an infinity instead of taking it as an
-  // extreme: check the counts too, not only the extremes.
-  if (xs.nan != 0 || xs.inf != 0 || !std::isfinite(xs.min) || !std::isfinite(xs.max)) return false;
-  ys.min = clip(xs.min, lo, hi);
-  ys.max = clip(xs.max, lo, hi);
-  const BatchStats xstats = xs.finish(n);
-  out.y = ys.finish(n);
-  out.x_min = xstats.min;
-  out.x_max = xstats.max;
-  out.x_nan = out.x_inf = 0;
-  return true;
+  return finish_clamped(xs, ys, x, i, n, lo, hi, out);
 }
 #pragma GCC diagnostic pop
 #endif
