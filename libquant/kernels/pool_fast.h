@@ -11,8 +11,8 @@ namespace quant::kernels {
 void max_pool_f32_fast(const PoolGeometry& g, const float* x, float* y, int threads);
 
 // The portable direct 2-D path of max_pool_f32_fast (2-D, no dilation), which
-// that function takes where AVX-512 does not cover the geometry; exposed so
-// that tests check it on hosts where AVX-512 takes every case.
+// that function takes where AVX-512 or AVX2 does not cover the geometry;
+// exposed so that tests check it on hosts where a vector path takes every case.
 void max_pool_2d_f32_portable(const PoolGeometry& g, const float* x, float* y);
 
 // average_pool_f32 with the planes split over threads.

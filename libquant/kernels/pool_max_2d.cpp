@@ -9,12 +9,12 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define QTOOL_POOL_AVX512 1
+#define QTOOL_POOL_SIMD 1
 #endif
 
 namespace quant::kernels {
 
-#ifdef QTOOL_POOL_AVX512
+#ifdef QTOOL_POOL_SIMD
 // GCC 12 warns inside its own AVX-512 headers (their _mm512_undefined_* sources).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -72,6 +72,59 @@ struct ByteLanes {
   }
 };
 
+// The same operations in AVX2 vectors: 8 floats or 32 bytes.
+struct F32Lanes8 {
+  using T = float;
+  using Vec = __m256;
+  static constexpr int64_t kLanes = 8;
+  static bool cpu() { return cpu_supports("avx2"); }
+  __attribute__((target("avx2"))) static Vec load(const T* p) { return _mm256_loadu_ps(p); }
+  __attribute__((target("avx2"))) static void store(T* p, Vec v) { _mm256_storeu_ps(p, v); }
+  __attribute__((target("avx2"))) static void store_first(T* p, Vec v, int64_t n) {
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), iota), v);
+  }
+  __attribute__((target("avx2"))) static Vec splat(T v) { return _mm256_set1_ps(v); }
+  // VMAXPS ymm: the second operand unless the first is greater, as above.
+  __attribute__((target("avx2"))) static Vec keep_max(Vec v, Vec m) { return _mm256_max_ps(v, m); }
+  // VSHUFPS picks even (odd) elements within each 128-bit half of a and b; the
+  // 64-bit permute puts a's pairs before b's.
+  __attribute__((target("avx2"))) static void split(Vec a, Vec b, Vec& even, Vec& odd) {
+    even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+    odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8));
+  }
+};
+
+template <class Byte>
+struct ByteLanes32 {
+  using T = Byte;
+  using Vec = __m256i;
+  static constexpr int64_t kLanes = 32;
+  static bool cpu() { return cpu_supports("avx2"); }
+  __attribute__((target("avx2"))) static Vec load(const T* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  }
+  __attribute__((target("avx2"))) static void store(T* p, Vec v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+  // AVX2 has no byte-masked store: the first n bytes go through a copy.
+  __attribute__((target("avx2"))) static void store_first(T* p, Vec v, int64_t n) {
+    alignas(32) T lanes[32];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
+    std::memcpy(p, lanes, static_cast<size_t>(n));
+  }
+  __attribute__((target("avx2"))) static Vec splat(T v) { return _mm256_set1_epi8(static_cast<char>(v)); }
+  __attribute__((target("avx2"))) static Vec keep_max(Vec v, Vec m) {
+    if constexpr (std::is_signed_v<T>) return _mm256_max_epi8(v, m);
+    return _mm256_max_epu8(v, m);
+  }
+  // Even bytes are the low bytes of the 16-bit words, odd bytes the high
+  // ones; VPACKUSWB packs within 128-bit halves, the permute restores order.
+  __attribute__((target("avx2"))) static void split(Vec a, Vec b, Vec& even, Vec& odd) {
+    const __m256i low = _mm256_set1_epi16(0xff);
+    even = _mm256_permute4x64_epi64(_mm256_packus_epi16(_mm256_and_si256(a, low), _mm256_and_si256(b, low)), 0xd8);
+    odd = _mm256_permute4x64_epi64(_mm256_packus_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(b, 8)), 0xd8);
+  }
+};
+
 constexpr int64_t kMaxWindowWidth = 16;
 
 // Elements per part of a scratch row: a vector beyond the output row's
@@ -83,9 +136,13 @@ int64_t scratch_width(int64_t out_w) {
 
 // One plane. L: the padded row (width sw * w floats' room), E/O or L itself
 // the columns the folds read, T: a ring of kh folded rows.
+// Written once for every lane type; pool_plane_avx512 and pool_plane_avx2
+// compile it for their ISA by inlining all of it (flatten), the lanes'
+// operations included, so it never exists as a function of its own: GCC's
+// note that its vector-typed calls would change the ABI does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
 template <class L>
-__attribute__((target("avx512f,avx512bw"))) void pool_plane(const PoolGeometry& g, const typename L::T* x,
-                                                            typename L::T* y, typename L::T* scratch) {
+__attribute__((always_inline)) inline void pool_plane(const PoolGeometry& g, const typename L::T* x, typename L::T* y, typename L::T* scratch) {
   using T = typename L::T;
   using Vec = typename L::Vec;
   constexpr int64_t V = L::kLanes;
@@ -142,6 +199,19 @@ __attribute__((target("avx512f,avx512bw"))) void pool_plane(const PoolGeometry& 
 }
 
 template <class L>
+__attribute__((target("avx512f,avx512bw"), flatten)) void pool_plane_avx512(const PoolGeometry& g,
+                                                                            const typename L::T* x,
+                                                                            typename L::T* y, typename L::T* scratch) {
+  pool_plane<L>(g, x, y, scratch);
+}
+
+template <class L>
+__attribute__((target("avx2"), flatten)) void pool_plane_avx2(const PoolGeometry& g, const typename L::T* x,
+                                                              typename L::T* y, typename L::T* scratch) {
+  pool_plane<L>(g, x, y, scratch);
+}
+
+template <class L>
 bool pool_planes(const PoolGeometry& g, const typename L::T* x, typename L::T* y, int64_t planes) {
   static const bool cpu = L::cpu();
   const bool covered = cpu && g.in_spatial.size() == 2 && g.dilations[0] == 1 && g.dilations[1] == 1 &&
@@ -153,23 +223,30 @@ bool pool_planes(const PoolGeometry& g, const typename L::T* x, typename L::T* y
   const int64_t width = scratch_width<L>(g.out_spatial[1]);
   thread_local std::vector<typename L::T> scratch;
   scratch.resize(static_cast<size_t>(4 * width + g.kernel[0] * (width - L::kLanes)));
-  for (int64_t p = 0; p < planes; ++p) pool_plane<L>(g, x + p * in_plane, y + p * out_plane, scratch.data());
+  for (int64_t p = 0; p < planes; ++p) {
+    if constexpr (L::kLanes * sizeof(typename L::T) == 64)
+      pool_plane_avx512<L>(g, x + p * in_plane, y + p * out_plane, scratch.data());
+    else
+      pool_plane_avx2<L>(g, x + p * in_plane, y + p * out_plane, scratch.data());
+  }
   return true;
 }
 
 }  // namespace
 
-template <>
-bool max_pool_2d_avx512<float>(const PoolGeometry& g, const float* x, float* y, int64_t planes) {
-  return pool_planes<F32Lanes>(g, x, y, planes);
+// Each element type's lanes in either ISA.
+template <class T>
+using Lanes512 = std::conditional_t<std::is_same_v<T, float>, F32Lanes, ByteLanes<T>>;
+template <class T>
+using Lanes256 = std::conditional_t<std::is_same_v<T, float>, F32Lanes8, ByteLanes32<T>>;
+
+template <class T>
+bool max_pool_2d_avx512(const PoolGeometry& g, const T* x, T* y, int64_t planes) {
+  return pool_planes<Lanes512<T>>(g, x, y, planes);
 }
-template <>
-bool max_pool_2d_avx512<uint8_t>(const PoolGeometry& g, const uint8_t* x, uint8_t* y, int64_t planes) {
-  return pool_planes<ByteLanes<uint8_t>>(g, x, y, planes);
-}
-template <>
-bool max_pool_2d_avx512<int8_t>(const PoolGeometry& g, const int8_t* x, int8_t* y, int64_t planes) {
-  return pool_planes<ByteLanes<int8_t>>(g, x, y, planes);
+template <class T>
+bool max_pool_2d_avx2(const PoolGeometry& g, const T* x, T* y, int64_t planes) {
+  return pool_planes<Lanes256<T>>(g, x, y, planes);
 }
 
 #pragma GCC diagnostic pop
@@ -179,10 +256,25 @@ template <class T>
 bool max_pool_2d_avx512(const PoolGeometry&, const T*, T*, int64_t) {
   return false;
 }
-template bool max_pool_2d_avx512<float>(const PoolGeometry&, const float*, float*, int64_t);
-template bool max_pool_2d_avx512<uint8_t>(const PoolGeometry&, const uint8_t*, uint8_t*, int64_t);
-template bool max_pool_2d_avx512<int8_t>(const PoolGeometry&, const int8_t*, int8_t*, int64_t);
+template <class T>
+bool max_pool_2d_avx2(const PoolGeometry&, const T*, T*, int64_t) {
+  return false;
+}
 
 #endif
+
+template <class T>
+bool max_pool_2d_simd(const PoolGeometry& g, const T* x, T* y, int64_t planes) {
+  return max_pool_2d_avx512<T>(g, x, y, planes) || max_pool_2d_avx2<T>(g, x, y, planes);
+}
+
+#define QTOOL_POOL_INSTANTIATE(T)                                                     \
+  template bool max_pool_2d_avx512<T>(const PoolGeometry&, const T*, T*, int64_t); \
+  template bool max_pool_2d_avx2<T>(const PoolGeometry&, const T*, T*, int64_t);   \
+  template bool max_pool_2d_simd<T>(const PoolGeometry&, const T*, T*, int64_t);
+QTOOL_POOL_INSTANTIATE(float)
+QTOOL_POOL_INSTANTIATE(uint8_t)
+QTOOL_POOL_INSTANTIATE(int8_t)
+#undef QTOOL_POOL_INSTANTIATE
 
 }  // namespace quant::kernels

@@ -1,4 +1,4 @@
-// 2-D MaxPool rows in AVX-512 vectors, for the fast float and 8-bit pools
+// 2-D MaxPool rows in AVX-512 or AVX2 vectors, for the fast float and 8-bit pools
 // (pool_fast.h, qpool_max.h); the reference max_pool of pool.h defines the
 // result, and the tests compare with it bit for bit.
 //
@@ -20,11 +20,16 @@
 namespace quant::kernels {
 
 // Pools `planes` planes of a 2-D, undilated geometry (batch and channels of
-// g are not read) when the CPU has AVX-512 (BW for 8-bit), the column
+// g are not read) when the CPU has the ISA (AVX-512 F+BW; AVX2), the column
 // stride is 1 or 2 and the window at most 16 columns wide; returns false,
 // having written nothing, otherwise (planes = 0 asks without pooling).
-// T is float, uint8_t or int8_t.
+// T is float, uint8_t or int8_t. Both give the reference's bits.
 template <class T>
 bool max_pool_2d_avx512(const PoolGeometry& g, const T* x, T* y, int64_t planes);
+template <class T>
+bool max_pool_2d_avx2(const PoolGeometry& g, const T* x, T* y, int64_t planes);
+// The widest of the two the CPU (capped by QTOOL_ISA, cpu.h) allows.
+template <class T>
+bool max_pool_2d_simd(const PoolGeometry& g, const T* x, T* y, int64_t planes);
 
 }  // namespace quant::kernels

@@ -70,13 +70,13 @@ void max_pool_8bit_fast(const PoolGeometry& g, const T* x, T* y, int threads) {
   const int64_t planes = g.batch * g.channels;
   const int64_t in_plane = g.in_spatial[0] * g.in_spatial[1], out_plane = g.out_spatial[0] * g.out_spatial[1];
   if (planes == 0 || out_plane == 0) return;
-  // AVX-512 rows where the CPU and geometry allow (asked with no planes),
+  // AVX-512 or AVX2 rows where the CPU and geometry allow (asked with no planes),
   // in runs of planes per thread.
-  if (max_pool_2d_avx512<T>(g, nullptr, nullptr, 0)) {
+  if (max_pool_2d_simd<T>(g, nullptr, nullptr, 0)) {
     const int64_t parts = std::min<int64_t>(planes, threads > 1 ? 4 * static_cast<int64_t>(threads) : 1);
     parallel_for(threads, parts, [&](int64_t t) {
       const int64_t p0 = t * planes / parts, p1 = (t + 1) * planes / parts;
-      max_pool_2d_avx512(g, x + p0 * in_plane, y + p0 * out_plane, p1 - p0);
+      max_pool_2d_simd(g, x + p0 * in_plane, y + p0 * out_plane, p1 - p0);
     });
     return;
   }

@@ -10,8 +10,8 @@
 namespace quant::kernels {
 
 // 2-D pooling without dilation (ResNet's 3x3 stride-2 stem pool) runs in
-// AVX-512 rows (pool_max_2d.h) when the CPU has AVX-512 BW and the column
-// stride is 1 or 2; otherwise separably: the window's rows are maxed 16
+// AVX-512 or AVX2 rows (pool_max_2d.h) when the CPU has AVX-512 BW or AVX2
+// and the column stride is 1 or 2; otherwise separably: the window's rows are maxed 16
 // bytes at a time into one line, then each output takes the max of its
 // columns of that line. Every other geometry runs the reference kernel.
 // Planes are split over `threads`; max is exact, so the result does not

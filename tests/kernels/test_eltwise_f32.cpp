@@ -11,6 +11,7 @@
 #include "libquant/kernels/eltwise_f32.h"
 #include "libquant/kernels/pool.h"
 #include "libquant/kernels/pool_fast.h"
+#include "libquant/kernels/pool_max_2d.h"
 #include "libquant/kernels/unary.h"
 
 using namespace quant::kernels;
@@ -124,6 +125,11 @@ TEST_CASE("fast max and average pooling equal the reference kernels", "[kernels]
       std::fill(y.begin(), y.end(), 42.0f);
       average_pool_f32_fast(g, c.ceil_mode, x.data(), y.data(), threads);
       CHECK(same_bits(y, avg_ref));
+    }
+    // Each vector MaxPool row path the host has, whichever the dispatch takes.
+    for (auto* path : {&max_pool_2d_avx2<float>, &max_pool_2d_avx512<float>}) {
+      std::vector<float> y(static_cast<size_t>(out_count), 42.0f);
+      if (path(g, x.data(), y.data(), g.batch * g.channels)) CHECK(same_bits(y, max_ref));
     }
     }
   }

@@ -1,7 +1,7 @@
 // NaN and infinities through the float pools: the reference kernels follow
 // the rules of pool.h (MaxPool/GlobalMaxPool as ONNX Runtime's std::max from
 // lowest(); AveragePool/GlobalAveragePool as IEEE sums), and every other path
-// (portable 2-D, AVX-512, threaded) gives the same bits on inputs dense with
+// (portable 2-D, AVX2, AVX-512, threaded) gives the same bits on inputs dense with
 // NaN, +-inf and windows made only of them.
 #include <catch2/catch.hpp>
 
@@ -122,22 +122,25 @@ TEST_CASE("Every MaxPool path equals the reference on NaN and infinities", "[ker
       max_pool_f32_fast(g, x.data(), y.data(), threads);
       CHECK(same_bits(y, want));
     }
-    std::fill(y.begin(), y.end(), 42.0f);
-    if (max_pool_2d_avx512<float>(g, x.data(), y.data(), g.channels)) CHECK(same_bits(y, want));
+    for (auto* path : {&max_pool_2d_avx2<float>, &max_pool_2d_avx512<float>}) {
+      std::fill(y.begin(), y.end(), 42.0f);
+      if (path(g, x.data(), y.data(), g.channels)) CHECK(same_bits(y, want));
+    }
   }
 }
 
-TEST_CASE("The AVX-512 MaxPool path keeps NaN out like the reference", "[kernels][pool][nonfinite]") {
+TEST_CASE("The AVX-512 and AVX2 MaxPool paths keep NaN out like the reference", "[kernels][pool][nonfinite]") {
   const PoolGeometry g = geometry(2, {4, 18}, {2, 3}, {1, 1}, {0, 1}, {0, 1});
-  if (!max_pool_2d_avx512<float>(g, nullptr, nullptr, 0)) QTOOL_SKIP("no AVX-512 on this host");
+  if (!max_pool_2d_avx2<float>(g, nullptr, nullptr, 0)) QTOOL_SKIP("no AVX2 on this host");
   // NaN first, last and alone in windows, next to +-inf.
   std::vector<float> x(static_cast<size_t>(count(g, g.in_spatial)), kNaN);
   for (size_t i = 0; i < x.size(); i += 7) x[i] = -kInf;
   for (size_t i = 3; i < x.size(); i += 11) x[i] = 1.5f;
   x[20] = kInf;
-  std::vector<float> y(static_cast<size_t>(count(g, g.out_spatial)), 42.0f);
-  REQUIRE(max_pool_2d_avx512<float>(g, x.data(), y.data(), g.channels));
-  CHECK(same_bits(y, max_pool_ref(g, x)));
+  for (auto* path : {&max_pool_2d_avx2<float>, &max_pool_2d_avx512<float>}) {
+    std::vector<float> y(static_cast<size_t>(count(g, g.out_spatial)), 42.0f);
+    if (path(g, x.data(), y.data(), g.channels)) CHECK(same_bits(y, max_pool_ref(g, x)));
+  }
 }
 
 TEST_CASE("Every AveragePool and GlobalAveragePool path equals the reference on NaN and infinities",

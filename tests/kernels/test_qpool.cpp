@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "libquant/kernels/qpool.h"
+#include "libquant/kernels/pool_max_2d.h"
 #include "libquant/kernels/qpool_max.h"
 #include "tests/kernels/random_ints.h"
 
@@ -157,7 +158,26 @@ void check_max_pool_8bit(std::mt19937& rng) {
                 INFO(h << "x" << w << " k " << k << " s " << s << " pad " << pad << " ceil " << ceil_mode << " threads " << threads);
                 REQUIRE(y == want);
               }
+              // Each vector row path the host has, whichever the dispatch takes.
+              for (auto* path : {&max_pool_2d_avx2<T>, &max_pool_2d_avx512<T>}) {
+                std::vector<T> y(out, T{1});
+                if (!path(g, x.data(), y.data(), 6)) continue;
+                INFO(h << "x" << w << " k " << k << " s " << s << " pad " << pad << " ceil " << ceil_mode << " (one ISA)");
+                REQUIRE(y == want);
+              }
             }
+  // The widest window the vector rows take (16 columns, 15 of them padding),
+  // stride 2: reads reach furthest past the row there.
+  for (int64_t w : {1, 31, 33, 64}) {
+    const PoolGeometry g = geometry_2d(1, 2, {3, w}, {2, 16}, {1, 2}, {0, 15}, {1, 15}, false);
+    const auto x = random_values<T>(rng, static_cast<size_t>(2 * 3 * w));
+    std::vector<T> want(static_cast<size_t>(2 * g.out_spatial[0] * g.out_spatial[1]));
+    max_pool<T>(g, x.data(), want.data(), nullptr, false);
+    for (auto* path : {&max_pool_2d_avx2<T>, &max_pool_2d_avx512<T>}) {
+      std::vector<T> y(want.size(), T{1});
+      if (path(g, x.data(), y.data(), 2)) REQUIRE(y == want);
+    }
+  }
   PoolGeometry g;  // 1-D with dilation 2: the reference path
   g.batch = 1, g.channels = 2, g.in_spatial = {11}, g.kernel = {3}, g.strides = {1}, g.dilations = {2};
   g.pads_begin = {1}, g.pads_end = {1};
