@@ -1,7 +1,7 @@
 // Depthwise 3x3 plane kernels (conv_depthwise_3x3.h): AVX-512 (16 outputs per
-// vector, from bands of zero-padded scratch rows) and AVX2 + FMA (8 outputs,
-// the rest of a row through the border path). Both are compiled with target
-// attributes and picked at run time, as the GEMM micro-kernels are.
+// vector) and AVX2 + FMA (8 outputs), both from bands of zero-padded scratch
+// rows. Both are compiled with target attributes and picked at run time, as
+// the GEMM micro-kernels are.
 #include "libquant/kernels/conv_depthwise_3x3.h"
 #include "libquant/kernels/cpu.h"
 
@@ -15,71 +15,46 @@
 namespace quant::kernels::detail {
 namespace {
 
-// The input rows under kernel rows 0..2 for output row oh (null: padding).
-struct Rows {
-  const float* r[3];
-};
-
-// Filled in place: a Rows returned by value and copied into an array was
-// written as 8-byte and read back as 16-byte words, a store-forwarding stall
-// per row.
-void fill_rows(const Depthwise3x3Plane& p, int64_t oh, Rows& rows) {
-  for (int64_t kh = 0; kh < 3; ++kh) {
-    const int64_t ih = oh * p.stride_h + kh - p.pad_top;
-    rows.r[kh] = ih >= 0 && ih < p.in_h ? p.x + ih * p.in_w : nullptr;
-  }
+// Bands of at most `most` output rows, all of one height but the last:
+// ceil(out_h / bands) rows for ceil(out_h / most) bands.
+int64_t band_height(int64_t out_h, int64_t most) {
+  const int64_t bands = (out_h + most - 1) / most;
+  return (out_h + bands - 1) / bands;
 }
 
-// NaN passes through, as clamp_f32: v < lo ? lo : v, then v > hi ? hi : v.
-[[gnu::always_inline]] inline float clamp_scalar(float v, const Depthwise3x3Plane& p) {
-  if (!p.clamp) return v;
-  v = v < p.lo ? p.lo : v;
-  return v > p.hi ? p.hi : v;
-}
-
-// One output with every tap checked against the row ends. Inlined into the
-// ISA kernels, so __builtin_fmaf becomes their fused multiply-add instruction
-// (the interior's arithmetic, bit for bit).
-[[gnu::always_inline]] inline float border_output(const Depthwise3x3Plane& p, const Rows& rows, int64_t ow) {
-  float acc = p.bias;
-  const int64_t ix0 = ow * p.stride_w - p.pad_left;
-  for (int kh = 0; kh < 3; ++kh) {
-    if (!rows.r[kh]) continue;
-    for (int kw = 0; kw < 3; ++kw) {
-      const int64_t ix = ix0 + kw;
-      if (ix >= 0 && ix < p.in_w) acc = __builtin_fmaf(p.w[kh * 3 + kw], rows.r[kh][ix], acc);
+// The band walk of both kernels. Padded input row pr (input row
+// pr - pad_top) lives in ring slot pr % slots, and a band packs only the rows
+// the previous band did not (bands of stride-1 rows share two rows, stride 2
+// one): pack(ih, row) fills a scratch row, tile(rows, yrows, rows_here)
+// computes the band's rows_here output rows from its scratch rows.
+template <class Pack, class Tile>
+[[gnu::always_inline]] inline void for_each_band(const Depthwise3x3Plane& p, int64_t R, int64_t sh, int64_t row_floats,
+                                                 float* ring, Pack pack, Tile tile) {
+  const int64_t slots = (R - 1) * sh + 3;
+  int64_t packed_to = 0;  // padded rows below this one are in the ring
+  for (int64_t oh0 = 0; oh0 < p.out_h; oh0 += R) {
+    const int64_t rows_here = std::min(R, p.out_h - oh0);
+    const int64_t first = oh0 * p.stride_h, count = (rows_here - 1) * sh + 3;
+    const float* rows[2 * 8 + 1];
+    for (int64_t i = 0, slot = first % slots; i < count; ++i, slot = slot + 1 == slots ? 0 : slot + 1) {
+      float* row = ring + slot * row_floats;
+      if (first + i >= packed_to) pack(first + i - p.pad_top, row);
+      rows[i] = row;
     }
+    packed_to = first + count;
+    float* yrows[8];
+    for (int64_t r = 0; r < rows_here; ++r) yrows[r] = p.y + (oh0 + r) * p.out_w;
+    tile(rows, yrows, rows_here);
   }
-  return clamp_scalar(acc, p);
 }
 
-// Columns [lo, hi) of every row have all three taps inside the input row.
-struct Interior {
-  int64_t lo, hi;
-};
-
-Interior interior_of(const Depthwise3x3Plane& p) {
-  const int64_t sw = p.stride_w;
-  const int64_t lo = std::min((p.pad_left + sw - 1) / sw,
-                              p.out_w);  // first ow with ow*sw - pad >= 0
-  // Last: ow*sw - pad + 2 <= in_w - 1.
-  const int64_t hi = p.in_w >= 3 ? std::min((p.in_w - 3 + p.pad_left) / sw + 1, p.out_w) : 0;
-  return {lo, std::max(lo, hi)};
-}
-
-// The row loop shared by the ISA kernels: border outputs one at a time,
-// `interior(rows, yrow, lo, hi)` for the rest; it returns the first column it
-// left to the border path.
-template <class InteriorFn>
-[[gnu::always_inline]] inline void for_each_row(const Depthwise3x3Plane& p, InteriorFn interior) {
-  const Interior in = interior_of(p);
-  for (int64_t oh = 0; oh < p.out_h; ++oh) {
-    Rows rows;
-    fill_rows(p, oh, rows);
-    float* yrow = p.y + oh * p.out_w;
-    for (int64_t ow = 0; ow < in.lo; ++ow) yrow[ow] = border_output(p, rows, ow);
-    for (int64_t ow = interior(rows, yrow, in.lo, in.hi); ow < p.out_w; ++ow) yrow[ow] = border_output(p, rows, ow);
-  }
+// A ring of `slots` scratch rows of row_floats each, aligned to `align`
+// floats, per thread.
+float* scratch_ring(size_t floats, size_t align) {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < floats + align) scratch.resize(floats + align);
+  float* ring = scratch.data();
+  return ring + (align - (reinterpret_cast<uintptr_t>(ring) / sizeof(float)) % align) % align;
 }
 
 // Lanes [lo, hi) of 16 (empty when hi <= lo).
@@ -271,7 +246,7 @@ __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3P
   const int V = b.vectors >= 2 ? 2 : 1;
   const bool banded = p.stride_h == 1 || p.stride_h == 2;
   const int64_t most = banded ? (V == 2 ? 4 : 8) : 1;
-  const int64_t R = (p.out_h + (p.out_h + most - 1) / most - 1) / ((p.out_h + most - 1) / most);
+  const int64_t R = band_height(p.out_h, most);
   const int64_t sh = banded ? p.stride_h : 1;  // the band's row stride (one row: any)
   const BandTileFn* const* by_v = p.stride_w == 1 ? (sh == 1 ? kBandTilesByV<1, 1> : kBandTilesByV<2, 1>)
                                                   : (sh == 1 ? kBandTilesByV<1, 2> : kBandTilesByV<2, 2>);
@@ -290,35 +265,20 @@ __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3P
     cache.pad_left = p.pad_left;
   }
   const PackMasks& masks = cache.masks;
-  // A ring of scratch rows: padded input row pr (input row pr - pad_top)
-  // lives in slot pr % slots, and a band packs only the rows the previous
-  // band did not (bands of stride-1 rows share two rows, stride 2 one).
-  const int64_t slots = (R - 1) * sh + 3;
-  thread_local std::vector<float> scratch;
-  const size_t need = static_cast<size_t>(slots * b.row + 16);
-  if (scratch.size() < need) scratch.resize(need);
-  float* ring = scratch.data();
-  ring += (16 - (reinterpret_cast<uintptr_t>(ring) / sizeof(float)) % 16) % 16;  // 64-byte aligned
-  int64_t packed_to = 0;  // padded rows below this one are in the ring
-  for (int64_t oh0 = 0; oh0 < p.out_h; oh0 += R) {
-    const int64_t rows_here = std::min(R, p.out_h - oh0);
-    const int64_t first = oh0 * p.stride_h, count = (rows_here - 1) * sh + 3;
-    const float* rows[2 * 8 + 1];
-    for (int64_t i = 0, slot = first % slots; i < count; ++i, slot = slot + 1 == slots ? 0 : slot + 1) {
-      float* row = ring + slot * b.row;
-      if (first + i >= packed_to) pack_row(p, b, k, masks.lo.data(), masks.hi.data(), first + i - p.pad_top, row);
-      rows[i] = row;
-    }
-    packed_to = first + count;
-    float* yrows[8];
-    for (int64_t r = 0; r < rows_here; ++r) yrows[r] = p.y + (oh0 + r) * p.out_w;
-    // The band across the whole row, V vectors at a time.
-    for (int64_t v0 = 0; v0 < b.vectors;) {
-      const int nv = b.vectors - v0 >= V ? V : 1;
-      by_v[nv - 1][rows_here - 1](k, rows, b.width, yrows, 16 * v0, masks.store.data() + v0, p.clamp);
-      v0 += nv;
-    }
-  }
+  float* ring = scratch_ring(static_cast<size_t>(((R - 1) * sh + 3) * b.row), 16);  // 64-byte aligned
+  for_each_band(
+      p, R, sh, b.row, ring,
+      [&](int64_t ih, float* row) __attribute__((target("avx512f"))) {
+        pack_row(p, b, k, masks.lo.data(), masks.hi.data(), ih, row);
+      },
+      [&](const float* const* rows, float* const* yrows, int64_t rows_here) __attribute__((target("avx512f"))) {
+        // The band across the whole row, V vectors at a time.
+        for (int64_t v0 = 0; v0 < b.vectors;) {
+          const int nv = b.vectors - v0 >= V ? V : 1;
+          by_v[nv - 1][rows_here - 1](k, rows, b.width, yrows, 16 * v0, masks.store.data() + v0, p.clamp);
+          v0 += nv;
+        }
+      });
 }
 
 // x[0], x[2], ..., x[14] in order (AVX2 has no two-source permute).
@@ -331,81 +291,159 @@ __attribute__((target("avx2,fma"))) __m256 odd_lanes(__m256 lo, __m256 hi) {
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
-// U blocks of 8 outputs of one row from ow on, in U independent chains of
-// nine FMAs. One block at a time waited on the FMA latency (nine dependent
-// FMAs, 4 cycles each, per 8 outputs) and took 31% of a float mobilenet_v2
-// run with QTOOL_ISA=avx2 (perf); each output's sum keeps its order (bias,
-// then the taps row by row), so the bits are the border path's.
-// With kPartial (U = 1), only the first n outputs: every load and the store
-// masked to the elements those outputs read and write (VMASKMOVPS touches no
-// masked-off element). The rows of mobilenet_v2's depthwise convs are 7 to
-// 112 wide: the interior's last n < 8 outputs, summed one by one in the
-// border path, had taken most of this kernel's time (perf).
-template <int U, bool kPartial = false>
-__attribute__((target("avx2,fma"))) inline void blocks_avx2(const Depthwise3x3Plane& p, const Rows& rows,
-                                                             const __m256* w, __m256 bias, float* yrow, int64_t ow,
-                                                             int n = 8) {
-  static_assert(!kPartial || U == 1);
-  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  // Elements [0, count) of 8 (count may be below 0 or above 8).
-  auto first = [&](int count) __attribute__((target("avx2"))) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), iota); };
-  auto load = [&](const float* q, int count) __attribute__((target("avx2"))) {
-    return kPartial ? _mm256_maskload_ps(q, first(count)) : _mm256_loadu_ps(q);
-  };
-  __m256 acc[U];
-#pragma GCC unroll 4
-  for (int u = 0; u < U; ++u) acc[u] = bias;
-  for (int kh = 0; kh < 3; ++kh) {
-    if (!rows.r[kh]) continue;
-    const float* q0 = rows.r[kh] + ow * p.stride_w - p.pad_left;
-#pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) {
-      const float* q = q0 + 8 * u * p.stride_w;
-      __m256 x0, x1, x2;
-      if (p.stride_w == 1) {
-        x0 = load(q, n);
-        x1 = load(q + 1, n);
-        x2 = load(q + 2, n);
-      } else {
-        // Output l reads q[2l], q[2l+1], q[2l+2]: elements [0, 2n) from q
-        // and [0, 2n-1) from q + 2.
-        const __m256 a = load(q, 2 * n), b = load(q + 8, 2 * n - 8);
-        x0 = even_lanes(a, b);
-        x1 = odd_lanes(a, b);
-        x2 = even_lanes(load(q + 2, 2 * n - 1), load(q + 10, 2 * n - 9));
-      }
-      acc[u] = _mm256_fmadd_ps(w[kh * 3], x0, acc[u]);
-      acc[u] = _mm256_fmadd_ps(w[kh * 3 + 1], x1, acc[u]);
-      acc[u] = _mm256_fmadd_ps(w[kh * 3 + 2], x2, acc[u]);
-    }
+// The AVX2 kernel is the AVX-512 one in 8-float vectors: bands of output
+// rows from zero-padded scratch rows (stride 2: even, then odd columns), so
+// both give the same bits. Sixteen ymm registers hold the nine weights and
+// R x V <= 4 accumulators; each input row is loaded once per column vector
+// for the (up to three) output rows of the band that read it. The row loop
+// it replaced, a border path one output at a time plus vector blocks that
+// loaded each input row three times, ran at 12% of the FMA peak on
+// mobilenet_v2's depthwise layers (perf, QTOOL_ISA=avx2).
+struct Avx2Consts {
+  __m256 w[9];
+  __m256 bias, lo, hi;
+};
+
+struct Avx2Layout {
+  int64_t vectors;  // 8-wide output vectors per row
+  int64_t width;    // floats per column part of a scratch row: 8 * vectors + 8
+  int64_t row;      // width (stride 1), or the even then the odd part (stride 2)
+};
+
+Avx2Layout avx2_layout(const Depthwise3x3Plane& p) {
+  Avx2Layout b;
+  b.vectors = (p.out_w + 7) / 8;
+  // Output column ow reads scratch columns ow..ow+2 (stride 1), or even
+  // columns ow, ow+1 and odd column ow (stride 2): below 8 * vectors + 2.
+  b.width = 8 * b.vectors + 8;
+  b.row = p.stride_w == 1 ? b.width : 2 * b.width;
+  return b;
+}
+
+// Scratch row `dst` for input row ih: padded column c is input column
+// c - pad_left, zero outside the row (a row outside the input is all zero);
+// stride 2 stores padded columns 0, 2, 4... then 1, 3, 5... Eight scratch
+// columns at a time: vector loads where their input columns lie inside the
+// row, masked loads at the row's ends.
+__attribute__((target("avx2,fma"))) void pack_row_avx2(const Depthwise3x3Plane& p, const Avx2Layout& b, int64_t ih,
+                                                       float* dst) {
+  if (ih < 0 || ih >= p.in_h) {
+    for (int64_t c = 0; c < b.row; c += 8) _mm256_store_ps(dst + c, _mm256_setzero_ps());
+    return;
   }
-  const __m256 lo = _mm256_set1_ps(p.lo), hi = _mm256_set1_ps(p.hi);
-#pragma GCC unroll 4
-  for (int u = 0; u < U; ++u) {
-    if (p.clamp) acc[u] = _mm256_min_ps(hi, _mm256_max_ps(lo, acc[u]));
-    if (kPartial)
-      _mm256_maskstore_ps(yrow + ow, first(n), acc[u]);
-    else
-      _mm256_storeu_ps(yrow + ow + 8 * u, acc[u]);
+  // x[col]: input column col of the row. Only the masked loads below form
+  // pointers outside it, and they touch no masked-off element.
+  const float* x = p.x + ih * p.in_w;
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  // Elements [col, col + 8) of the row, zero outside it.
+  auto load = [&](int64_t col) __attribute__((target("avx2"))) {
+    if (col >= 0 && col + 8 <= p.in_w) return _mm256_loadu_ps(x + col);
+    const __m256i c = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(col)), iota);
+    const __m256i inside =
+        _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), c),
+                            _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(p.in_w)), c));
+    if (_mm256_testz_si256(inside, inside)) return _mm256_setzero_ps();
+    const uintptr_t at = reinterpret_cast<uintptr_t>(x) + sizeof(float) * static_cast<uintptr_t>(col);
+    return _mm256_maskload_ps(reinterpret_cast<const float*>(at), inside);
+  };
+  for (int64_t i = 0; i < b.width; i += 8) {
+    if (p.stride_w == 1) {
+      _mm256_store_ps(dst + i, load(i - p.pad_left));
+      continue;
+    }
+    const int64_t first = 2 * i - p.pad_left;  // input column of padded column 2i
+    const __m256 a = load(first), c = load(first + 8);
+    _mm256_store_ps(dst + i, even_lanes(a, c));
+    _mm256_store_ps(dst + b.width + i, odd_lanes(a, c));
   }
 }
 
-__attribute__((target("avx2,fma"))) void dwconv3x3_f32_avx2(const Depthwise3x3Plane& p) {
+// band_tile in 8-float vectors: R output rows x V vectors from column ow;
+// the same sums in the same order.
+template <int R, int SH, int SW, int V>
+__attribute__((target("avx2,fma"))) void band_tile_avx2(const Avx2Consts& k, const float* const* rows, int64_t width,
+                                                        float* const* yrows, int64_t ow, int64_t out_w, bool clamp) {
   __m256 w[9];
-  for (int i = 0; i < 9; ++i) w[i] = _mm256_set1_ps(p.w[i]);
-  const __m256 bias = _mm256_set1_ps(p.bias);
-  for_each_row(
-      p, [&](const Rows& rows, float* yrow, int64_t ow0, int64_t ow1) __attribute__((target("avx2,fma"))) {
-        // Blocks of 8, four at a time while they last, then one partial
-        // block. Stride 2 loads q[0..17] per whole block, one past the last
-        // element the block reads (q[16]); that one is inside the row when a
-        // further interior output follows (ow + 9 <= ow1 for the last block).
-        const int64_t need = p.stride_w == 1 ? 8 : 9;
-        int64_t ow = ow0;
-        for (; ow + 24 + need <= ow1; ow += 32) blocks_avx2<4>(p, rows, w, bias, yrow, ow);
-        for (; ow + need <= ow1; ow += 8) blocks_avx2<1>(p, rows, w, bias, yrow, ow);
-        if (ow < ow1) blocks_avx2<1, true>(p, rows, w, bias, yrow, ow, static_cast<int>(ow1 - ow));
-        return ow1;
+#pragma GCC unroll 9
+  for (int i = 0; i < 9; ++i) {
+    w[i] = k.w[i];
+    asm("" : "+x"(w[i]));
+  }
+  __m256 acc[R][V];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) acc[r][v] = k.bias;
+  constexpr int kInputRows = (R - 1) * SH + 3;
+#pragma GCC unroll 9
+  for (int i = 0; i < kInputRows; ++i) {
+    const float* q = rows[i] + ow;
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) {
+      const float* qv = q + 8 * v;
+      const __m256 x0 = _mm256_load_ps(qv);
+      const __m256 x1 = _mm256_loadu_ps(SW == 1 ? qv + 1 : qv + width);
+      const __m256 x2 = _mm256_loadu_ps(SW == 1 ? qv + 2 : qv + 1);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const int kh = i - r * SH;
+        if (kh < 0 || kh > 2) continue;
+        acc[r][v] = _mm256_fmadd_ps(w[kh * 3], x0, acc[r][v]);
+        acc[r][v] = _mm256_fmadd_ps(w[kh * 3 + 1], x1, acc[r][v]);
+        acc[r][v] = _mm256_fmadd_ps(w[kh * 3 + 2], x2, acc[r][v]);
+      }
+    }
+  }
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) {
+      __m256 a = acc[r][v];
+      // max(lo, v), min(hi, v): the second operand (v) is returned for NaN.
+      if (clamp) a = _mm256_min_ps(k.hi, _mm256_max_ps(k.lo, a));
+      float* out = yrows[r] + ow + 8 * v;
+      const int64_t n = out_w - (ow + 8 * v);
+      if (n >= 8)
+        _mm256_storeu_ps(out, a);
+      else
+        _mm256_maskstore_ps(out, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), iota), a);
+    }
+  }
+}
+
+using Avx2TileFn = void (*)(const Avx2Consts&, const float* const*, int64_t, float* const*, int64_t, int64_t, bool);
+
+// Tiles of 1 to 4 rows (one vector) or 1 to 2 rows (two vectors).
+template <int SH, int SW, int V, int... R>
+constexpr Avx2TileFn kAvx2TilesOf[] = {band_tile_avx2<R, SH, SW, V>...};
+
+template <int SH, int SW>
+constexpr const Avx2TileFn* kAvx2TilesByV[2] = {kAvx2TilesOf<SH, SW, 1, 1, 2, 3, 4>, kAvx2TilesOf<SH, SW, 2, 1, 2>};
+
+__attribute__((target("avx2,fma"))) void dwconv3x3_f32_avx2(const Depthwise3x3Plane& p) {
+  Avx2Consts k;
+  for (int i = 0; i < 9; ++i) k.w[i] = _mm256_set1_ps(p.w[i]);
+  k.bias = _mm256_set1_ps(p.bias);
+  k.lo = _mm256_set1_ps(p.lo);
+  k.hi = _mm256_set1_ps(p.hi);
+  const Avx2Layout b = avx2_layout(p);
+  const int V = b.vectors >= 2 ? 2 : 1;
+  const bool banded = p.stride_h == 1 || p.stride_h == 2;
+  const int64_t R = band_height(p.out_h, banded ? (V == 2 ? 2 : 4) : 1);
+  const int64_t sh = banded ? p.stride_h : 1;
+  const Avx2TileFn* const* by_v = p.stride_w == 1 ? (sh == 1 ? kAvx2TilesByV<1, 1> : kAvx2TilesByV<2, 1>)
+                                                  : (sh == 1 ? kAvx2TilesByV<1, 2> : kAvx2TilesByV<2, 2>);
+  float* ring = scratch_ring(static_cast<size_t>(((R - 1) * sh + 3) * b.row), 8);  // 32-byte aligned
+  for_each_band(
+      p, R, sh, b.row, ring,
+      [&](int64_t ih, float* row) __attribute__((target("avx2,fma"))) { pack_row_avx2(p, b, ih, row); },
+      [&](const float* const* rows, float* const* yrows, int64_t rows_here) __attribute__((target("avx2,fma"))) {
+        for (int64_t v0 = 0; v0 < b.vectors;) {
+          const int nv = b.vectors - v0 >= V ? V : 1;
+          by_v[nv - 1][rows_here - 1](k, rows, b.width, yrows, 8 * v0, p.out_w, p.clamp);
+          v0 += nv;
+        }
       });
 }
 

@@ -1,17 +1,15 @@
 // Depthwise 3x3 convolution of one channel plane (MobileNet's depthwise
 // layers), internal to conv_depthwise.cpp and its tests.
 //
-// AVX2: each output row is split into a border (the columns whose 3 taps do
-// not all land inside the input row: one or two at each end) computed one
-// output at a time, and an interior computed in vector blocks with the nine
-// weights held in registers; taps in the padding are skipped. AVX-512: bands
-// of output rows, whose input rows are first copied into scratch rows with
-// the padding written out as zeros, then whole rows in vectors, several rows
-// and vectors at once so that the FMA latency is hidden; a tap in the
-// padding adds w * 0 (as ONNX Runtime's im2col-based Conv does). Every
-// output is bias, then the nine taps in (kh, kw) order, each a fused
-// multiply-add, so the paths and ISAs give the same bits except that w * 0
-// can turn an exact -0 sum into +0, and an infinite weight gives NaN on a
+// Both kernels (AVX-512, AVX2 + FMA) take bands of output rows, whose input
+// rows are first copied into scratch rows with the padding written out as
+// zeros (stride 2: split into even and odd columns), then whole rows in
+// vectors, several rows and vectors at once so that the FMA latency is
+// hidden; a tap in the padding adds w * 0 (as ONNX Runtime's im2col-based
+// Conv does). Every output is bias, then the nine taps in (kh, kw) order,
+// each a fused multiply-add, so the two ISAs give the same bits, and they
+// differ from the reference (which skips padding taps) only where w * 0
+// turns an exact -0 sum into +0, or an infinite weight gives NaN on a
 // padding tap; thread count does not matter (one plane is one task).
 #pragma once
 
