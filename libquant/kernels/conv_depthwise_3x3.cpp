@@ -90,18 +90,63 @@ BandLayout band_layout(const Depthwise3x3Plane& p) {
   return b;
 }
 
+// The vector operations of a band tile: 16 floats (AVX-512) or 8 (AVX2).
+struct Zmm {
+  using Vec = __m512;
+  static constexpr int kLanes = 16;
+  __attribute__((target("avx512f"))) static Vec load(const float* p) { return _mm512_load_ps(p); }
+  __attribute__((target("avx512f"))) static Vec loadu(const float* p) { return _mm512_loadu_ps(p); }
+  __attribute__((target("avx512f"))) static Vec fmadd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+  // max(lo, v), min(hi, v): the second operand (v) is returned for NaN.
+  // maskz forms: the plain ones trip GCC 12's -Wmaybe-uninitialized.
+  __attribute__((target("avx512f"))) static Vec clamp(Vec v, Vec lo, Vec hi) {
+    return _mm512_maskz_min_ps(0xFFFF, hi, _mm512_maskz_max_ps(0xFFFF, lo, v));
+  }
+  // The first n elements (all when n >= 16).
+  __attribute__((target("avx512f"))) static void store(float* p, Vec v, int64_t n) {
+    if (n >= 16)
+      _mm512_storeu_ps(p, v);
+    else
+      _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1u), v);
+  }
+};
+
+struct Ymm {
+  using Vec = __m256;
+  static constexpr int kLanes = 8;
+  __attribute__((target("avx2,fma"))) static Vec load(const float* p) { return _mm256_load_ps(p); }
+  __attribute__((target("avx2,fma"))) static Vec loadu(const float* p) { return _mm256_loadu_ps(p); }
+  __attribute__((target("avx2,fma"))) static Vec fmadd(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+  __attribute__((target("avx2,fma"))) static Vec clamp(Vec v, Vec lo, Vec hi) {
+    return _mm256_min_ps(hi, _mm256_max_ps(lo, v));
+  }
+  __attribute__((target("avx2,fma"))) static void store(float* p, Vec v, int64_t n) {
+    if (n >= 8) {
+      _mm256_storeu_ps(p, v);
+      return;
+    }
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), iota), v);
+  }
+};
+
+// What a band tile reads besides the rows: the nine weights, the bias and
+// the clamp bounds, each in every lane of L's vectors.
+template <class L>
+struct TileConsts {
+  typename L::Vec w[9];
+  typename L::Vec bias, lo, hi;
+};
+
 struct Avx512Consts {
-  __m512 w[9];
-  __m512 bias, lo, hi;
+  TileConsts<Zmm> t;
   __m512i even, odd;
 };
 
-// Which lanes of each 16-float load of pack_row land inside the input row,
-// and of each output vector inside the output row: they depend on the
-// column only, so they are worked out once per plane.
+// Which lanes of each 16-float load of pack_row land inside the input row:
+// they depend on the column only, so they are worked out once per plane.
 struct PackMasks {
   std::vector<__mmask16> lo, hi;  // per 16 scratch columns; hi: stride 2's second load
-  std::vector<__mmask16> store;   // per output vector: its columns inside the row
 };
 
 void pack_masks(const Depthwise3x3Plane& p, const BandLayout& b, PackMasks& m) {
@@ -114,8 +159,6 @@ void pack_masks(const Depthwise3x3Plane& p, const BandLayout& b, PackMasks& m) {
     m.lo[i] = lanes(-first, p.in_w - first);
     m.hi[i] = lanes(-first - 16, p.in_w - first - 16);
   }
-  m.store.resize(static_cast<size_t>(b.vectors));
-  for (int64_t v = 0; v < b.vectors; ++v) m.store[static_cast<size_t>(v)] = lanes(0, p.out_w - 16 * v);
 }
 
 // Lanes of `mask` from src, zero elsewhere. A masked load costs several
@@ -160,16 +203,24 @@ __attribute__((target("avx512f"))) void pack_row(const Depthwise3x3Plane& p, con
 
 // R output rows (row stride SH) x V vectors starting at column ow; rows[i]
 // is the scratch row of the first output row's kernel row i (the next
-// output row starts SH rows later). R * V independent accumulators hide the
-// FMA latency. Each output is bias, then its nine taps in (kh, kw) order,
-// each a fused multiply-add: the order of the border path.
-template <int R, int SH, int SW, int V>
-__attribute__((target("avx512f"))) void band_tile(const Avx512Consts& k, const float* const* rows, int64_t width,
-                                                  float* const* yrows, int64_t ow, const __mmask16* store,
-                                                  bool clamp) {
+// output row starts SH rows later); the rows are out_w wide. R * V
+// independent accumulators hide the FMA latency. Each output is bias, then
+// its nine taps in (kh, kw) order, each a fused multiply-add. Written once
+// for both vector widths and compiled into each ISA's tiles (band_tile_avx512,
+// band_tile_avx2) by inlining all of it (flatten), so it never exists as a
+// function of its own: GCC's note that its vector-typed calls would change
+// the ABI does not apply.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+template <class L, int R, int SH, int SW, int V>
+[[gnu::always_inline]] inline void band_tile(const TileConsts<L>& k, const float* const* rows,
+                                             int64_t width, float* const* yrows, int64_t ow, int64_t out_w,
+                                             bool clamp) {
+  using Vec = typename L::Vec;
+  constexpr int N = L::kLanes;
   // The nine weights in registers: GCC otherwise folds them into the FMAs
   // as memory operands, doubling the loads.
-  __m512 w[9];
+  Vec w[9];
 #pragma GCC unroll 9
   for (int i = 0; i < 9; ++i) {
     w[i] = k.w[i];
@@ -177,7 +228,7 @@ __attribute__((target("avx512f"))) void band_tile(const Avx512Consts& k, const f
   }
   // Fully unrolled (constant trip counts), so that acc stays in registers
   // and the kernel-row test below is settled at compile time.
-  __m512 acc[R][V];
+  Vec acc[R][V];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
@@ -188,17 +239,17 @@ __attribute__((target("avx512f"))) void band_tile(const Avx512Consts& k, const f
     const float* q = rows[i] + ow;
 #pragma GCC unroll 2
     for (int v = 0; v < V; ++v) {
-      const float* qv = q + 16 * v;
-      const __m512 x0 = _mm512_load_ps(qv);
-      const __m512 x1 = _mm512_loadu_ps(SW == 1 ? qv + 1 : qv + width);
-      const __m512 x2 = _mm512_loadu_ps(SW == 1 ? qv + 2 : qv + 1);
+      const float* qv = q + N * v;
+      const Vec x0 = L::load(qv);
+      const Vec x1 = L::loadu(SW == 1 ? qv + 1 : qv + width);
+      const Vec x2 = L::loadu(SW == 1 ? qv + 2 : qv + 1);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const int kh = i - r * SH;
         if (kh < 0 || kh > 2) continue;
-        acc[r][v] = _mm512_fmadd_ps(w[kh * 3], x0, acc[r][v]);
-        acc[r][v] = _mm512_fmadd_ps(w[kh * 3 + 1], x1, acc[r][v]);
-        acc[r][v] = _mm512_fmadd_ps(w[kh * 3 + 2], x2, acc[r][v]);
+        acc[r][v] = L::fmadd(w[kh * 3], x0, acc[r][v]);
+        acc[r][v] = L::fmadd(w[kh * 3 + 1], x1, acc[r][v]);
+        acc[r][v] = L::fmadd(w[kh * 3 + 2], x2, acc[r][v]);
       }
     }
   }
@@ -206,36 +257,53 @@ __attribute__((target("avx512f"))) void band_tile(const Avx512Consts& k, const f
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 2
     for (int v = 0; v < V; ++v) {
-      __m512 a = acc[r][v];
-      // max(lo, v), min(hi, v): the second operand (v) is returned for NaN.
-      // maskz forms: the plain ones trip GCC 12's -Wmaybe-uninitialized.
-      if (clamp) a = _mm512_maskz_min_ps(0xFFFF, k.hi, _mm512_maskz_max_ps(0xFFFF, k.lo, a));
-      if (store[v] == 0xFFFF)
-        _mm512_storeu_ps(yrows[r] + ow + 16 * v, a);
-      else
-        _mm512_mask_storeu_ps(yrows[r] + ow + 16 * v, store[v], a);
+      const Vec a = clamp ? L::clamp(acc[r][v], k.lo, k.hi) : acc[r][v];
+      L::store(yrows[r] + ow + N * v, a, out_w - (ow + N * v));
     }
   }
 }
+#pragma GCC diagnostic pop
 
-using BandTileFn = void (*)(const Avx512Consts&, const float* const*, int64_t, float* const*, int64_t,
-                            const __mmask16*, bool);
+template <int R, int SH, int SW, int V>
+__attribute__((target("avx512f"), flatten)) void band_tile_avx512(const TileConsts<Zmm>& k,
+                                                                  const float* const* rows, int64_t width,
+                                                                  float* const* yrows, int64_t ow, int64_t out_w,
+                                                                  bool clamp) {
+  band_tile<Zmm, R, SH, SW, V>(k, rows, width, yrows, ow, out_w, clamp);
+}
 
-// Band tiles of 1 to 8 rows (one vector) or 1 to 4 rows (two vectors), for
-// one (row stride, column stride).
+template <int R, int SH, int SW, int V>
+__attribute__((target("avx2,fma"), flatten)) void band_tile_avx2(const TileConsts<Ymm>& k,
+                                                                 const float* const* rows, int64_t width,
+                                                                 float* const* yrows, int64_t ow, int64_t out_w,
+                                                                 bool clamp) {
+  band_tile<Ymm, R, SH, SW, V>(k, rows, width, yrows, ow, out_w, clamp);
+}
+
+template <class L>
+using BandTileFn = void (*)(const TileConsts<L>&, const float* const*, int64_t, float* const*, int64_t, int64_t,
+                            bool);
+
+// AVX-512 tiles of 1 to 8 rows (one vector) or 1 to 4 rows (two vectors),
+// for one (row stride, column stride); AVX2 has half the registers: 1 to 4
+// rows or 1 to 2.
 template <int SH, int SW, int V, int... R>
-constexpr BandTileFn kTilesOf[] = {band_tile<R, SH, SW, V>...};
-
+constexpr BandTileFn<Zmm> kTilesOf[] = {band_tile_avx512<R, SH, SW, V>...};
 template <int SH, int SW>
-constexpr const BandTileFn* kBandTilesByV[2] = {kTilesOf<SH, SW, 1, 1, 2, 3, 4, 5, 6, 7, 8>,
-                                                kTilesOf<SH, SW, 2, 1, 2, 3, 4>};
+constexpr const BandTileFn<Zmm>* kBandTilesByV[2] = {kTilesOf<SH, SW, 1, 1, 2, 3, 4, 5, 6, 7, 8>,
+                                                        kTilesOf<SH, SW, 2, 1, 2, 3, 4>};
+template <int SH, int SW, int V, int... R>
+constexpr BandTileFn<Ymm> kAvx2TilesOf[] = {band_tile_avx2<R, SH, SW, V>...};
+template <int SH, int SW>
+constexpr const BandTileFn<Ymm>* kAvx2TilesByV[2] = {kAvx2TilesOf<SH, SW, 1, 1, 2, 3, 4>,
+                                                        kAvx2TilesOf<SH, SW, 2, 1, 2>};
 
 __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3Plane& p) {
   Avx512Consts k;
-  for (int i = 0; i < 9; ++i) k.w[i] = _mm512_set1_ps(p.w[i]);
-  k.bias = _mm512_set1_ps(p.bias);
-  k.lo = _mm512_set1_ps(p.lo);
-  k.hi = _mm512_set1_ps(p.hi);
+  for (int i = 0; i < 9; ++i) k.t.w[i] = _mm512_set1_ps(p.w[i]);
+  k.t.bias = _mm512_set1_ps(p.bias);
+  k.t.lo = _mm512_set1_ps(p.lo);
+  k.t.hi = _mm512_set1_ps(p.hi);
   k.even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   k.odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   const BandLayout b = band_layout(p);
@@ -248,8 +316,8 @@ __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3P
   const int64_t most = banded ? (V == 2 ? 4 : 8) : 1;
   const int64_t R = band_height(p.out_h, most);
   const int64_t sh = banded ? p.stride_h : 1;  // the band's row stride (one row: any)
-  const BandTileFn* const* by_v = p.stride_w == 1 ? (sh == 1 ? kBandTilesByV<1, 1> : kBandTilesByV<2, 1>)
-                                                  : (sh == 1 ? kBandTilesByV<1, 2> : kBandTilesByV<2, 2>);
+  const BandTileFn<Zmm>* const* by_v = p.stride_w == 1 ? (sh == 1 ? kBandTilesByV<1, 1> : kBandTilesByV<2, 1>)
+                                                          : (sh == 1 ? kBandTilesByV<1, 2> : kBandTilesByV<2, 2>);
   // The masks depend on the row geometry only: worked out once for the
   // planes of a layer (per plane, they cost as much as a 7x7 plane's FMAs).
   struct MaskCache {
@@ -275,7 +343,7 @@ __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3P
         // The band across the whole row, V vectors at a time.
         for (int64_t v0 = 0; v0 < b.vectors;) {
           const int nv = b.vectors - v0 >= V ? V : 1;
-          by_v[nv - 1][rows_here - 1](k, rows, b.width, yrows, 16 * v0, masks.store.data() + v0, p.clamp);
+          by_v[nv - 1][rows_here - 1](k.t, rows, b.width, yrows, 16 * v0, p.out_w, p.clamp);
           v0 += nv;
         }
       });
@@ -299,11 +367,6 @@ __attribute__((target("avx2,fma"))) __m256 odd_lanes(__m256 lo, __m256 hi) {
 // it replaced, a border path one output at a time plus vector blocks that
 // loaded each input row three times, ran at 12% of the FMA peak on
 // mobilenet_v2's depthwise layers (perf, QTOOL_ISA=avx2).
-struct Avx2Consts {
-  __m256 w[9];
-  __m256 bias, lo, hi;
-};
-
 struct Avx2Layout {
   int64_t vectors;  // 8-wide output vectors per row
   int64_t width;    // floats per column part of a scratch row: 8 * vectors + 8
@@ -358,71 +421,8 @@ __attribute__((target("avx2,fma"))) void pack_row_avx2(const Depthwise3x3Plane& 
   }
 }
 
-// band_tile in 8-float vectors: R output rows x V vectors from column ow;
-// the same sums in the same order.
-template <int R, int SH, int SW, int V>
-__attribute__((target("avx2,fma"))) void band_tile_avx2(const Avx2Consts& k, const float* const* rows, int64_t width,
-                                                        float* const* yrows, int64_t ow, int64_t out_w, bool clamp) {
-  __m256 w[9];
-#pragma GCC unroll 9
-  for (int i = 0; i < 9; ++i) {
-    w[i] = k.w[i];
-    asm("" : "+x"(w[i]));
-  }
-  __m256 acc[R][V];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-    for (int v = 0; v < V; ++v) acc[r][v] = k.bias;
-  constexpr int kInputRows = (R - 1) * SH + 3;
-#pragma GCC unroll 9
-  for (int i = 0; i < kInputRows; ++i) {
-    const float* q = rows[i] + ow;
-#pragma GCC unroll 2
-    for (int v = 0; v < V; ++v) {
-      const float* qv = q + 8 * v;
-      const __m256 x0 = _mm256_load_ps(qv);
-      const __m256 x1 = _mm256_loadu_ps(SW == 1 ? qv + 1 : qv + width);
-      const __m256 x2 = _mm256_loadu_ps(SW == 1 ? qv + 2 : qv + 1);
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        const int kh = i - r * SH;
-        if (kh < 0 || kh > 2) continue;
-        acc[r][v] = _mm256_fmadd_ps(w[kh * 3], x0, acc[r][v]);
-        acc[r][v] = _mm256_fmadd_ps(w[kh * 3 + 1], x1, acc[r][v]);
-        acc[r][v] = _mm256_fmadd_ps(w[kh * 3 + 2], x2, acc[r][v]);
-      }
-    }
-  }
-  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 2
-    for (int v = 0; v < V; ++v) {
-      __m256 a = acc[r][v];
-      // max(lo, v), min(hi, v): the second operand (v) is returned for NaN.
-      if (clamp) a = _mm256_min_ps(k.hi, _mm256_max_ps(k.lo, a));
-      float* out = yrows[r] + ow + 8 * v;
-      const int64_t n = out_w - (ow + 8 * v);
-      if (n >= 8)
-        _mm256_storeu_ps(out, a);
-      else
-        _mm256_maskstore_ps(out, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), iota), a);
-    }
-  }
-}
-
-using Avx2TileFn = void (*)(const Avx2Consts&, const float* const*, int64_t, float* const*, int64_t, int64_t, bool);
-
-// Tiles of 1 to 4 rows (one vector) or 1 to 2 rows (two vectors).
-template <int SH, int SW, int V, int... R>
-constexpr Avx2TileFn kAvx2TilesOf[] = {band_tile_avx2<R, SH, SW, V>...};
-
-template <int SH, int SW>
-constexpr const Avx2TileFn* kAvx2TilesByV[2] = {kAvx2TilesOf<SH, SW, 1, 1, 2, 3, 4>, kAvx2TilesOf<SH, SW, 2, 1, 2>};
-
 __attribute__((target("avx2,fma"))) void dwconv3x3_f32_avx2(const Depthwise3x3Plane& p) {
-  Avx2Consts k;
+  TileConsts<Ymm> k;
   for (int i = 0; i < 9; ++i) k.w[i] = _mm256_set1_ps(p.w[i]);
   k.bias = _mm256_set1_ps(p.bias);
   k.lo = _mm256_set1_ps(p.lo);
@@ -432,7 +432,7 @@ __attribute__((target("avx2,fma"))) void dwconv3x3_f32_avx2(const Depthwise3x3Pl
   const bool banded = p.stride_h == 1 || p.stride_h == 2;
   const int64_t R = band_height(p.out_h, banded ? (V == 2 ? 2 : 4) : 1);
   const int64_t sh = banded ? p.stride_h : 1;
-  const Avx2TileFn* const* by_v = p.stride_w == 1 ? (sh == 1 ? kAvx2TilesByV<1, 1> : kAvx2TilesByV<2, 1>)
+  const BandTileFn<Ymm>* const* by_v = p.stride_w == 1 ? (sh == 1 ? kAvx2TilesByV<1, 1> : kAvx2TilesByV<2, 1>)
                                                   : (sh == 1 ? kAvx2TilesByV<1, 2> : kAvx2TilesByV<2, 2>);
   float* ring = scratch_ring(static_cast<size_t>(((R - 1) * sh + 3) * b.row), 8);  // 32-byte aligned
   for_each_band(
