@@ -327,6 +327,10 @@ PackedQConvWeights::PackedQConvWeights(const TW* w, int64_t out_channels, int64_
     pack(reordered.data(), o);
     if (detail::s8_pairs_fit_int16(o, bytes)) data_ = std::move(other), pairs_bounded_ = tap_major_ = true;
   }
+  if (!pairs_bounded_ && isa.a_signed_wide && !depthwise) {
+    int16_t* wide = reinterpret_cast<int16_t*>(wide_.reserve(static_cast<size_t>(std::max<int64_t>(2 * bytes, 2))));
+    detail::widen_q_panels(data_.data(), bytes, wide);
+  }
   for (int64_t m = 0; m < out_channels; ++m) {
     const TW z = zero_point_count == 0 ? TW{0} : zero_points[zero_point_count == 1 ? 0 : m];
     row_zp_[static_cast<size_t>(m)] = stored_value(z, flip);
@@ -376,12 +380,19 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   // name the running thread's instances there.
   thread_local std::vector<float> row_scale;
   detail::QRequantTile rt;
-  const bool fused = isa.a_signed_requant && !std::is_same_v<TY, int32_t> && o.vector_ok;
   // Weights whose pairs fit int16 take the ISA's pairs kernel (one panel at
   // a time), others the exact kernels: the same bits.
+  // Others take the kernel on A widened at packing time where the ISA has
+  // one (same bits again), else the byte kernels.
   const bool pairs = packed.pairs_bounded() && isa.a_signed_pairs;
-  const detail::QMicroKernel one_panel = pairs ? isa.a_signed_pairs : isa.a_signed;
-  const detail::QMicroKernel2 two_panels = pairs ? nullptr : isa.a_signed_x2;
+  const bool wide_a = !pairs && packed.wide_panels(0) != nullptr;
+  const detail::QMicroKernelRequant requant_kernel = pairs && isa.a_signed_pairs_requant ? isa.a_signed_pairs_requant
+                                                     : wide_a ? isa.a_signed_wide_requant
+                                                              : isa.a_signed_requant;
+  const bool fused = requant_kernel && !std::is_same_v<TY, int32_t> && o.vector_ok;
+  const detail::QMicroKernel one_panel = pairs ? isa.a_signed_pairs : wide_a ? isa.a_signed_wide : isa.a_signed;
+  const detail::QMicroKernel2 two_panels = pairs || wide_a ? nullptr : isa.a_signed_x2;
+  const int64_t a_bytes = wide_a ? 2 : 1;  // per packed weight
   if (fused) {
     const detail::QFinishParams fp = detail::finish_params(o);
     row_scale.resize(static_cast<size_t>(g.out_channels));
@@ -512,7 +523,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
     detail::QOutput ot = o;
     ot.ldy = yld;
     alignas(64) int32_t tile[2][detail::kQMaxMr * kQNr];
-    const uint8_t* wg = packed.panels(grp);
+    const uint8_t* wg = wide_a ? packed.wide_panels(grp) : packed.panels(grp);
     const int64_t p_begin = chunk * per_chunk, p_end = std::min(row_panels, p_begin + per_chunk);
     auto finish = [&](const int32_t* t, int64_t i0, int64_t mv, int64_t j) {
       ot.y = ybase + j;
@@ -522,7 +533,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
     for (int64_t p = p_begin; p < p_end; ++p) {
       const int64_t i0 = grp * c.group_out + p * mr;
       const int64_t mv = std::min<int64_t>(mr, c.group_out - p * mr);
-      const uint8_t* wp = wg + p * mr * kp;
+      const uint8_t* wp = wg + p * mr * kp * a_bytes;
       if (fused) {
         detail::QRequantTile t = rt;
         t.row_add = rt.row_add + i0, t.row_scale = rt.row_scale + i0, t.row_zp = rt.row_zp ? rt.row_zp + i0 : nullptr;
@@ -532,7 +543,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
           t.y = reinterpret_cast<uint8_t*>(ybase + i0 * yld + j);
           t.col_sum = rt.row_zp ? sums + j : nullptr;
           const uint8_t* b0 = pb + j * kp;
-          (isa.a_signed_requant)(groups, wp, b0, t.cols > kQNr ? b0 + kQNr * kp : b0, t);
+          requant_kernel(groups, wp, b0, t.cols > kQNr ? b0 + kQNr * kp : b0, t);
         }
         continue;
       }

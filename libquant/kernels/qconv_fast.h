@@ -47,6 +47,12 @@ class PackedQConvWeights {
   int64_t depth() const { return depth_; }
   // Row panels of group g (rows = its output channels).
   const uint8_t* panels(int64_t g) const { return data_.data() + g * group_bytes_; }
+  // The same panels widened to int16 (detail::widen_q_panels), kept for an
+  // ISA with an a_signed_wide kernel when the pairs kernel does not apply;
+  // null otherwise.
+  const uint8_t* wide_panels(int64_t g) const {
+    return wide_.data() ? wide_.data() + 2 * g * group_bytes_ : nullptr;
+  }
   const int32_t* row_sum() const { return row_sum_.data(); }  // per output channel, int8 domain
   const int32_t* row_zp() const { return row_zp_.data(); }    // per output channel, int8 domain
   bool has_zero_points() const { return has_zp_; }
@@ -59,7 +65,7 @@ class PackedQConvWeights {
   const int32_t* centered() const { return centered_.data(); }
 
  private:
-  AlignedBytes data_;
+  AlignedBytes data_, wide_;
   const detail::QGemmIsa* isa_ = nullptr;
   int64_t out_channels_ = 0, depth_ = 0, group_bytes_ = 0;
   std::vector<int32_t> row_sum_, row_zp_, centered_;

@@ -43,6 +43,10 @@ bool s8_pairs_fit_int16(const uint8_t* bytes, int64_t count) {
   return true;
 }
 
+void widen_q_panels(const uint8_t* bytes, int64_t count, int16_t* out) {
+  for (int64_t i = 0; i < count; ++i) out[i] = static_cast<int8_t>(bytes[i]);
+}
+
 bool requant_vector_ok(const Requantizer* r) {
   if (!r || r->mode != RequantMode::Float) return false;
   for (float s : r->scale)

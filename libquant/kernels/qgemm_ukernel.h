@@ -121,7 +121,18 @@ struct QGemmIsa {
   // GEMM, A of the convolution) passes s8_pairs_fit_int16; null: none.
   QMicroKernel a_unsigned_pairs = nullptr;
   QMicroKernel a_signed_pairs = nullptr;
+  // a_signed_pairs with the output stage fused; null: none.
+  QMicroKernelRequant a_signed_pairs_requant = nullptr;
+  // a_signed on A widened at packing time: each packed byte stored as the
+  // int16 it stands for, in the same order (widen_q_panels), so the kernel
+  // needs no per-use widening of A; and the same with the output stage
+  // fused. Null: none.
+  QMicroKernel a_signed_wide = nullptr;
+  QMicroKernelRequant a_signed_wide_requant = nullptr;
 };
+
+// The packed int8 bytes as int16 (sign-extended), for a_signed_wide.
+void widen_q_panels(const uint8_t* bytes, int64_t count, int16_t* out);
 
 // Whether VPMADDUBSW (Intel SDM: "Multiply and Add Packed Signed and Unsigned
 // Bytes": each unsigned byte of the first operand times the signed byte of the

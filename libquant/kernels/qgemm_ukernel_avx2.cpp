@@ -73,6 +73,42 @@ __attribute__((target("avx2"))) void q8_gemm_avx2_4x16(int64_t groups, const uin
   }
 }
 
+// Four int16 of one A row (widened when packed), repeated in every 64-bit
+// lane: one VPBROADCASTQ from memory, a load-port operation, where
+// broadcast_a spends two shuffles on the one shuffle port.
+__attribute__((target("avx2"))) inline __m256i broadcast_a_wide(const uint8_t* p) {
+  int64_t words;
+  std::memcpy(&words, p, 8);
+  return _mm256_set1_epi64x(words);
+}
+
+// q8_gemm_avx2_4x16<false> (A signed) on A widened at packing time
+// (a_signed_wide): per group of four k, 4 B widenings and 16 VPMADDWD, the
+// multiplies' two ports the bound instead of 20 shuffles on one. The same
+// exact int32 sums, so the same bits.
+__attribute__((target("avx2"))) void q8_gemm_avx2_wide_4x16(int64_t groups, const uint8_t* a, const uint8_t* b,
+                                                           int32_t* tile) {
+  for (int half = 0; half < 2; ++half) {
+    __m256i acc[kMr][2];
+    for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    const uint8_t* ap = a;
+    const uint8_t* bp = b + half * 32;
+    for (int64_t g = 0; g < groups; ++g) {
+      const __m256i b0 = widen_b(bp, true), b1 = widen_b(bp + 16, true);
+#pragma GCC unroll 4
+      for (int r = 0; r < kMr; ++r) {
+        const __m256i ar = broadcast_a_wide(ap + r * 8);
+        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(ar, b0));
+        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(ar, b1));
+      }
+      ap += 2 * kMr * kQKGroup;
+      bp += kQNr * kQKGroup;
+    }
+    for (int r = 0; r < kMr; ++r)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(tile + r * kQNr + half * 8), fold_pairs(acc[r][0], acc[r][1]));
+  }
+}
+
 // The pairs kernel, 4 x 16: per row two int32 accumulators (columns 0-7 and
 // 8-15), which is also the tile's order (no folding). 8 accumulators, the two
 // B vectors, the ones and the products fit the 16 ymm registers; a 2-panel
@@ -127,6 +163,106 @@ __attribute__((target("avx2"))) inline void store8(__m256i q, void* dst) {
   _mm_storel_epi64(static_cast<__m128i*>(dst), bytes);
 }
 
+// Eight int32 sums of one tile row (columns col..col+7 of the tile), the
+// output stage of QRequantTile fused: q_finish_avx2's operations lane for
+// lane (so the same bits), the first n (1 to 8) columns stored.
+__attribute__((target("avx2"), always_inline)) inline void requant8(__m256i v, int r, int col, int n,
+                                                                     const QRequantTile& t) {
+  v = _mm256_add_epi32(v, _mm256_set1_epi32(t.row_add[r]));
+  if (t.row_zp) {
+    __m256i sums;
+    if (n == 8) {
+      sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.col_sum + col));
+    } else {
+      alignas(32) int32_t part[8] = {};
+      std::memcpy(part, t.col_sum + col, static_cast<size_t>(n) * sizeof(int32_t));
+      sums = _mm256_load_si256(reinterpret_cast<const __m256i*>(part));
+    }
+    v = _mm256_sub_epi32(v, _mm256_mullo_epi32(_mm256_set1_epi32(t.row_zp[r]), sums));
+  }
+  __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(t.row_scale[r]));
+  f = _mm256_min_ps(_mm256_max_ps(f, _mm256_set1_ps(t.lo)), _mm256_set1_ps(t.hi));
+  const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(f), _mm256_set1_epi32(t.zero_point));
+  // The value is inside the output range (-128 to 255), so narrowing to
+  // int16 is exact and keeping each word's low byte (PSHUFB) is the uint8 or
+  // int8 byte alike, as AVX-512's VPMOVDB truncation.
+  uint8_t* out = t.y + r * t.ldy + col;
+  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+  const __m128i bytes = _mm_shuffle_epi8(w, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1));
+  if (n == 8) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out), bytes);
+  } else {
+    alignas(16) uint8_t part[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(part), bytes);
+    std::memcpy(out, part, static_cast<size_t>(n));
+  }
+}
+
+// How a fused kernel reads A: bytes into the pairs kernel, bytes widened as
+// they are used, or int16 widened at packing time.
+enum class AForm { Pairs, Bytes, Wide };
+
+// One B panel (16 columns) of the a_signed kernel of that form, with the
+// output stage fused: columns col..col+cols-1 of the tile. The accumulators
+// never leave the registers.
+template <AForm kForm>
+__attribute__((target("avx2"))) void requant_panel(int64_t groups, const uint8_t* a, const uint8_t* b,
+                                                   const QRequantTile& t, int col, int cols) {
+  if constexpr (kForm == AForm::Pairs) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    for (int64_t g = 0; g < groups; ++g) {
+      const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+      const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 32));
+      pairs_row<false>(a, b0, b1, ones, c00, c01);
+      pairs_row<false>(a + 4, b0, b1, ones, c10, c11);
+      pairs_row<false>(a + 8, b0, b1, ones, c20, c21);
+      pairs_row<false>(a + 12, b0, b1, ones, c30, c31);
+      a += kMr * kQKGroup;
+      b += kQNr * kQKGroup;
+    }
+    const int n0 = cols < 8 ? cols : 8, n1 = cols - 8;
+    const __m256i lo[kMr] = {c00, c10, c20, c30}, hi[kMr] = {c01, c11, c21, c31};
+#pragma GCC unroll 4
+    for (int r = 0; r < kMr; ++r) {  // no early exit: unrolled, the accumulators stay in registers
+      if (r >= t.rows) continue;
+      requant8(lo[r], r, col, n0, t);
+      if (n1 > 0) requant8(hi[r], r, col + 8, n1, t);
+    }
+    return;
+  }
+  // The widening kernel's two halves of 8 columns each (q8_gemm_avx2_4x16).
+  for (int half = 0; half < 2 && 8 * half < cols; ++half) {
+    __m256i acc[kMr][2];
+    for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    const uint8_t* ap = a;
+    const uint8_t* bp = b + half * 32;
+    for (int64_t g = 0; g < groups; ++g) {
+      const __m256i b0 = widen_b(bp, true), b1 = widen_b(bp + 16, true);
+#pragma GCC unroll 4
+      for (int r = 0; r < kMr; ++r) {
+        const __m256i ar = kForm == AForm::Wide ? broadcast_a_wide(ap + r * 8) : broadcast_a(ap + r * 4, false);
+        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(ar, b0));
+        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(ar, b1));
+      }
+      ap += (kForm == AForm::Wide ? 2 : 1) * kMr * kQKGroup;
+      bp += kQNr * kQKGroup;
+    }
+    const int n = cols - 8 * half < 8 ? cols - 8 * half : 8;
+#pragma GCC unroll 4
+    for (int r = 0; r < kMr; ++r)
+      if (r < t.rows) requant8(fold_pairs(acc[r][0], acc[r][1]), r, col + 8 * half, n, t);
+  }
+}
+
+// QMicroKernelRequant: one or two B panels (b1 read only when t.cols > 16).
+template <AForm kForm>
+__attribute__((target("avx2"))) void q8_conv_requant_avx2(int64_t groups, const uint8_t* a, const uint8_t* b0,
+                                                          const uint8_t* b1, const QRequantTile& t) {
+  requant_panel<kForm>(groups, a, b0, t, 0, t.cols < kQNr ? t.cols : kQNr);
+  if (t.cols > kQNr) requant_panel<kForm>(groups, a, b1, t, kQNr, t.cols - kQNr);
+}
+
 }  // namespace
 
 __attribute__((target("avx2"))) void q_finish_avx2(const int32_t* acc, int64_t acc_stride, int64_t rows, int64_t cols,
@@ -175,8 +311,18 @@ __attribute__((target("avx2"))) void q_finish_avx2(const int32_t* acc, int64_t a
 }
 
 namespace {
-const QGemmIsa kAvx2{"avx2",  kMr, q8_gemm_avx2_4x16<true>, q8_gemm_avx2_4x16<false>, q_finish_avx2, nullptr, nullptr,
-                     q8_gemm_avx2_pairs_4x16<true>, q8_gemm_avx2_pairs_4x16<false>};
+const QGemmIsa kAvx2{"avx2",
+                     kMr,
+                     q8_gemm_avx2_4x16<true>,
+                     q8_gemm_avx2_4x16<false>,
+                     q_finish_avx2,
+                     nullptr,
+                     q8_conv_requant_avx2<AForm::Bytes>,
+                     q8_gemm_avx2_pairs_4x16<true>,
+                     q8_gemm_avx2_pairs_4x16<false>,
+                     q8_conv_requant_avx2<AForm::Pairs>,
+                     q8_gemm_avx2_wide_4x16,
+                     q8_conv_requant_avx2<AForm::Wide>};
 }  // namespace
 
 const QGemmIsa* const kQGemmIsaAvx2 = &kAvx2;
