@@ -199,79 +199,9 @@ __attribute__((target("avx2"), always_inline)) inline __m128i load16(const TX* p
   return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
 }
 
-// The 3x3 padded plane (padded_plane's layout and sum) in AVX2, 8 outputs q
-// at a time with VPMADDWD: each multiply takes two taps' bytes, widened to
-// int16, against their two weights (w' fits int16: |w - zero point| <= 255),
-// so 5 (stride 1) or 6 (stride 2) multiplies per 8 outputs where the
-// compiler's loop spent 9 VPMULLD and many widening shuffles. Stride 2: taps
-// (ky, 0) and (ky, 1) of output q are bytes 2q and 2q + 1 of row ky, already
-// in pair order; tap (ky, 2) pairs with a zero weight. Stride 1: bytes
-// q, q + 1 of a row are paired by a byte shuffle; taps (0, 2) and (1, 2)
-// pair across rows; (2, 2) takes a zero weight. Exact int32 products and
-// sums, wrapping as the reference's; `pad` needs 16 bytes of slack past
-// padded_plane's (padded_input_size).
-template <class TX, int S>
-__attribute__((target("avx2"))) void padded_plane_3x3_avx2(const Spatial3& s, const TX* x, int32_t zx,
-                                                           const int32_t* w, TX* __restrict pad,
-                                                           uint32_t* __restrict wide, uint32_t* __restrict acc) {
-  const int64_t ih = s.in[1], iw = s.in[2], oh = s.out[1], ow = s.out[2];
-  const int64_t pw = iw + s.pads_begin[2] + s.pads_end[2];
-  const int64_t q_count = oh * pw;
-  const int64_t pad_size = S * (q_count - 1) + 2 * pw + 3;
-  std::fill(pad, pad + pad_size + 16, static_cast<TX>(zx));
-  for (int64_t y = 0; y < ih; ++y) {
-    const int64_t at = (y + s.pads_begin[1]) * pw + s.pads_begin[2];
-    if (at >= pad_size) break;  // rows below every output's reach
-    std::copy(x + y * iw, x + y * iw + std::min(iw, pad_size - at), pad + at);
-  }
-  uint32_t c = 0;
-  for (int t = 0; t < 9; ++t) c -= static_cast<uint32_t>(zx) * static_cast<uint32_t>(w[t]);
-  const __m256i start = _mm256_set1_epi32(static_cast<int32_t>(c));
-  const __m256i w01[3] = {weight_pair(w[0], w[1]), weight_pair(w[3], w[4]), weight_pair(w[6], w[7])};
-  const __m256i w2[3] = {weight_pair(w[2], 0), weight_pair(w[5], 0), weight_pair(w[8], 0)};
-  const __m256i w25 = weight_pair(w[2], w[5]);
-  const __m128i neighbours = _mm_setr_epi8(0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8);
-  int64_t q = 0;
-  for (; q + 8 <= q_count; q += 8) {
-    __m256i a = start;
-    const TX* p = pad + S * q;
-    for (int ky = 0; ky < 3; ++ky) {
-      const TX* r = p + ky * pw;
-      if constexpr (S == 2) {
-        a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(load16<TX>(r)), w01[ky]));
-        a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(load16<TX>(r + 2)), w2[ky]));
-      } else {
-        a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(_mm_shuffle_epi8(load16<TX>(r), neighbours)), w01[ky]));
-      }
-    }
-    if constexpr (S == 1) {
-      const __m128i r0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 2));
-      const __m128i r1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + pw + 2));
-      const __m128i r2 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 2 * pw + 2));
-      a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(_mm_unpacklo_epi8(r0, r1)), w25));
-      a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(_mm_unpacklo_epi8(r2, r2)), w2[2]));
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(wide + q), a);
-  }
-  for (; q < q_count; ++q) {
-    uint32_t v = c;
-    for (int t = 0; t < 9; ++t)
-      v += static_cast<uint32_t>(static_cast<int32_t>(pad[S * q + (t / 3) * pw + t % 3])) * static_cast<uint32_t>(w[t]);
-    wide[q] = v;
-  }
-  for (int64_t y = 0; y < oh; ++y) std::copy(wide + y * pw, wide + y * pw + ow, acc + y * ow);
-}
-
 template <class TX>
 __attribute__((target("avx2"))) void plane_avx2(const Spatial3& s, const TX* x, int32_t zx, const int32_t* w,
                                                 uint32_t* acc, TX* pad, uint32_t* wide) {
-  if (padded_path(s) && s.kernel[2] == 3) {
-    if (s.strides[2] == 1)
-      padded_plane_3x3_avx2<TX, 1>(s, x, zx, w, pad, wide, acc);
-    else
-      padded_plane_3x3_avx2<TX, 2>(s, x, zx, w, pad, wide, acc);
-    return;
-  }
   depthwise_plane(s, x, zx, w, acc, pad, wide);
 }
 template <class TX>
@@ -310,6 +240,12 @@ inline int64_t vnni_pad_size(const Spatial3& s) {
 inline int64_t vnni_wide_size(const Spatial3& s) {
   return (s.out[1] * (s.in[2] + s.pads_begin[2] + s.pads_end[2]) + 15) / 16 * 16;
 }
+// And of padded_plane_3x3_avx2: its last block of 8 reads up to 15 bytes
+// past padded_plane's input, and writes up to 7 accumulators past the plane.
+inline int64_t avx2_pad_size(const Spatial3& s) { return padded_input_size(s) + 16; }
+inline int64_t avx2_wide_size(const Spatial3& s) {
+  return (s.out[1] * (s.in[2] + s.pads_begin[2] + s.pads_end[2]) + 7) / 8 * 8;
+}
 
 // The output stage fused into vnni_plane for uint8 / int8 outputs with
 // requant_vector_ok Float requantization: per lane the operations of
@@ -319,6 +255,12 @@ struct PlaneRequant {
   int32_t add = 0, zero_point = 0;
   float scale = 0, lo = 0, hi = 0;
 };
+
+// A plane kernel with the output stage optionally fused (vnni_plane,
+// padded_plane_3x3_avx2): acc, or with a PlaneRequant the bytes at y.
+template <class TX>
+using FusedPlaneFn = void (*)(const Spatial3&, const TX*, int32_t, const int32_t*, uint8_t*, uint32_t*, uint32_t*,
+                              const PlaneRequant*, uint8_t*);
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // GCC 12 reports the _mm512_undefined_* pass-through operands of the unmasked
@@ -431,14 +373,96 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"))) void 
 
 #pragma GCC diagnostic pop
 
+// The 3x3 padded plane (padded_plane's layout and sum) in AVX2, 8 outputs q
+// at a time with VPMADDWD: each multiply takes two taps' bytes, widened to
+// int16, against their two weights (w' fits int16: |w - zero point| <= 255),
+// so 5 (stride 1) or 6 (stride 2) multiplies per 8 outputs where the
+// compiler's loop spent 9 VPMULLD and many widening shuffles. Stride 2: taps
+// (ky, 0) and (ky, 1) of output q are bytes 2q and 2q + 1 of row ky, already
+// in pair order; tap (ky, 2) pairs with a zero weight. Stride 1: bytes
+// q, q + 1 of a row are paired by a byte shuffle; taps (0, 2) and (1, 2)
+// pair across rows; (2, 2) takes a zero weight. Exact int32 products and
+// sums, wrapping as the reference's. Every block is whole: the last one
+// reads the padding's slack (avx2_pad_size) and writes wide's (avx2_wide_size).
+// With a PlaneRequant the output stage runs on the register, q_finish_avx2's
+// operations lane for lane, and the plane leaves as bytes (as vnni_plane).
+template <class TX, int S>
+__attribute__((target("avx2"))) void padded_plane_3x3_avx2(const Spatial3& s, const TX* x, int32_t zx,
+                                                           const int32_t* w, uint8_t* pad_bytes, uint32_t* wide,
+                                                           uint32_t* acc, const PlaneRequant* rq, uint8_t* y) {
+  TX* const pad = reinterpret_cast<TX*>(pad_bytes);
+  const int64_t ih = s.in[1], iw = s.in[2], oh = s.out[1], ow = s.out[2];
+  const int64_t pw = iw + s.pads_begin[2] + s.pads_end[2];
+  const int64_t q_count = oh * pw;
+  const int64_t pad_size = S * (q_count - 1) + 2 * pw + 3;
+  std::fill(pad, pad + avx2_pad_size(s), static_cast<TX>(zx));
+  for (int64_t y = 0; y < ih; ++y) {
+    const int64_t at = (y + s.pads_begin[1]) * pw + s.pads_begin[2];
+    if (at >= pad_size) break;  // rows below every output's reach
+    std::copy(x + y * iw, x + y * iw + std::min(iw, pad_size - at), pad + at);
+  }
+  uint32_t c = 0;
+  for (int t = 0; t < 9; ++t) c -= static_cast<uint32_t>(zx) * static_cast<uint32_t>(w[t]);
+  const __m256i start = _mm256_set1_epi32(static_cast<int32_t>(c));
+  const __m256i w01[3] = {weight_pair(w[0], w[1]), weight_pair(w[3], w[4]), weight_pair(w[6], w[7])};
+  const __m256i w2[3] = {weight_pair(w[2], 0), weight_pair(w[5], 0), weight_pair(w[8], 0)};
+  const __m256i w25 = weight_pair(w[2], w[5]);
+  const __m128i neighbours = _mm_setr_epi8(0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8);
+  uint8_t* wide8 = reinterpret_cast<uint8_t*>(wide);
+  const __m256i add = _mm256_set1_epi32(rq ? rq->add : 0), zpv = _mm256_set1_epi32(rq ? rq->zero_point : 0);
+  const __m256 scale = _mm256_set1_ps(rq ? rq->scale : 0), lo = _mm256_set1_ps(rq ? rq->lo : 0),
+               hi = _mm256_set1_ps(rq ? rq->hi : 0);
+  for (int64_t q = 0; q < q_count; q += 8) {
+    __m256i a = start;
+    const TX* p = pad + S * q;
+    for (int ky = 0; ky < 3; ++ky) {
+      const TX* r = p + ky * pw;
+      if constexpr (S == 2) {
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(load16<TX>(r)), w01[ky]));
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(load16<TX>(r + 2)), w2[ky]));
+      } else {
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(_mm_shuffle_epi8(load16<TX>(r), neighbours)), w01[ky]));
+      }
+    }
+    if constexpr (S == 1) {
+      const __m128i r0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 2));
+      const __m128i r1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + pw + 2));
+      const __m128i r2 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 2 * pw + 2));
+      a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(_mm_unpacklo_epi8(r0, r1)), w25));
+      a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(_mm_unpacklo_epi8(r2, r2)), w2[2]));
+    }
+    if (!rq) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(wide + q), a);
+      continue;
+    }
+    __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(a, add)), scale);
+    f = _mm256_min_ps(_mm256_max_ps(f, lo), hi);
+    const __m256i v = _mm256_add_epi32(_mm256_cvtps_epi32(f), zpv);
+    // Inside the output range: int16 exact, then each word's low byte.
+    const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(wide8 + q),
+                     _mm_shuffle_epi8(words, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1)));
+  }
+  for (int64_t r = 0; r < oh; ++r) {
+    if (rq)
+      std::copy(wide8 + r * pw, wide8 + r * pw + ow, y + r * ow);
+    else
+      std::copy(wide + r * pw, wide + r * pw + ow, acc + r * ow);
+  }
+}
+
+// The AVX2 3x3 plane for this geometry, or null (not 3x3 padded_path, or no AVX2).
 template <class TX>
-using VnniPlaneFn = void (*)(const Spatial3&, const TX*, int32_t, const int32_t*, uint8_t*, uint32_t*, uint32_t*,
-                             const PlaneRequant*, uint8_t*);
+FusedPlaneFn<TX> avx2_plane_fn(const Spatial3& s) {
+  static const bool cpu = cpu_supports("avx2");
+  if (!cpu || !padded_path(s) || s.kernel[2] != 3) return nullptr;
+  return s.strides[2] == 1 ? padded_plane_3x3_avx2<TX, 1> : padded_plane_3x3_avx2<TX, 2>;
+}
 
 // The VNNI plane for this geometry (padded_path), or null when the CPU lacks
 // VNNI / VBMI.
 template <class TX>
-VnniPlaneFn<TX> vnni_plane_fn(const Spatial3& s) {
+FusedPlaneFn<TX> vnni_plane_fn(const Spatial3& s) {
   static const bool cpu = [] {
     return cpu_supports("avx512f") && cpu_supports("avx512bw") &&
            cpu_supports("avx512vl") && cpu_supports("avx512vnni") &&
@@ -451,10 +475,11 @@ VnniPlaneFn<TX> vnni_plane_fn(const Spatial3& s) {
 }
 #else
 template <class TX>
-using VnniPlaneFn = void (*)(const Spatial3&, const TX*, int32_t, const int32_t*, uint8_t*, uint32_t*, uint32_t*,
-                             const PlaneRequant*, uint8_t*);
+FusedPlaneFn<TX> vnni_plane_fn(const Spatial3&) {
+  return nullptr;
+}
 template <class TX>
-VnniPlaneFn<TX> vnni_plane_fn(const Spatial3&) {
+FusedPlaneFn<TX> avx2_plane_fn(const Spatial3&) {
   return nullptr;
 }
 #endif
@@ -492,7 +517,9 @@ void qconv_depthwise(const ConvGeometry& g, const TX* x, TX x_zero_point, const 
   const QFinishParams fp = fuse ? finish_params(o) : QFinishParams{};
   // The VNNI plane runs with the AVX-512 VNNI ISA only, so that the tests,
   // which run every ISA, check the other planes on this CPU too.
-  const VnniPlaneFn<TX> vnni = &packed.isa() == kQGemmIsaAvx512Vnni ? vnni_plane_fn<TX>(s) : nullptr;
+  const FusedPlaneFn<TX> vnni = &packed.isa() == kQGemmIsaAvx512Vnni ? vnni_plane_fn<TX>(s) : nullptr;
+  // The AVX2 3x3 plane where plane_avx2 would run (the CPU's widest plane).
+  const FusedPlaneFn<TX> avx2 = plane == plane_avx2<TX> ? avx2_plane_fn<TX>(s) : nullptr;
   parallel_for(threads, g.batch * channels, [&](int64_t task) {
     thread_local std::vector<uint32_t> acc, wide;
     thread_local std::vector<TX> pad;
@@ -501,22 +528,24 @@ void qconv_depthwise(const ConvGeometry& g, const TX* x, TX x_zero_point, const 
     const int64_t n = task / channels, ch = task % channels;
     const int32_t* w = packed.centered() + ch * taps;
     const TX* xc = x + (n * channels + ch) * in_plane;
-    if (vnni && fits_int8(w, taps)) {
-      pad_u8.resize(static_cast<size_t>(vnni_pad_size(s)));
-      wide.resize(static_cast<size_t>(vnni_wide_size(s)));
+    const bool use_vnni = vnni && fits_int8(w, taps);
+    if (use_vnni || avx2) {
+      pad_u8.resize(static_cast<size_t>(use_vnni ? vnni_pad_size(s) : avx2_pad_size(s) * int64_t{sizeof(TX)}));
+      wide.resize(static_cast<size_t>(use_vnni ? vnni_wide_size(s) : avx2_wide_size(s)));
+      const FusedPlaneFn<TX> fused = use_vnni ? vnni : avx2;
       if (fuse) {
         PlaneRequant rq;
         rq.add = bias ? bias[ch] : 0, rq.zero_point = fp.zero_point;
         rq.scale = requant->scale[fp.per_channel ? static_cast<size_t>(ch) : 0];
         rq.lo = static_cast<float>(fp.lo), rq.hi = static_cast<float>(fp.hi);
-        vnni(s, xc, x_zero_point, w, pad_u8.data(), wide.data(), nullptr, &rq,
-             reinterpret_cast<uint8_t*>(y + (n * channels + ch) * out_plane));
+        fused(s, xc, x_zero_point, w, pad_u8.data(), wide.data(), nullptr, &rq,
+              reinterpret_cast<uint8_t*>(y + (n * channels + ch) * out_plane));
         return;
       }
-      vnni(s, xc, x_zero_point, w, pad_u8.data(), wide.data(), acc.data(), nullptr, nullptr);
+      fused(s, xc, x_zero_point, w, pad_u8.data(), wide.data(), acc.data(), nullptr, nullptr);
     } else {
       if (padded_path(s)) {
-        pad.resize(static_cast<size_t>(padded_input_size(s) + 16));  // + padded_plane_3x3_avx2's slack
+        pad.resize(static_cast<size_t>(padded_input_size(s)));
         wide.resize(static_cast<size_t>(s.out[1] * (s.in[2] + s.pads_begin[2] + s.pads_end[2])));
       }
       plane(s, xc, x_zero_point, w, acc.data(), pad.data(), wide.data());
