@@ -292,11 +292,14 @@ PackedQConvWeights::PackedQConvWeights(const TW* w, int64_t out_channels, int64_
   const int mr = isa.mr;
   const int64_t group_out = out_channels / group, panels = (group_out + mr - 1) / mr, kp = q_padded_k(depth_per_group);
   group_bytes_ = panels * mr * kp;
-  uint8_t* d = data_.reserve(static_cast<size_t>(std::max<int64_t>(group_bytes_ * group, 1)));
-  row_sum_.assign(static_cast<size_t>(out_channels), 0);
-  row_zp_.assign(static_cast<size_t>(out_channels), 0);
   // Only the depthwise path (one output channel per group) reads centered weights.
   const bool depthwise = group == out_channels;
+  // Room to widen the bytes in place (below); where they are not widened the
+  // second half is never touched, so it takes no memory.
+  const int64_t room = isa.a_signed_wide && !depthwise ? 2 : 1;
+  uint8_t* d = data_.reserve(static_cast<size_t>(std::max<int64_t>(room * group_bytes_ * group, 1)));
+  row_sum_.assign(static_cast<size_t>(out_channels), 0);
+  row_zp_.assign(static_cast<size_t>(out_channels), 0);
   if (depthwise) centered_.resize(static_cast<size_t>(out_channels * depth_per_group));
   auto pack = [&](const TW* src, uint8_t* dst) {
     for (int64_t g = 0; g < group; ++g)
@@ -327,9 +330,9 @@ PackedQConvWeights::PackedQConvWeights(const TW* w, int64_t out_channels, int64_
     pack(reordered.data(), o);
     if (detail::s8_pairs_fit_int16(o, bytes)) data_ = std::move(other), pairs_bounded_ = tap_major_ = true;
   }
-  if (!pairs_bounded_ && isa.a_signed_wide && !depthwise) {
-    int16_t* wide = reinterpret_cast<int16_t*>(wide_.reserve(static_cast<size_t>(std::max<int64_t>(2 * bytes, 2))));
-    detail::widen_q_panels(data_.data(), bytes, wide);
+  if (!pairs_bounded_ && isa.a_signed_wide && !depthwise) {  // data_ is still d, with room for twice the bytes
+    detail::widen_q_panels(d, bytes, reinterpret_cast<int16_t*>(d));
+    group_bytes_ *= 2, widened_ = true;
   }
   for (int64_t m = 0; m < out_channels; ++m) {
     const TW z = zero_point_count == 0 ? TW{0} : zero_points[zero_point_count == 1 ? 0 : m];
@@ -385,7 +388,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   // Others take the kernel on A widened at packing time where the ISA has
   // one (same bits again), else the byte kernels.
   const bool pairs = packed.pairs_bounded() && isa.a_signed_pairs;
-  const bool wide_a = !pairs && packed.wide_panels(0) != nullptr;
+  const bool wide_a = packed.widened();  // never with pairs_bounded()
   const detail::QMicroKernelRequant requant_kernel = pairs && isa.a_signed_pairs_requant ? isa.a_signed_pairs_requant
                                                      : wide_a ? isa.a_signed_wide_requant
                                                               : isa.a_signed_requant;
@@ -523,7 +526,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
     detail::QOutput ot = o;
     ot.ldy = yld;
     alignas(64) int32_t tile[2][detail::kQMaxMr * kQNr];
-    const uint8_t* wg = wide_a ? packed.wide_panels(grp) : packed.panels(grp);
+    const uint8_t* wg = packed.panels(grp);
     const int64_t p_begin = chunk * per_chunk, p_end = std::min(row_panels, p_begin + per_chunk);
     auto finish = [&](const int32_t* t, int64_t i0, int64_t mv, int64_t j) {
       ot.y = ybase + j;

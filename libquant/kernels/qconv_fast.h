@@ -45,14 +45,12 @@ class PackedQConvWeights {
   const detail::QGemmIsa& isa() const { return *isa_; }
   int64_t out_channels() const { return out_channels_; }
   int64_t depth() const { return depth_; }
-  // Row panels of group g (rows = its output channels).
+  // Row panels of group g (rows = its output channels): int8 bytes, or where
+  // widened() the same values as int16 (detail::widen_q_panels).
   const uint8_t* panels(int64_t g) const { return data_.data() + g * group_bytes_; }
-  // The same panels widened to int16 (detail::widen_q_panels), kept for an
-  // ISA with an a_signed_wide kernel when the pairs kernel does not apply;
-  // null otherwise.
-  const uint8_t* wide_panels(int64_t g) const {
-    return wide_.data() ? wide_.data() + 2 * g * group_bytes_ : nullptr;
-  }
+  // For an ISA with an a_signed_wide kernel, weights the pairs kernel cannot
+  // take are kept widened for it (twice the bytes, none kept as int8).
+  bool widened() const { return widened_; }
   const int32_t* row_sum() const { return row_sum_.data(); }  // per output channel, int8 domain
   const int32_t* row_zp() const { return row_zp_.data(); }    // per output channel, int8 domain
   bool has_zero_points() const { return has_zp_; }
@@ -65,13 +63,14 @@ class PackedQConvWeights {
   const int32_t* centered() const { return centered_.data(); }
 
  private:
-  AlignedBytes data_, wide_;
+  AlignedBytes data_;
   const detail::QGemmIsa* isa_ = nullptr;
   int64_t out_channels_ = 0, depth_ = 0, group_bytes_ = 0;
   std::vector<int32_t> row_sum_, row_zp_, centered_;
   bool has_zp_ = false;
   bool pairs_bounded_ = false;
   bool tap_major_ = false;
+  bool widened_ = false;
 };
 
 // y = int32 accumulators (requant null: ConvInteger, TY = int32_t) or

@@ -131,7 +131,8 @@ struct QGemmIsa {
   QMicroKernelRequant a_signed_wide_requant = nullptr;
 };
 
-// The packed int8 bytes as int16 (sign-extended), for a_signed_wide.
+// The packed int8 bytes as int16 (sign-extended), for a_signed_wide; in
+// place when out is bytes itself (2 * count bytes there), back to front.
 void widen_q_panels(const uint8_t* bytes, int64_t count, int16_t* out);
 
 // Whether VPMADDUBSW (Intel SDM: "Multiply and Add Packed Signed and Unsigned
