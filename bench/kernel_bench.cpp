@@ -288,8 +288,10 @@ std::vector<uint8_t> random_bytes(std::mt19937& rng, size_t count, int lo, int h
 }
 
 // One micro-kernel on L1-resident panels (K = 256), against the pairs peak.
-// widened_a: A as the a_signed_wide kernel reads it (int16, widened when packed).
-Case kernel_case(qk::detail::QMicroKernel kernel, int mr, std::mt19937& rng, bool widened_a = false) {
+// widened_a: A as the a_signed_wide / a_unsigned_wide kernels read it
+// (int16, widened when packed; sign-extended for a_signed).
+enum class AWidth { Bytes, SignedWords, UnsignedWords };
+Case kernel_case(qk::detail::QMicroKernel kernel, int mr, std::mt19937& rng, AWidth widened_a = AWidth::Bytes) {
   constexpr int64_t kGroups = 64;
   struct Data {
     std::vector<uint8_t> a, b;
@@ -298,9 +300,10 @@ Case kernel_case(qk::detail::QMicroKernel kernel, int mr, std::mt19937& rng, boo
   auto d = std::make_shared<Data>();
   // Weights in [-64, 64]: every pair bounded, so the pairs kernels are exact.
   d->a = random_bytes(rng, static_cast<size_t>(kGroups * mr * 4), -64, 64);
-  if (widened_a) {
+  if (widened_a != AWidth::Bytes) {
     std::vector<uint8_t> wide(2 * d->a.size());
-    qk::detail::widen_q_panels(d->a.data(), static_cast<int64_t>(d->a.size()), reinterpret_cast<int16_t*>(wide.data()));
+    qk::detail::widen_q_panels(d->a.data(), static_cast<int64_t>(d->a.size()), reinterpret_cast<int16_t*>(wide.data()),
+                               widened_a == AWidth::SignedWords);
     d->a = std::move(wide);
   }
   d->b = random_bytes(rng, static_cast<size_t>(kGroups * 64), 0, 255);
@@ -413,13 +416,14 @@ int section_int8_avx2() {
   struct Row {
     const char* name;
     qk::detail::QMicroKernel kernel;
-    bool widened_a = false;
+    AWidth widened_a = AWidth::Bytes;
   };
   const Row rows[] = {{"pairs a_unsigned 4x16 (GEMM)", isa.a_unsigned_pairs},
                       {"pairs a_signed 4x16 (conv)", isa.a_signed_pairs},
                       {"widening a_unsigned 4x16", isa.a_unsigned},
                       {"widening a_signed 4x16", isa.a_signed},
-                      {"widened a_signed 4x16 (conv)", isa.a_signed_wide, true}};
+                      {"widened a_unsigned 4x16 (GEMM)", isa.a_unsigned_wide, AWidth::UnsignedWords},
+                      {"widened a_signed 4x16 (conv)", isa.a_signed_wide, AWidth::SignedWords}};
   std::vector<Case> kernel_cases;
   for (const Row& row : rows) kernel_cases.push_back(kernel_case(row.kernel, isa.mr, rng, row.widened_a));
   const std::vector<Measured> kernels = measure_against_peak(kernel_cases);

@@ -332,7 +332,8 @@ bench_targets() {
 # bench/kernel_bench.cpp; one thread, pinned as speed's single-thread runs).
 # Sections (BENCH_KERNELS, default all of kernel_bench's):
 #   int8-avx2  the AVX2 int8 micro-kernels (VPMADDUBSW pairs, widening, and
-#              widened: conv weights widened to int16 when packed)
+#              widened: conv weights or GEMM activations widened to int16
+#              when packed)
 #              vs a register-only VPMADDUBSW + VPMADDWD + VPADDD loop, and
 #              resnet18's convolutions (per layer, % of that peak) with each;
 #   float-avx2 the AVX2 float micro-kernel (6 x 16) vs a register-only

@@ -130,16 +130,21 @@ void qgemm_packed(int64_t m, const TA* a, int64_t lda, TA a_zero_point, const Pa
     chunks = std::min<int64_t>(col_panels, (2 * threads + row_panels - 1) / row_panels);
   const int64_t per_chunk = (col_panels + chunks - 1) / chunks;
   const int64_t elem = out.type == detail::QOutType::S32 ? 4 : 1;
-  const detail::QMicroKernel kernel =
-      b.pairs_bounded() && isa.a_unsigned_pairs ? isa.a_unsigned_pairs : isa.a_unsigned;
+  // The pairs kernel where B's pairs are bounded; else, where the ISA has
+  // one, the kernel on A widened as it is packed (once per row panel, read by
+  // every column panel); else the byte kernel. The same bits.
+  const bool pairs = b.pairs_bounded() && isa.a_unsigned_pairs;
+  const bool wide_a = !pairs && isa.a_unsigned_wide;
+  const detail::QMicroKernel kernel = pairs ? isa.a_unsigned_pairs : wide_a ? isa.a_unsigned_wide : isa.a_unsigned;
   parallel_for(threads, row_panels * chunks, [&](int64_t task) {
     thread_local AlignedBytes a_buf;
     const int64_t p = task / chunks, q0 = (task % chunks) * per_chunk, q1 = std::min(col_panels, q0 + per_chunk);
     const int64_t i0 = p * mr;
     const int mv = static_cast<int>(std::min<int64_t>(mr, m - i0));
     int32_t sums[detail::kQMaxMr];
-    uint8_t* ap = a_buf.reserve(static_cast<size_t>(q_padded_k(k) * mr));
+    uint8_t* ap = a_buf.reserve(static_cast<size_t>(q_padded_k(k) * mr * (wide_a ? 2 : 1)));
     detail::pack_q_rows(a + i0 * lda, lda, mv, k, mr, flip, ap, o.col_zp ? sums : nullptr);
+    if (wide_a) detail::widen_q_panels(ap, q_padded_k(k) * mr, reinterpret_cast<int16_t*>(ap), false);
     detail::QOutput ot = o;
     ot.row_sum = o.col_zp ? sums : nullptr;
     ot.y = static_cast<uint8_t*>(out.y) + i0 * out.ldy * elem;

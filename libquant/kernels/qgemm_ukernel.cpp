@@ -43,9 +43,10 @@ bool s8_pairs_fit_int16(const uint8_t* bytes, int64_t count) {
   return true;
 }
 
-void widen_q_panels(const uint8_t* bytes, int64_t count, int16_t* out) {
+void widen_q_panels(const uint8_t* bytes, int64_t count, int16_t* out, bool is_signed) {
   // Back to front: in place, out[i] (bytes 2i and 2i + 1) overwrites no byte j < i still to be read.
-  for (int64_t i = count - 1; i >= 0; --i) out[i] = static_cast<int8_t>(bytes[i]);
+  for (int64_t i = count - 1; i >= 0; --i)
+    out[i] = is_signed ? static_cast<int16_t>(static_cast<int8_t>(bytes[i])) : static_cast<int16_t>(bytes[i]);
 }
 
 bool requant_vector_ok(const Requantizer* r) {

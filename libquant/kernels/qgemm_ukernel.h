@@ -129,11 +129,15 @@ struct QGemmIsa {
   // fused. Null: none.
   QMicroKernel a_signed_wide = nullptr;
   QMicroKernelRequant a_signed_wide_requant = nullptr;
+  // a_unsigned on A (the activations, packed per call) widened as packed
+  // (zero-extended); null: none.
+  QMicroKernel a_unsigned_wide = nullptr;
 };
 
-// The packed int8 bytes as int16 (sign-extended), for a_signed_wide; in
-// place when out is bytes itself (2 * count bytes there), back to front.
-void widen_q_panels(const uint8_t* bytes, int64_t count, int16_t* out);
+// Packed bytes as int16, sign-extended (int8 weights, for a_signed_wide) or
+// zero-extended (uint8 activations, for a_unsigned_wide); in place when out
+// is bytes itself (2 * count bytes there), back to front.
+void widen_q_panels(const uint8_t* bytes, int64_t count, int16_t* out, bool is_signed = true);
 
 // Whether VPMADDUBSW (Intel SDM: "Multiply and Add Packed Signed and Unsigned
 // Bytes": each unsigned byte of the first operand times the signed byte of the

@@ -82,10 +82,12 @@ __attribute__((target("avx2"))) inline __m256i broadcast_a_wide(const uint8_t* p
   return _mm256_set1_epi64x(words);
 }
 
-// q8_gemm_avx2_4x16<false> (A signed) on A widened at packing time
-// (a_signed_wide): per group of four k, 4 B widenings and 16 VPMADDWD, the
-// multiplies' two ports the bound instead of 20 shuffles on one. The same
-// exact int32 sums, so the same bits.
+// q8_gemm_avx2_4x16 on A widened at packing time (a_signed_wide: int8
+// weights sign-extended; a_unsigned_wide: uint8 activations zero-extended):
+// per group of four k, 4 B widenings and 16 VPMADDWD, the multiplies' two
+// ports the bound instead of 20 shuffles on one. The same exact int32 sums,
+// so the same bits.
+template <bool kAUnsigned>
 __attribute__((target("avx2"))) void q8_gemm_avx2_wide_4x16(int64_t groups, const uint8_t* a, const uint8_t* b,
                                                            int32_t* tile) {
   for (int half = 0; half < 2; ++half) {
@@ -94,7 +96,7 @@ __attribute__((target("avx2"))) void q8_gemm_avx2_wide_4x16(int64_t groups, cons
     const uint8_t* ap = a;
     const uint8_t* bp = b + half * 32;
     for (int64_t g = 0; g < groups; ++g) {
-      const __m256i b0 = widen_b(bp, true), b1 = widen_b(bp + 16, true);
+      const __m256i b0 = widen_b(bp, !kAUnsigned), b1 = widen_b(bp + 16, !kAUnsigned);
 #pragma GCC unroll 4
       for (int r = 0; r < kMr; ++r) {
         const __m256i ar = broadcast_a_wide(ap + r * 8);
@@ -321,8 +323,9 @@ const QGemmIsa kAvx2{"avx2",
                      q8_gemm_avx2_pairs_4x16<true>,
                      q8_gemm_avx2_pairs_4x16<false>,
                      q8_conv_requant_avx2<AForm::Pairs>,
-                     q8_gemm_avx2_wide_4x16,
-                     q8_conv_requant_avx2<AForm::Wide>};
+                     q8_gemm_avx2_wide_4x16<false>,
+                     q8_conv_requant_avx2<AForm::Wide>,
+                     q8_gemm_avx2_wide_4x16<true>};
 }  // namespace
 
 const QGemmIsa* const kQGemmIsaAvx2 = &kAvx2;
