@@ -17,7 +17,6 @@
 #endif
 
 #include "libquant/calib/params.h"
-#include "libquant/core/readahead.h"
 #include "libquant/kernels/int4_matmul.h"
 #include "libquant/kernels/quantize.h"
 #include "libquant/kernels/weight_quant.h"
@@ -227,16 +226,6 @@ ir::Value* DynamicBuilder::constant_bytes(const std::string& base, DType dtype, 
 void DynamicBuilder::release_unused_weights(const std::vector<ir::Value*>& inputs) {
   for (ir::Value* v : inputs)
     if (v && v->constant && !g_.is_graph_output(v) && g_.consumers(v).empty()) v->constant.reset();
-}
-
-// Starts the disk reads of the next node's mapped weights while this node's
-// are quantized (core/readahead.h prefetch), so a conversion of a model that is
-// not in the page cache overlaps reading with compute (DESIGN "Large models").
-// Only advice: the bytes read and written do not change.
-void prefetch_mapped_inputs(const ir::Node& next) {
-  for (const ir::Value* v : next.inputs)
-    if (v && v->constant)
-      if (const MappedRegion* m = v->constant->mapping()) prefetch(*m);
 }
 
 // Hands the heap's free pages back to the system. A layer's temporaries
@@ -487,9 +476,7 @@ Expected<QuantizeReport> DynamicBuilder::run() {
   bool rewrote_any = false;
   std::set<const ir::Value*> counted;
   const ConstantMaker make_constant = [this](const std::string& base, Tensor t) { return constant(base, std::move(t)); };
-  for (size_t at = 0; at < order.size(); ++at) {
-    ir::Node* n = order[at];
-    if (at + 1 < order.size()) prefetch_mapped_inputs(*order[at + 1]);
+  for (ir::Node* n : order) {
     const bool linear = n->domain.empty() && (n->op_type == "MatMul" || n->op_type == "Gemm");
     const bool conv = n->domain.empty() && n->op_type == "Conv" && o_.conv && !int4;
     const bool lstm = n->domain.empty() && n->op_type == "LSTM" && !int4;
