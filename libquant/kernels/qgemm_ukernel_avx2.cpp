@@ -49,30 +49,6 @@ __attribute__((target("avx2"))) inline __m256i fold_pairs(__m256i x, __m256i y) 
   return _mm256_permute4x64_epi64(_mm256_hadd_epi32(x, y), 0xD8);
 }
 
-template <bool kAUnsigned>
-__attribute__((target("avx2"))) void q8_gemm_avx2_4x16(int64_t groups, const uint8_t* a, const uint8_t* b,
-                                                        int32_t* tile) {
-  for (int half = 0; half < 2; ++half) {
-    __m256i acc[kMr][2];
-    for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-    const uint8_t* ap = a;
-    const uint8_t* bp = b + half * 32;
-    for (int64_t g = 0; g < groups; ++g) {
-      const __m256i b0 = widen_b(bp, !kAUnsigned), b1 = widen_b(bp + 16, !kAUnsigned);
-#pragma GCC unroll 4
-      for (int r = 0; r < kMr; ++r) {
-        const __m256i ar = broadcast_a(ap + r * 4, kAUnsigned);
-        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(ar, b0));
-        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(ar, b1));
-      }
-      ap += kMr * kQKGroup;
-      bp += kQNr * kQKGroup;
-    }
-    for (int r = 0; r < kMr; ++r)
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(tile + r * kQNr + half * 8), fold_pairs(acc[r][0], acc[r][1]));
-  }
-}
-
 // Four int16 of one A row (widened when packed), repeated in every 64-bit
 // lane: one VPBROADCASTQ from memory, a load-port operation, where
 // broadcast_a spends two shuffles on the one shuffle port.
@@ -82,32 +58,42 @@ __attribute__((target("avx2"))) inline __m256i broadcast_a_wide(const uint8_t* p
   return _mm256_set1_epi64x(words);
 }
 
-// q8_gemm_avx2_4x16 on A widened at packing time (a_signed_wide: int8
-// weights sign-extended; a_unsigned_wide: uint8 activations zero-extended):
-// per group of four k, 4 B widenings and 16 VPMADDWD, the multiplies' two
-// ports the bound instead of 20 shuffles on one. The same exact int32 sums,
-// so the same bits.
-template <bool kAUnsigned>
-__attribute__((target("avx2"))) void q8_gemm_avx2_wide_4x16(int64_t groups, const uint8_t* a, const uint8_t* b,
-                                                           int32_t* tile) {
-  for (int half = 0; half < 2; ++half) {
-    __m256i acc[kMr][2];
-    for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-    const uint8_t* ap = a;
-    const uint8_t* bp = b + half * 32;
-    for (int64_t g = 0; g < groups; ++g) {
-      const __m256i b0 = widen_b(bp, !kAUnsigned), b1 = widen_b(bp + 16, !kAUnsigned);
+// The widening kernels: A and B widened to int16, pairs of k summed into
+// int32 by VPMADDWD (exact for any bytes). A is widened as it is used
+// (broadcast_a), or was widened when packed (kWideA: a_signed_wide, int8
+// weights sign-extended; a_unsigned_wide, uint8 activations zero-extended),
+// which leaves per group of four k 4 B widenings and 16 VPMADDWD, the
+// multiplies' two ports the bound instead of 20 shuffles on one. Either way
+// the same exact int32 sums, so the same bits. Columns 8 half .. 8 half + 7
+// of the 4 x 16 tile, per row in `out`.
+template <bool kAUnsigned, bool kWideA>
+__attribute__((target("avx2"), always_inline)) inline void widening_half(int64_t groups, const uint8_t* a,
+                                                                         const uint8_t* b, int half,
+                                                                         __m256i (&out)[kMr]) {
+  __m256i acc[kMr][2];
+  for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+  const uint8_t* bp = b + half * 32;
+  for (int64_t g = 0; g < groups; ++g) {
+    const __m256i b0 = widen_b(bp, !kAUnsigned), b1 = widen_b(bp + 16, !kAUnsigned);
 #pragma GCC unroll 4
-      for (int r = 0; r < kMr; ++r) {
-        const __m256i ar = broadcast_a_wide(ap + r * 8);
-        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(ar, b0));
-        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(ar, b1));
-      }
-      ap += 2 * kMr * kQKGroup;
-      bp += kQNr * kQKGroup;
+    for (int r = 0; r < kMr; ++r) {
+      const __m256i ar = kWideA ? broadcast_a_wide(a + r * 8) : broadcast_a(a + r * 4, kAUnsigned);
+      acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(ar, b0));
+      acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(ar, b1));
     }
-    for (int r = 0; r < kMr; ++r)
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(tile + r * kQNr + half * 8), fold_pairs(acc[r][0], acc[r][1]));
+    a += (kWideA ? 2 : 1) * kMr * kQKGroup;
+    bp += kQNr * kQKGroup;
+  }
+  for (int r = 0; r < kMr; ++r) out[r] = fold_pairs(acc[r][0], acc[r][1]);
+}
+
+template <bool kAUnsigned, bool kWideA>
+__attribute__((target("avx2"))) void q8_gemm_avx2_4x16(int64_t groups, const uint8_t* a, const uint8_t* b,
+                                                        int32_t* tile) {
+  for (int half = 0; half < 2; ++half) {
+    __m256i v[kMr];
+    widening_half<kAUnsigned, kWideA>(groups, a, b, half, v);
+    for (int r = 0; r < kMr; ++r) _mm256_storeu_si256(reinterpret_cast<__m256i*>(tile + r * kQNr + half * 8), v[r]);
   }
 }
 
@@ -235,25 +221,12 @@ __attribute__((target("avx2"))) void requant_panel(int64_t groups, const uint8_t
   }
   // The widening kernel's two halves of 8 columns each (q8_gemm_avx2_4x16).
   for (int half = 0; half < 2 && 8 * half < cols; ++half) {
-    __m256i acc[kMr][2];
-    for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-    const uint8_t* ap = a;
-    const uint8_t* bp = b + half * 32;
-    for (int64_t g = 0; g < groups; ++g) {
-      const __m256i b0 = widen_b(bp, true), b1 = widen_b(bp + 16, true);
-#pragma GCC unroll 4
-      for (int r = 0; r < kMr; ++r) {
-        const __m256i ar = kForm == AForm::Wide ? broadcast_a_wide(ap + r * 8) : broadcast_a(ap + r * 4, false);
-        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(ar, b0));
-        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(ar, b1));
-      }
-      ap += (kForm == AForm::Wide ? 2 : 1) * kMr * kQKGroup;
-      bp += kQNr * kQKGroup;
-    }
+    __m256i v[kMr];
+    widening_half<false, kForm == AForm::Wide>(groups, a, b, half, v);
     const int n = cols - 8 * half < 8 ? cols - 8 * half : 8;
 #pragma GCC unroll 4
     for (int r = 0; r < kMr; ++r)
-      if (r < t.rows) requant8(fold_pairs(acc[r][0], acc[r][1]), r, col + 8 * half, n, t);
+      if (r < t.rows) requant8(v[r], r, col + 8 * half, n, t);
   }
 }
 
@@ -315,17 +288,17 @@ __attribute__((target("avx2"))) void q_finish_avx2(const int32_t* acc, int64_t a
 namespace {
 const QGemmIsa kAvx2{"avx2",
                      kMr,
-                     q8_gemm_avx2_4x16<true>,
-                     q8_gemm_avx2_4x16<false>,
+                     q8_gemm_avx2_4x16<true, false>,
+                     q8_gemm_avx2_4x16<false, false>,
                      q_finish_avx2,
                      nullptr,
                      q8_conv_requant_avx2<AForm::Bytes>,
                      q8_gemm_avx2_pairs_4x16<true>,
                      q8_gemm_avx2_pairs_4x16<false>,
                      q8_conv_requant_avx2<AForm::Pairs>,
-                     q8_gemm_avx2_wide_4x16<false>,
+                     q8_gemm_avx2_4x16<false, true>,
                      q8_conv_requant_avx2<AForm::Wide>,
-                     q8_gemm_avx2_wide_4x16<true>};
+                     q8_gemm_avx2_4x16<true, true>};
 }  // namespace
 
 const QGemmIsa* const kQGemmIsaAvx2 = &kAvx2;
