@@ -340,6 +340,7 @@ Status convert_dynamic(const Flags& f, const quant::target::TargetSpec& target) 
   opt.weight_pair_bound = target.weight_pair_bound;
   // uint8 weights (the target's or --weights uint8): int8 codes stored + 128.
   opt.uint8_weights = f.weights == "uint8";
+  opt.threads = qtool::default_threads();
   opt.exclude_nodes.insert(f.exclude_nodes.begin(), f.exclude_nodes.end());
   opt.exclude_ops.insert(f.exclude_ops.begin(), f.exclude_ops.end());
   // Streaming (DESIGN "Large models"): when the output will hold its weights

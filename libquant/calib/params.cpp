@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "libquant/kernels/threadpool.h"
 #include "libquant/kernels/weight_quant.h"
 
 namespace quant::calib {
@@ -114,7 +115,8 @@ QuantParams choose_quant_params(Range range, Schema schema, DType precision) {
   return p;
 }
 
-QuantParams choose_weight_params(const Tensor& weights, int64_t axis, DType qtype, Schema schema, int32_t max_level) {
+QuantParams choose_weight_params(const Tensor& weights, int64_t axis, DType qtype, Schema schema, int32_t max_level,
+                                 int threads) {
   assert(axis < weights.rank());
   QuantParams p;
   p.qtype = qtype;
@@ -133,7 +135,18 @@ QuantParams choose_weight_params(const Tensor& weights, int64_t axis, DType qtyp
     const int64_t outer = weights.size() / (ch * in);
     std::vector<float> m(static_cast<size_t>(ch), 0.0f);
     constexpr float kMax = std::numeric_limits<float>::max();
-    for (int64_t o = 0; o < outer; ++o) {
+    if (in == 1 && threads > 1 && outer > 1) {
+      // Rows split over the threads, each its own maxima, then the maxima's max.
+      const int64_t parts = std::min<int64_t>(outer, threads);
+      std::vector<std::vector<float>> part_m(static_cast<size_t>(parts), std::vector<float>(static_cast<size_t>(ch), 0.0f));
+      kernels::parallel_for(threads, parts, [&](int64_t t) {
+        for (int64_t o = t * outer / parts; o < (t + 1) * outer / parts; ++o)
+          kernels::absmax_update(w + o * ch, part_m[static_cast<size_t>(t)].data(), ch);
+      });
+      for (const auto& pm : part_m)
+        for (size_t c = 0; c < m.size(); ++c) m[c] = std::max(m[c], pm[c]);
+    }
+    for (int64_t o = 0; o < outer && !(in == 1 && threads > 1 && outer > 1); ++o) {
       const float* block = w + o * ch * in;
       if (in == 1) {  // channels along the last axis (MatMul weights [K, N]): one row at a time, SSE2
         kernels::absmax_update(block, m.data(), ch);

@@ -43,6 +43,10 @@ QuantParams choose_quant_params(Range range, Schema schema, DType precision);
 // weights are ignored. `weights` is a float tensor (float32/64/16, bfloat16).
 // `max_level` > 0 narrows the grid to [-max_level, max_level] (a target's
 // weight range, e.g. 64 for 7-bit weights): scale = absmax / max_level.
-QuantParams choose_weight_params(const Tensor& weights, int64_t axis, DType qtype, Schema schema, int32_t max_level = 0);
+// `threads` splits the maxima of float32 weights whose channels lie along the
+// last axis (MatMul weights [K, N]) by rows; max is exact, so the result does
+// not depend on it.
+QuantParams choose_weight_params(const Tensor& weights, int64_t axis, DType qtype, Schema schema, int32_t max_level = 0,
+                                 int threads = 1);
 
 }  // namespace quant::calib

@@ -19,6 +19,7 @@
 #include "libquant/calib/params.h"
 #include "libquant/kernels/int4_matmul.h"
 #include "libquant/kernels/quantize.h"
+#include "libquant/kernels/threadpool.h"
 #include "libquant/kernels/weight_quant.h"
 #include "libquant/onnx/model_io.h"
 #include "libquant/passes/dynamic_lstm.h"
@@ -313,7 +314,13 @@ void DynamicBuilder::rewrite_int8_linear(ir::Node* n, Linear& l) {
   const Tensor& w = l.w();
   const int64_t K = w.dim(0), N = w.dim(1);
   // Symmetric int8 per output column (axis 1 of [K, N]), zero point 0.
-  QuantParams p = calib::choose_weight_params(w, 1, DType::Int8, calib::Schema::Symmetric);
+  QuantParams p = calib::choose_weight_params(w, 1, DType::Int8, calib::Schema::Symmetric, 0, o_.threads);
+  // Rows of codes split over the threads (each row is quantized alone).
+  auto quantize_rows = [&](auto* out, const auto* zp) {
+    kernels::in_parts(K, o_.threads, [&](int64_t r0, int64_t rows) {
+      kernels::quantize_linear(w.data<float>() + r0 * N, out + r0 * N, rows, N, 1, p.scale.data(), zp, 0, N);
+    });
+  };
   // Streaming round to nearest: the codes go to the reused buffer and from
   // there straight to the data file; the same bytes as the tensor `q`.
   const bool reuse = o_.spill_bytes && o_.rounding == calib::WeightRounding::Rtn && o_.weight_pair_bound <= 0;
@@ -334,10 +341,9 @@ void DynamicBuilder::rewrite_int8_linear(ir::Node* n, Linear& l) {
     // the int8 code's saturate(round(w / s)) to [-128, 127] plus 128, NaN
     // included (zero point 128), so no second pass adds 128.
     const std::vector<uint8_t> zp(static_cast<size_t>(N), 128);
-    kernels::quantize_linear<uint8_t>(w.data<float>(), reinterpret_cast<uint8_t*>(codes), K, N, 1, p.scale.data(),
-                                      zp.data(), 0, N);
+    quantize_rows(reinterpret_cast<uint8_t*>(codes), zp.data());
   } else if (o_.rounding == calib::WeightRounding::Rtn) {
-    kernels::quantize_linear<int8_t>(w.data<float>(), codes, K, N, 1, p.scale.data(), nullptr, 0, N);
+    quantize_rows(codes, static_cast<const int8_t*>(nullptr));
   } else {
     // One group per output column: per channel.
     const calib::RoundedWeights r = round_weights(*n, transposed(w), K, calib::kInt8Symmetric, method);

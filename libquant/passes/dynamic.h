@@ -65,6 +65,9 @@ struct DynamicOptions {
   // values; a target with uint8 weights): MatMulInteger then runs ONNX
   // Runtime's exact U8U8 kernels on x86 instead of saturating U8S8 ones.
   bool uint8_weights = false;
+  // Threads for the int8 weights' passes (column maxima, codes), split by
+  // rows: the bytes do not depend on it (qconvert: every core).
+  int threads = 1;
   // Where each quantized weight goes as soon as it is made (qconvert's
   // streaming conversion, DESIGN "Large models"): the tensor returned replaces
   // it, e.g. its bytes written to the output's external data file and mapped

@@ -149,6 +149,26 @@ TEST_CASE("params: weights", "[calib][params]") {
                                                 std::numeric_limits<float>::infinity()});
     CHECK(choose_weight_params(n, -1, DType::Int8, Schema::Symmetric).scale[0] == f(4.0 / 127));
   }
+  SECTION("threads split a [K, N] weight's column maxima by rows: the same scales") {
+    // 37 rows (no even split), the largest value of each column in a different
+    // row, NaN and infinities (ignored) and -0 scattered.
+    Tensor big(DType::Float32, {37, 19});
+    float* v = big.data<float>();
+    for (int64_t i = 0; i < big.size(); ++i) v[i] = 0.001f * static_cast<float>((i * 7919) % 1000) - 0.5f;
+    for (int64_t c = 0; c < 19; ++c) v[(c * 5 % 37) * 19 + c] = -3.0f - 0.25f * static_cast<float>(c);
+    v[3] = std::numeric_limits<float>::quiet_NaN();
+    v[40] = std::numeric_limits<float>::infinity();
+    v[41] = -std::numeric_limits<float>::infinity();
+    v[42] = -0.0f;
+    const QuantParams one = choose_weight_params(big, 1, DType::Int8, Schema::Symmetric);
+    for (int threads : {2, 3, 8, 64}) {
+      CAPTURE(threads);
+      const QuantParams many = choose_weight_params(big, 1, DType::Int8, Schema::Symmetric, 0, threads);
+      CHECK(many.scale == one.scale);
+      CHECK(many.zero_point == one.zero_point);
+    }
+    CHECK(one.scale[4] == f(4.0 / 127));
+  }
   SECTION("float16 and float64 weights") {
     Tensor h(DType::Float16, {2});
     h.data<uint16_t>()[0] = 0x3C00;  // 1.0

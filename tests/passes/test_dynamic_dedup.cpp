@@ -141,3 +141,43 @@ TEST_CASE("int8 codes through spill_bytes are the same bytes, deduplicated befor
     }
   }
 }
+
+TEST_CASE("int8 weights and scales do not depend on DynamicOptions::threads", "[passes][dynamic]") {
+  // Column maxima and codes are split by rows over the threads; with NaN,
+  // infinities, -0 and a tie in the weights, every constant is the same bytes.
+  auto convert = [](int threads, bool uint8) {
+    auto g = three_linears();
+    float* c = g->find_value("w_c")->constant->data<float>();
+    const float step = 1.0f / 127.0f;
+    c[0] = std::nanf("");
+    c[N + 1] = INFINITY;
+    c[2 * N + 2] = -0.0f;
+    c[3 * N + 5] = 0.5f * step;
+    quant::passes::DynamicOptions o;
+    o.uint8_weights = uint8;
+    o.threads = threads;
+    REQUIRE(quant::passes::quantize_dynamic(*g, o).has_value());
+    return g;
+  };
+  for (const bool uint8 : {false, true}) {
+    CAPTURE(uint8);
+    const auto one = convert(1, uint8);
+    for (int threads : {2, 3}) {
+      CAPTURE(threads);
+      const auto many = convert(threads, uint8);
+      int compared = 0;
+      for (const quant::ir::Value* v : one->values()) {
+        if (!v->is_constant()) continue;
+        const quant::ir::Value* w = many->find_value(v->name());
+        REQUIRE(w);
+        REQUIRE(w->is_constant());
+        const Tensor &x = *std::as_const(v)->constant, &y = *std::as_const(w)->constant;
+        REQUIRE(x.dtype() == y.dtype());
+        REQUIRE(x.shape() == y.shape());
+        CHECK(std::memcmp(x.raw(), y.raw(), x.byte_size()) == 0);
+        ++compared;
+      }
+      CHECK(compared >= 3);  // two code tensors (w_a and w_b share one) and scales
+    }
+  }
+}
