@@ -97,6 +97,8 @@ struct Zmm {
   __attribute__((target("avx512f"))) static Vec load(const float* p) { return _mm512_load_ps(p); }
   __attribute__((target("avx512f"))) static Vec loadu(const float* p) { return _mm512_loadu_ps(p); }
   __attribute__((target("avx512f"))) static Vec fmadd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+  // Keeps v in a register (an empty asm that may change it).
+  __attribute__((target("avx512f"), always_inline)) static void pin(Vec& v) { asm("" : "+v"(v)); }
   // max(lo, v), min(hi, v): the second operand (v) is returned for NaN.
   // maskz forms: the plain ones trip GCC 12's -Wmaybe-uninitialized.
   __attribute__((target("avx512f"))) static Vec clamp(Vec v, Vec lo, Vec hi) {
@@ -117,6 +119,7 @@ struct Ymm {
   __attribute__((target("avx2,fma"))) static Vec load(const float* p) { return _mm256_load_ps(p); }
   __attribute__((target("avx2,fma"))) static Vec loadu(const float* p) { return _mm256_loadu_ps(p); }
   __attribute__((target("avx2,fma"))) static Vec fmadd(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+  __attribute__((target("avx2,fma"), always_inline)) static void pin(Vec& v) { asm("" : "+x"(v)); }
   __attribute__((target("avx2,fma"))) static Vec clamp(Vec v, Vec lo, Vec hi) {
     return _mm256_min_ps(hi, _mm256_max_ps(lo, v));
   }
@@ -201,84 +204,22 @@ __attribute__((target("avx512f"))) void pack_row(const Depthwise3x3Plane& p, con
   }
 }
 
-// R output rows (row stride SH) x V vectors starting at column ow; rows[i]
-// is the scratch row of the first output row's kernel row i (the next
-// output row starts SH rows later); the rows are out_w wide. R * V
-// independent accumulators hide the FMA latency. Each output is bias, then
-// its nine taps in (kh, kw) order, each a fused multiply-add. Written once
-// for both vector widths and compiled into each ISA's tiles (band_tile_avx512,
-// band_tile_avx2) by inlining all of it (flatten), so it never exists as a
-// function of its own: GCC's note that its vector-typed calls would change
-// the ABI does not apply.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpsabi"
-template <class L, int R, int SH, int SW, int V>
-[[gnu::always_inline]] inline void band_tile(const TileConsts<L>& k, const float* const* rows,
-                                             int64_t width, float* const* yrows, int64_t ow, int64_t out_w,
-                                             bool clamp) {
-  using Vec = typename L::Vec;
-  constexpr int N = L::kLanes;
-  // The nine weights in registers: GCC otherwise folds them into the FMAs
-  // as memory operands, doubling the loads.
-  Vec w[9];
-#pragma GCC unroll 9
-  for (int i = 0; i < 9; ++i) {
-    w[i] = k.w[i];
-    asm("" : "+v"(w[i]));
-  }
-  // Fully unrolled (constant trip counts), so that acc stays in registers
-  // and the kernel-row test below is settled at compile time.
-  Vec acc[R][V];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-    for (int v = 0; v < V; ++v) acc[r][v] = k.bias;
-  constexpr int kInputRows = (R - 1) * SH + 3;
-#pragma GCC unroll 17
-  for (int i = 0; i < kInputRows; ++i) {
-    const float* q = rows[i] + ow;
-#pragma GCC unroll 2
-    for (int v = 0; v < V; ++v) {
-      const float* qv = q + N * v;
-      const Vec x0 = L::load(qv);
-      const Vec x1 = L::loadu(SW == 1 ? qv + 1 : qv + width);
-      const Vec x2 = L::loadu(SW == 1 ? qv + 2 : qv + 1);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const int kh = i - r * SH;
-        if (kh < 0 || kh > 2) continue;
-        acc[r][v] = L::fmadd(w[kh * 3], x0, acc[r][v]);
-        acc[r][v] = L::fmadd(w[kh * 3 + 1], x1, acc[r][v]);
-        acc[r][v] = L::fmadd(w[kh * 3 + 2], x2, acc[r][v]);
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 2
-    for (int v = 0; v < V; ++v) {
-      const Vec a = clamp ? L::clamp(acc[r][v], k.lo, k.hi) : acc[r][v];
-      L::store(yrows[r] + ow + N * v, a, out_w - (ow + N * v));
-    }
-  }
-}
-#pragma GCC diagnostic pop
-
-template <int R, int SH, int SW, int V>
-__attribute__((target("avx512f"), flatten)) void band_tile_avx512(const TileConsts<Zmm>& k,
-                                                                  const float* const* rows, int64_t width,
-                                                                  float* const* yrows, int64_t ow, int64_t out_w,
-                                                                  bool clamp) {
-  band_tile<Zmm, R, SH, SW, V>(k, rows, width, yrows, ow, out_w, clamp);
-}
-
-template <int R, int SH, int SW, int V>
-__attribute__((target("avx2,fma"), flatten)) void band_tile_avx2(const TileConsts<Ymm>& k,
-                                                                 const float* const* rows, int64_t width,
-                                                                 float* const* yrows, int64_t ow, int64_t out_w,
-                                                                 bool clamp) {
-  band_tile<Ymm, R, SH, SW, V>(k, rows, width, yrows, ow, out_w, clamp);
-}
+// band_tile_avx512 and band_tile_avx2: a band tile, written once
+// (conv_depthwise_3x3_tile.inc) and compiled for each ISA.
+#define QTOOL_TILE_TARGET __attribute__((target("avx512f")))
+#define QTOOL_TILE_NAME band_tile_avx512
+#define QTOOL_TILE_LANES Zmm
+#include "libquant/kernels/conv_depthwise_3x3_tile.inc"
+#undef QTOOL_TILE_TARGET
+#undef QTOOL_TILE_NAME
+#undef QTOOL_TILE_LANES
+#define QTOOL_TILE_TARGET __attribute__((target("avx2,fma")))
+#define QTOOL_TILE_NAME band_tile_avx2
+#define QTOOL_TILE_LANES Ymm
+#include "libquant/kernels/conv_depthwise_3x3_tile.inc"
+#undef QTOOL_TILE_TARGET
+#undef QTOOL_TILE_NAME
+#undef QTOOL_TILE_LANES
 
 template <class L>
 using BandTileFn = void (*)(const TileConsts<L>&, const float* const*, int64_t, float* const*, int64_t, int64_t,

@@ -134,82 +134,18 @@ int64_t scratch_width(int64_t out_w) {
   return L::kLanes * ((out_w + L::kLanes - 1) / L::kLanes + 1);
 }
 
-// One plane. L: the padded row (width sw * w floats' room), E/O or L itself
-// the columns the folds read, T: a ring of kh folded rows.
-// Written once for every lane type; pool_plane_avx512 and pool_plane_avx2
-// compile it for their ISA by inlining all of it (flatten), the lanes'
-// operations included, so it never exists as a function of its own: GCC's
-// note that its vector-typed calls would change the ABI does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
-template <class L>
-__attribute__((always_inline)) inline void pool_plane(const PoolGeometry& g, const typename L::T* x, typename L::T* y, typename L::T* scratch) {
-  using T = typename L::T;
-  using Vec = typename L::Vec;
-  constexpr int64_t V = L::kLanes;
-  const int64_t H = g.in_spatial[0], W = g.in_spatial[1], OH = g.out_spatial[0], OW = g.out_spatial[1];
-  const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
-  const int64_t ph = g.pads_begin[0], pw = g.pads_begin[1];
-  const T lowest = std::numeric_limits<T>::lowest();
-  const int64_t nv = (OW + V - 1) / V;
-  // Column c's window starts at padded column sw * c: the folds read padded
-  // columns below sw * (V * nv) + kw, or (stride 2) split columns below
-  // V * nv + kw / 2; the split reads whole vectors.
-  const int64_t width = scratch_width<L>(OW);  // per split part
-  T* padded = scratch;                   // sw * width: lowest, the row at pw
-  T* split = padded + 2 * width;         // stride 2: even part, then odd part
-  T* folded = split + 2 * width;         // kh rows of V * nv
-  std::fill(padded, padded + 2 * width, lowest);
-  const Vec low = L::splat(lowest);
-  int64_t folded_to = 0;  // input rows below this one are folded (in slot row % kh)
-  for (int64_t oh = 0; oh < OH; ++oh) {
-    const int64_t r0 = std::max<int64_t>(oh * sh - ph, 0), r1 = std::min(oh * sh - ph + kh, H);
-    for (int64_t r = std::max(r0, folded_to); r < r1; ++r) {
-      std::memcpy(padded + pw, x + r * W, static_cast<size_t>(W) * sizeof(T));
-      const T* cols = padded;
-      if (sw == 2) {
-        for (int64_t i = 0; i < width; i += V) {
-          Vec e, o;
-          L::split(L::load(padded + 2 * i), L::load(padded + 2 * i + V), e, o);
-          L::store(split + i, e);
-          L::store(split + width + i, o);
-        }
-        cols = split;
-      }
-      T* out = folded + (r % kh) * (V * nv);
-      for (int64_t c = 0; c < V * nv; c += V) {
-        Vec m = low;
-        for (int64_t k = 0; k < kw; ++k)
-          m = L::keep_max(L::load(sw == 1 ? cols + c + k : cols + (k % 2) * width + c + k / 2), m);
-        L::store(out + c, m);
-      }
-    }
-    folded_to = std::max(folded_to, r1);
-    T* yr = y + oh * OW;
-    const int64_t first_slot = r0 % kh;  // the slots of rows r0.. follow it, wrapping at kh
-    for (int64_t c = 0; c < V * nv; c += V) {
-      Vec m = low;
-      for (int64_t r = r0, slot = first_slot; r < r1; ++r, slot = slot + 1 == kh ? 0 : slot + 1)
-        m = L::keep_max(L::load(folded + slot * (V * nv) + c), m);
-      if (c + V <= OW)
-        L::store(yr + c, m);
-      else
-        L::store_first(yr + c, m, OW - c);
-    }
-  }
-}
-
-template <class L>
-__attribute__((target("avx512f,avx512bw"), flatten)) void pool_plane_avx512(const PoolGeometry& g,
-                                                                            const typename L::T* x,
-                                                                            typename L::T* y, typename L::T* scratch) {
-  pool_plane<L>(g, x, y, scratch);
-}
-
-template <class L>
-__attribute__((target("avx2"), flatten)) void pool_plane_avx2(const PoolGeometry& g, const typename L::T* x,
-                                                              typename L::T* y, typename L::T* scratch) {
-  pool_plane<L>(g, x, y, scratch);
-}
+// pool_plane_avx512 and pool_plane_avx2: one plane, written once
+// (pool_max_2d_plane.inc) and compiled for each ISA.
+#define QTOOL_PLANE_TARGET __attribute__((target("avx512f,avx512bw")))
+#define QTOOL_PLANE_NAME pool_plane_avx512
+#include "libquant/kernels/pool_max_2d_plane.inc"
+#undef QTOOL_PLANE_TARGET
+#undef QTOOL_PLANE_NAME
+#define QTOOL_PLANE_TARGET __attribute__((target("avx2")))
+#define QTOOL_PLANE_NAME pool_plane_avx2
+#include "libquant/kernels/pool_max_2d_plane.inc"
+#undef QTOOL_PLANE_TARGET
+#undef QTOOL_PLANE_NAME
 
 template <class L>
 bool pool_planes(const PoolGeometry& g, const typename L::T* x, typename L::T* y, int64_t planes) {
