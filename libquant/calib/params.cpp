@@ -135,9 +135,11 @@ QuantParams choose_weight_params(const Tensor& weights, int64_t axis, DType qtyp
     const int64_t outer = weights.size() / (ch * in);
     std::vector<float> m(static_cast<size_t>(ch), 0.0f);
     constexpr float kMax = std::numeric_limits<float>::max();
-    if (in == 1 && threads > 1 && outer > 1) {
-      // Rows split over the threads, each its own maxima, then the maxima's max.
-      const int64_t parts = std::min<int64_t>(outer, threads);
+    if (in == 1) {
+      // Channels along the last axis (MatMul weights [K, N]): one row at a
+      // time (SSE2), the rows split over the threads, each part its own
+      // maxima, then the maxima's max.
+      const int64_t parts = std::clamp<int64_t>(threads, 1, std::max<int64_t>(outer, 1));
       std::vector<std::vector<float>> part_m(static_cast<size_t>(parts), std::vector<float>(static_cast<size_t>(ch), 0.0f));
       kernels::parallel_for(threads, parts, [&](int64_t t) {
         for (int64_t o = t * outer / parts; o < (t + 1) * outer / parts; ++o)
@@ -146,12 +148,8 @@ QuantParams choose_weight_params(const Tensor& weights, int64_t axis, DType qtyp
       for (const auto& pm : part_m)
         for (size_t c = 0; c < m.size(); ++c) m[c] = std::max(m[c], pm[c]);
     }
-    for (int64_t o = 0; o < outer && !(in == 1 && threads > 1 && outer > 1); ++o) {
+    for (int64_t o = 0; o < outer && in != 1; ++o) {
       const float* block = w + o * ch * in;
-      if (in == 1) {  // channels along the last axis (MatMul weights [K, N]): one row at a time, SSE2
-        kernels::absmax_update(block, m.data(), ch);
-        continue;
-      }
       for (int64_t c = 0; c < ch; ++c) {
         float mc = m[static_cast<size_t>(c)];
         for (int64_t j = 0; j < in; ++j) {

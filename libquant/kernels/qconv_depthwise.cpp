@@ -74,6 +74,19 @@ __attribute__((always_inline)) inline void add_line(const TX* __restrict line, i
   }
 }
 
+// padded_plane's buffer: `fill` elements of zx (at least pad_size), then
+// the input's rows at their padded places, as far as pad_size reaches.
+template <class TX>
+inline void pad_rows(const Spatial3& s, const TX* x, int32_t zx, int64_t pad_size, int64_t fill, TX* pad) {
+  const int64_t ih = s.in[1], iw = s.in[2], pw = iw + s.pads_begin[2] + s.pads_end[2];
+  std::fill(pad, pad + fill, static_cast<TX>(zx));
+  for (int64_t y = 0; y < ih; ++y) {
+    const int64_t at = (y + s.pads_begin[1]) * pw + s.pads_begin[2];
+    if (at >= pad_size) break;  // rows below every output's reach
+    std::copy(x + y * iw, x + y * iw + std::min(iw, pad_size - at), pad + at);
+  }
+}
+
 // The common 2-D case (3x3 or 5x5 kernel, stride 1 or 2 in both dims, no
 // dilation): the channel is first copied into a buffer padded with zx (so
 // every tap is inside it and a padded tap adds (zx - zx) * w = 0), with
@@ -85,16 +98,11 @@ template <class TX, int K, int S>
 __attribute__((always_inline)) inline void padded_plane(const Spatial3& s, const TX* x, int32_t zx, const int32_t* w,
                                                         TX* __restrict pad, uint32_t* __restrict wide,
                                                         uint32_t* __restrict acc) {
-  const int64_t ih = s.in[1], iw = s.in[2], oh = s.out[1], ow = s.out[2];
-  const int64_t pw = iw + s.pads_begin[2] + s.pads_end[2];
+  const int64_t oh = s.out[1], ow = s.out[2];
+  const int64_t pw = s.in[2] + s.pads_begin[2] + s.pads_end[2];
   const int64_t q_count = oh * pw;
   const int64_t pad_size = S * (q_count - 1) + (K - 1) * pw + K;
-  std::fill(pad, pad + pad_size, static_cast<TX>(zx));
-  for (int64_t y = 0; y < ih; ++y) {
-    const int64_t at = (y + s.pads_begin[1]) * pw + s.pads_begin[2];
-    if (at >= pad_size) break;  // rows below every output's reach
-    std::copy(x + y * iw, x + y * iw + std::min(iw, pad_size - at), pad + at);
-  }
+  pad_rows(s, x, zx, pad_size, pad_size, pad);
   uint32_t wv[K * K], c = 0;
   int64_t off[K * K];
   for (int t = 0; t < K * K; ++t) {
@@ -391,16 +399,10 @@ __attribute__((target("avx2"))) void padded_plane_3x3_avx2(const Spatial3& s, co
                                                            const int32_t* w, uint8_t* pad_bytes, uint32_t* wide,
                                                            uint32_t* acc, const PlaneRequant* rq, uint8_t* y) {
   TX* const pad = reinterpret_cast<TX*>(pad_bytes);
-  const int64_t ih = s.in[1], iw = s.in[2], oh = s.out[1], ow = s.out[2];
-  const int64_t pw = iw + s.pads_begin[2] + s.pads_end[2];
+  const int64_t oh = s.out[1], ow = s.out[2];
+  const int64_t pw = s.in[2] + s.pads_begin[2] + s.pads_end[2];
   const int64_t q_count = oh * pw;
-  const int64_t pad_size = S * (q_count - 1) + 2 * pw + 3;
-  std::fill(pad, pad + avx2_pad_size(s), static_cast<TX>(zx));
-  for (int64_t y = 0; y < ih; ++y) {
-    const int64_t at = (y + s.pads_begin[1]) * pw + s.pads_begin[2];
-    if (at >= pad_size) break;  // rows below every output's reach
-    std::copy(x + y * iw, x + y * iw + std::min(iw, pad_size - at), pad + at);
-  }
+  pad_rows(s, x, zx, S * (q_count - 1) + 2 * pw + 3, avx2_pad_size(s), pad);
   uint32_t c = 0;
   for (int t = 0; t < 9; ++t) c -= static_cast<uint32_t>(zx) * static_cast<uint32_t>(w[t]);
   const __m256i start = _mm256_set1_epi32(static_cast<int32_t>(c));
