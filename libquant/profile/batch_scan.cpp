@@ -72,13 +72,15 @@ constexpr int64_t kCellLimit = int64_t{1} << 26;
 #if defined(__x86_64__)
 // The end of a vector scan_block pass: the values from i on (fewer than a
 // vector) one at a time after the vector part's state in `tail`, the lanes
-// handed back, the block's statistics (its sum left in the lanes).
+// handed back, the block's statistics (its sum left in the lanes); with
+// `clamp`, the clamped values added to its lanes, which hold the vector part's.
 BlockScan finish_block(ScalarScan& tail, const float* x, int64_t i, int64_t n, const BinLattice& lat, bool bins,
-                       int32_t* cold_bins, int64_t cold, uint64_t hot, double* lanes) {
+                       int32_t* cold_bins, int64_t cold, uint64_t hot, double* lanes, const ClampSum* clamp) {
   const double scale_d = std::ldexp(1.0, -lat.e);
   for (; i < n; ++i) {
     const float v = x[i];
     tail.step(v, static_cast<int>(i % kLanes));
+    if (clamp && std::isfinite(v)) clamp->lanes[i % kLanes] += clip(v, clamp->lo, clamp->hi);
     if (bins && std::isfinite(v)) {
       const int32_t bin = static_cast<int32_t>(bin_of(v, scale_d, lat.first, lat.bins - 1));
       if (bin == lat.hot)
@@ -96,40 +98,20 @@ BlockScan finish_block(ScalarScan& tail, const float* x, int64_t i, int64_t n, c
   return out;
 }
 
-// The end of a vector scan_batch_clamped pass: the values from i on one at a
-// time after the vector part's x extremes and y lane sums. A NaN in the vector
-// part made a lane sum NaN (clip keeps it; the callers check the lanes); an
-// infinity there may be clamped to a finite y, but not out of x's extremes; the
-// tail's scalar steps count non-finite values instead, so the counts are
-// checked too. False when x holds a NaN or an infinity.
-bool finish_clamped(ScalarScan& xs, ScalarScan& ys, const float* x, int64_t i, int64_t n, float lo, float hi,
-                    ClampedScan& out) {
-  for (; i < n; ++i) {
-    xs.step(x[i], 0);
-    ys.step(clip(x[i], lo, hi), static_cast<int>(i % kLanes));
-  }
-  if (xs.nan != 0 || xs.inf != 0 || !std::isfinite(xs.min) || !std::isfinite(xs.max)) return false;
-  ys.min = clip(xs.min, lo, hi);
-  ys.max = clip(xs.max, lo, hi);
-  const BatchStats xstats = xs.finish(n);
-  out.y = ys.finish(n);
-  out.x_min = xstats.min;
-  out.x_max = xstats.max;
-  out.x_nan = out.x_inf = 0;
-  return true;
-}
-
 // A vector scan_block pass unchecked first: a NaN or Inf in the vector part
 // makes a lane sum NaN or Inf for good (finite floats cannot overflow a double
 // sum), and then the block is scanned again, checked, from the lanes it
-// started with. `pass(std::bool_constant<kChecked>)` runs one pass.
+// started with (and the clamped values' lanes too, with `clamp`).
+// `pass(std::bool_constant<kChecked>)` runs one pass.
 template <class Pass>
-BlockScan unchecked_first(double* lanes, Pass pass) {
-  double start[kLanes];
+BlockScan unchecked_first(double* lanes, const ClampSum* clamp, Pass pass) {
+  double start[kLanes], y_start[kLanes] = {};
   std::copy(lanes, lanes + kLanes, start);
+  if (clamp) std::copy(clamp->lanes, clamp->lanes + kLanes, y_start);
   const BlockScan fast = pass(std::false_type{});
   if (std::all_of(lanes, lanes + kLanes, [](double l) { return std::isfinite(l); })) return fast;
   std::copy(start, start + kLanes, lanes);
+  if (clamp) std::copy(y_start, y_start + kLanes, clamp->lanes);
   return pass(std::true_type{});
 }
 
@@ -254,41 +236,6 @@ __attribute__((target("avx2,fma"))) void count_cells_avx2(const float* x, int64_
     if (std::isfinite(x[i])) counts[bin_of(x[i], scale_d, first, last)]++;
 }
 
-// scan_batch_clamped for finite x, 8 values a step: as scan_clamped_avx512
-// (below), whose contract it shares; element i goes to sum lane i % 8 (the
-// low four of a step to lanes 0-3, the high four to 4-7), as the portable
-// scan adds it. Returns false, `out` unspecified, for a NaN or an infinity.
-__attribute__((target("avx2"))) bool scan_clamped_avx2_body(const float* x, int64_t n, float lo, float hi,
-                                                            ClampedScan& out) {
-  const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
-  __m256 xmin = _mm256_set1_ps(std::numeric_limits<float>::infinity());
-  __m256 xmax = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  __m256d y_lo = _mm256_setzero_pd(), y_hi = _mm256_setzero_pd();  // lanes 0-3, 4-7
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    // max then min with v second: a NaN passes through (VMAXPS/VMINPS return
-    // the second operand when either is NaN), as clip() lets it.
-    const __m256 c = _mm256_min_ps(vhi, _mm256_max_ps(vlo, v));
-    xmin = _mm256_min_ps(xmin, v);
-    xmax = _mm256_max_ps(xmax, v);
-    y_lo = _mm256_add_pd(y_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(c)));
-    y_hi = _mm256_add_pd(y_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(c, 1)));
-  }
-  ScalarScan xs, ys;
-  _mm256_storeu_pd(ys.lanes, y_lo);
-  _mm256_storeu_pd(ys.lanes + 4, y_hi);
-  if (!std::all_of(ys.lanes, ys.lanes + kLanes, [](double l) { return std::isfinite(l); })) return false;
-  alignas(32) float mins[kLanes], maxs[kLanes];
-  _mm256_store_ps(mins, xmin);
-  _mm256_store_ps(maxs, xmax);
-  for (int k = 0; k < kLanes; ++k) {
-    xs.min = std::min(xs.min, mins[k]);
-    xs.max = std::max(xs.max, maxs[k]);
-  }
-  return finish_clamped(xs, ys, x, i, n, lo, hi, out);
-}
-
 // AVX2 has no VPCOMPRESSD: a block's cold bins are left-packed by a
 // VPERMD whose indices come from this table, for each 8-bit mask the
 // positions of its set bits, lowest first, one per nibble.
@@ -307,10 +254,12 @@ constexpr std::array<uint32_t, 256> kPackTable = make_pack_table();
 // scan_block_avx512's pass (below) 8 values at a time: the statistics as
 // scan_batch_avx2 takes them, the bins as count_cells_avx2 computes them
 // (floor, then the fix-up of a negative value whose cell underflows to -0),
-// the bin of 0 counted and the others left-packed through kPackTable.
-template <bool kBins, bool kChecked>
+// the bin of 0 counted and the others left-packed through kPackTable; with
+// kClamp, the clamped values summed as scan_batch_clamped sums them.
+template <bool kBins, bool kChecked, bool kClamp>
 __attribute__((target("avx2,fma,popcnt"))) BlockScan scan_block_avx2_pass(const float* x, int64_t n, double* lanes,
-                                                                          const BinLattice& lat, int32_t* cold_bins) {
+                                                                          const BinLattice& lat, int32_t* cold_bins,
+                                                                          const ClampSum* clamp) {
   const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
   const __m256i largest_finite = _mm256_set1_epi32(0x7f7fffff);
   const __m256i inf_bits = _mm256_set1_epi32(0x7f800000);
@@ -326,6 +275,9 @@ __attribute__((target("avx2,fma,popcnt"))) BlockScan scan_block_avx2_pass(const 
   const bool may_underflow = lat.e >= 1;  // as in scan_block_avx512
   __m256 vmin = pos_inf, vmax = neg_inf;
   __m256d acc_lo = _mm256_loadu_pd(lanes), acc_hi = _mm256_loadu_pd(lanes + 4);
+  const __m256d vlo = _mm256_set1_pd(kClamp ? clamp->lo : 0.0), vhi = _mm256_set1_pd(kClamp ? clamp->hi : 0.0);
+  __m256d y_lo = _mm256_setzero_pd(), y_hi = _mm256_setzero_pd();  // lanes 0-3, 4-7
+  if constexpr (kClamp) y_lo = _mm256_loadu_pd(clamp->lanes), y_hi = _mm256_loadu_pd(clamp->lanes + 4);
   uint64_t nan = 0, inf = 0, hot = 0;
   int64_t cold = 0, i = 0;
   for (; i + kLanes <= n; i += kLanes) {
@@ -353,8 +305,19 @@ __attribute__((target("avx2,fma,popcnt"))) BlockScan scan_block_avx2_pass(const 
       vmin = _mm256_min_ps(vmin, v);
       vmax = _mm256_max_ps(vmax, v);
     }
-    acc_lo = _mm256_add_pd(acc_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
-    acc_hi = _mm256_add_pd(acc_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+    // Unchecked, the halves are converted straight from memory: VCVTPS2PD
+    // from a register takes the shuffle port, which the bins below need.
+    const __m256d d_lo = _mm256_cvtps_pd(kChecked ? _mm256_castps256_ps128(v) : _mm_loadu_ps(x + i));
+    const __m256d d_hi = _mm256_cvtps_pd(kChecked ? _mm256_extractf128_ps(v, 1) : _mm_loadu_ps(x + i + 4));
+    acc_lo = _mm256_add_pd(acc_lo, d_lo);
+    acc_hi = _mm256_add_pd(acc_hi, d_hi);
+    if constexpr (kClamp) {
+      // y = min(max(x, lo), hi) in double: x converts exactly, so this is the
+      // float clamp's value, which converts exactly too (max then min, x
+      // second: a NaN passes, as clip() lets it).
+      y_lo = _mm256_add_pd(y_lo, _mm256_min_pd(vhi, _mm256_max_pd(vlo, d_lo)));
+      y_hi = _mm256_add_pd(y_hi, _mm256_min_pd(vhi, _mm256_max_pd(vlo, d_hi)));
+    }
     if constexpr (kBins) {
       // Bins not clamped to [0, bins): used only when the block lies in the
       // lattice's range (scan_block's contract).
@@ -370,7 +333,10 @@ __attribute__((target("avx2,fma,popcnt"))) BlockScan scan_block_avx2_pass(const 
       const unsigned is_cold = ~is_hot & good;
       const int cold_here = __builtin_popcount(is_cold);
       hot += static_cast<uint64_t>(__builtin_popcount(good) - cold_here);
-      if (cold_here) {
+      if (cold_here == kLanes) {  // no value in the bin of 0 (most blocks before a Relu): no packing
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(cold_bins + cold), bin);
+        cold += kLanes;
+      } else if (cold_here) {
         const __m256i perm =
             _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(kPackTable[is_cold])), nibble_shifts),
                              seven);
@@ -391,14 +357,8 @@ __attribute__((target("avx2,fma,popcnt"))) BlockScan scan_block_avx2_pass(const 
   }
   tail.nan = nan;
   tail.inf = inf;
-  return finish_block(tail, x, i, n, lat, kBins, cold_bins, cold, hot, lanes);
-}
-
-template <bool kBins>
-BlockScan scan_block_avx2_pass(const float* x, int64_t n, double* lanes, const BinLattice& lat, int32_t* cold_bins) {
-  return unchecked_first(lanes, [&](auto checked) {
-    return scan_block_avx2_pass<kBins, decltype(checked)::value>(x, n, lanes, lat, cold_bins);
-  });
+  if constexpr (kClamp) _mm256_storeu_pd(clamp->lanes, y_lo), _mm256_storeu_pd(clamp->lanes + 4, y_hi);
+  return finish_block(tail, x, i, n, lat, kBins, cold_bins, cold, hot, lanes, clamp);
 }
 
 bool cpu_has_avx512() { return kernels::cpu_supports("avx512f"); }
@@ -410,9 +370,10 @@ bool cpu_has_avx512() { return kernels::cpu_supports("avx512f"); }
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-template <bool kBins, bool kChecked>
+template <bool kBins, bool kChecked, bool kClamp>
 __attribute__((target("avx512f,popcnt"))) BlockScan scan_block_avx512(const float* x, int64_t n, double* lanes,
-                                                                       const BinLattice& lat, int32_t* cold_bins) {
+                                                                       const BinLattice& lat, int32_t* cold_bins,
+                                                                       const ClampSum* clamp) {
   const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
   const __m512i largest_finite = _mm512_set1_epi32(0x7f7fffff);
   const __m512i inf_bits = _mm512_set1_epi32(0x7f800000);
@@ -428,6 +389,8 @@ __attribute__((target("avx512f,popcnt"))) BlockScan scan_block_avx512(const floa
   __m512 vmin = _mm512_set1_ps(std::numeric_limits<float>::infinity());
   __m512 vmax = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   __m512d acc = _mm512_loadu_pd(lanes);
+  const __m512d vlo = _mm512_set1_pd(kClamp ? clamp->lo : 0.0), vhi = _mm512_set1_pd(kClamp ? clamp->hi : 0.0);
+  __m512d yacc = kClamp ? _mm512_loadu_pd(clamp->lanes) : _mm512_setzero_pd();
   uint64_t nan = 0, inf = 0, hot = 0;
   int64_t cold = 0, i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -451,12 +414,17 @@ __attribute__((target("avx512f,popcnt"))) BlockScan scan_block_avx512(const floa
     }
     // Elements i..i+7 to lanes 0-7, then i+8..i+15 to the same lanes: each lane
     // adds its elements in index order, as the portable scan does. Unchecked,
-    // the upper eight are converted straight from memory (no lane extract).
-    acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-    if constexpr (kChecked)
-      acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
-    else
-      acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
+    // both halves are converted straight from memory (no shuffle, no extract).
+    const __m512d d_lo = _mm512_cvtps_pd(kChecked ? _mm512_castps512_ps256(v) : _mm256_loadu_ps(x + i));
+    const __m512d d_hi = _mm512_cvtps_pd(
+        kChecked ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)) : _mm256_loadu_ps(x + i + 8));
+    acc = _mm512_add_pd(acc, d_lo);
+    acc = _mm512_add_pd(acc, d_hi);
+    if constexpr (kClamp) {
+      // As scan_block_avx2_pass: the clamp in double, max then min, x second.
+      yacc = _mm512_add_pd(yacc, _mm512_maskz_min_pd(0xFF, vhi, _mm512_maskz_max_pd(0xFF, vlo, d_lo)));
+      yacc = _mm512_add_pd(yacc, _mm512_maskz_min_pd(0xFF, vhi, _mm512_maskz_max_pd(0xFF, vlo, d_hi)));
+    }
     if constexpr (kBins) {
       // floor(v * 2^-e) in one conversion rounding down (exact: |v * 2^-e| < 2^25).
       // The bins are not clamped to [0, bins): the caller uses them only when
@@ -482,49 +450,17 @@ __attribute__((target("avx512f,popcnt"))) BlockScan scan_block_avx512(const floa
   tail.max = _mm512_reduce_max_ps(vmax);
   tail.nan = nan;
   tail.inf = inf;
-  return finish_block(tail, x, i, n, lat, kBins, cold_bins, cold, hot, lanes);
+  if constexpr (kClamp) _mm512_storeu_pd(clamp->lanes, yacc);
+  return finish_block(tail, x, i, n, lat, kBins, cold_bins, cold, hot, lanes, clamp);
 }
 
-template <bool kBins>
-BlockScan scan_block_avx512(const float* x, int64_t n, double* lanes, const BinLattice& lat, int32_t* cold_bins) {
-  return unchecked_first(lanes, [&](auto checked) {
-    return scan_block_avx512<kBins, decltype(checked)::value>(x, n, lanes, lat, cold_bins);
-  });
-}
-// scan_batch_clamped for finite x: y's sum in 8 lanes, 16 values a step
-// (elements i..i+7, then i+8..i+15, as scan_block), x's extremes, and y's
-// extremes as the clamped extremes of x (clamping is monotone). Returns
-// false, `out` unspecified, when x holds a NaN (it passes the clamp into a
-// lane sum) or an infinity (an extreme): the portable version handles them.
-__attribute__((target("avx512f"))) bool scan_clamped_avx512(const float* x, int64_t n, float lo, float hi,
-                                                            ClampedScan& out) {
-  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-  __m512 xmin = _mm512_set1_ps(std::numeric_limits<float>::infinity());
-  __m512 xmax = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  __m512d yacc = _mm512_setzero_pd();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 v = _mm512_loadu_ps(x + i);
-    // max then min with v second: a NaN passes through, as clamp_f32 lets it.
-    const __m512 c = _mm512_maskz_min_ps(0xFFFF, vhi, _mm512_maskz_max_ps(0xFFFF, vlo, v));
-    xmin = _mm512_min_ps(xmin, v);
-    xmax = _mm512_max_ps(xmax, v);
-    yacc = _mm512_add_pd(yacc, _mm512_cvtps_pd(_mm512_castps512_ps256(c)));
-    yacc = _mm512_add_pd(yacc, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c), 1))));
-  }
-  ScalarScan xs, ys;
-  _mm512_storeu_pd(ys.lanes, yacc);
-  if (!std::all_of(ys.lanes, ys.lanes + kLanes, [](double l) { return std::isfinite(l); })) return false;
-  xs.min = _mm512_reduce_min_ps(xmin);
-  xs.max = _mm512_reduce_max_ps(xmax);
-  return finish_clamped(xs, ys, x, i, n, lo, hi, out);
-}
 #pragma GCC diagnostic pop
 #endif
 
 }  // namespace
 
-ClampedScan scan_batch_clamped_portable(const float* x, int64_t n, float lo, float hi) {
+ClampedScan scan_batch_clamped(const float* x, int64_t n, float lo, float hi) {
+  assert(lo <= hi);
   ScalarScan xs, ys;
   for (int64_t i = 0; i < n; ++i) {
     xs.step(x[i], static_cast<int>(i % kLanes));
@@ -538,26 +474,6 @@ ClampedScan scan_batch_clamped_portable(const float* x, int64_t n, float lo, flo
   out.x_nan = xstats.nan;
   out.x_inf = xstats.inf;
   return out;
-}
-
-bool scan_batch_clamped_avx2(const float* x, int64_t n, float lo, float hi, ClampedScan& out) {
-#if defined(__x86_64__)
-  return batch_scan_uses_avx2() && scan_clamped_avx2_body(x, n, lo, hi, out);
-#else
-  (void)x, (void)n, (void)lo, (void)hi, (void)out;
-  return false;
-#endif
-}
-
-ClampedScan scan_batch_clamped(const float* x, int64_t n, float lo, float hi) {
-  assert(lo <= hi);
-  ClampedScan out;
-#if defined(__x86_64__)
-  static const bool avx512 = cpu_has_avx512();  // not scan_block_available(): AVX2 has scan_block too
-  if (avx512 && scan_clamped_avx512(x, n, lo, hi, out)) return out;
-#endif
-  if (scan_batch_clamped_avx2(x, n, lo, hi, out)) return out;
-  return scan_batch_clamped_portable(x, n, lo, hi);
 }
 
 double combine_lanes(const double* l) { return ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7])); }
@@ -575,28 +491,58 @@ bool scan_block_available() {
 #endif
 }
 
-BlockScan scan_block_avx2(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins) {
+#if defined(__x86_64__)
+namespace {
+// A block pass in one of its four forms (bins or not, clamped sum or not),
+// chosen at run time, unchecked first: Kernel<kBins, kChecked, kClamp>::run.
+template <template <bool, bool, bool> class Kernel>
+BlockScan pick_pass(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins,
+                    const ClampSum* clamp) {
+  const BinLattice& lat = lattice ? *lattice : BinLattice{};
+  auto pass = [&](auto bins, auto clamped) {
+    return unchecked_first(lanes, clamp, [&](auto checked) {
+      return Kernel<decltype(bins)::value, decltype(checked)::value, decltype(clamped)::value>::run(x, n, lanes, lat,
+                                                                                                     cold_bins, clamp);
+    });
+  };
+  if (lattice && clamp) return pass(std::true_type{}, std::true_type{});
+  if (lattice) return pass(std::true_type{}, std::false_type{});
+  if (clamp) return pass(std::false_type{}, std::true_type{});
+  return pass(std::false_type{}, std::false_type{});
+}
+template <bool kBins, bool kChecked, bool kClamp>
+struct Avx2Pass {
+  static constexpr auto run = scan_block_avx2_pass<kBins, kChecked, kClamp>;
+};
+template <bool kBins, bool kChecked, bool kClamp>
+struct Avx512Pass {
+  static constexpr auto run = scan_block_avx512<kBins, kChecked, kClamp>;
+};
+}  // namespace
+#endif
+
+BlockScan scan_block_avx2(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins,
+                          const ClampSum* clamp) {
   assert(batch_scan_uses_avx2());
   assert(!lattice || lattice_fits_simd(lattice->e, lattice->first));
 #if defined(__x86_64__)
-  if (lattice) return scan_block_avx2_pass<true>(x, n, lanes, *lattice, cold_bins);
-  return scan_block_avx2_pass<false>(x, n, lanes, BinLattice{}, cold_bins);
+  return pick_pass<Avx2Pass>(x, n, lanes, lattice, cold_bins, clamp);
 #else
-  (void)x, (void)n, (void)lanes, (void)lattice, (void)cold_bins;
+  (void)x, (void)n, (void)lanes, (void)lattice, (void)cold_bins, (void)clamp;
   return {};
 #endif
 }
 
-BlockScan scan_block(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins) {
+BlockScan scan_block(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins,
+                     const ClampSum* clamp) {
   assert(scan_block_available());
   assert(!lattice || lattice_fits_simd(lattice->e, lattice->first));
 #if defined(__x86_64__)
   static const bool avx512 = cpu_has_avx512();
-  if (!avx512) return scan_block_avx2(x, n, lanes, lattice, cold_bins);
-  if (lattice) return scan_block_avx512<true>(x, n, lanes, *lattice, cold_bins);
-  return scan_block_avx512<false>(x, n, lanes, BinLattice{}, cold_bins);
+  if (!avx512) return scan_block_avx2(x, n, lanes, lattice, cold_bins, clamp);
+  return pick_pass<Avx512Pass>(x, n, lanes, lattice, cold_bins, clamp);
 #else
-  (void)x, (void)n, (void)lanes, (void)lattice, (void)cold_bins;
+  (void)x, (void)n, (void)lanes, (void)lattice, (void)cold_bins, (void)clamp;
   return {};
 #endif
 }

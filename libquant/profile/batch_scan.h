@@ -34,24 +34,19 @@ BatchStats scan_batch_portable(const float* x, int64_t n);
 void count_cells(const float* x, int64_t n, int e, int64_t first, uint64_t* counts, int bins);
 void count_cells_portable(const float* x, int64_t n, int e, int64_t first, uint64_t* counts, int bins);
 
-// One pass over x for Histogram::add_with_clamped: the statistics of
-// y = min(max(x, lo), hi) (ONNX Clip, and Relu with lo = 0, hi = +inf, as the
-// interpreter computes them: a NaN stays NaN, an infinity is clamped), as
-// scan_batch of the written-out y gives them, and x's extremes and non-finite
-// counts as scan_batch of x gives them; x's sum is left to the pass that bins
-// x. lo <= hi. The AVX-512 and AVX2 versions, chosen at run time in that
-// order, give the portable one's bits.
+// The statistics of y = min(max(x, lo), hi) (ONNX Clip, and Relu with lo = 0,
+// hi = +inf, as the interpreter computes them: a NaN stays NaN, an infinity
+// is clamped), as scan_batch of the written-out y gives them, and x's
+// extremes and non-finite counts as scan_batch of x gives them; lo <= hi.
+// The definition of a clamped pair's statistics: Histogram::add_with_clamped
+// takes them in two passes with it where scan_block is not available, and in
+// scan_block's own pass (ClampSum, below) where it is.
 struct ClampedScan {
   BatchStats y;
   float x_min = 0, x_max = 0;
   uint64_t x_nan = 0, x_inf = 0;
 };
 ClampedScan scan_batch_clamped(const float* x, int64_t n, float lo, float hi);
-ClampedScan scan_batch_clamped_portable(const float* x, int64_t n, float lo, float hi);
-// The AVX2 version alone (for tests, and scan_batch_clamped without AVX-512):
-// false, `out` unspecified, when this CPU lacks AVX2 (batch_scan_uses_avx2) or
-// x holds a NaN or an infinity, which the portable version then handles.
-bool scan_batch_clamped_avx2(const float* x, int64_t n, float lo, float hi, ClampedScan& out);
 
 // Whether scan_batch and count_cells run their AVX2 versions on this CPU.
 bool batch_scan_uses_avx2();
@@ -88,12 +83,24 @@ struct BlockScan {
   int64_t cold = 0;
   uint64_t hot = 0;
 };
-BlockScan scan_block(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins);
+//
+// With `clamp`, the same pass also adds y = min(max(x, lo), hi) to clamp->lanes
+// (8 doubles carried from block to block, y's element i to lane i % 8): the
+// sum of scan_batch_clamped's y over consecutive blocks, for
+// Histogram::add_with_clamped's single pass. Those lanes mean nothing for a
+// block holding a NaN or an infinity (the caller then gives up on the pair).
+struct ClampSum {
+  float lo = 0, hi = 0;
+  double* lanes = nullptr;
+};
+BlockScan scan_block(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins,
+                     const ClampSum* clamp = nullptr);
 
 // The AVX2 version of scan_block alone, 8 values a step (scan_block's own on
 // a CPU with AVX2 but not AVX-512F; tests run it on wider ones): the same
 // results. Only where batch_scan_uses_avx2().
-BlockScan scan_block_avx2(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins);
+BlockScan scan_block_avx2(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins,
+                          const ClampSum* clamp = nullptr);
 
 // Whether scan_block runs on this CPU (AVX-512F, else AVX2); without it
 // Histogram::add makes its two passes with scan_batch and count_cells.

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "libquant/profile/batch_scan.h"
@@ -58,60 +60,70 @@ std::vector<uint64_t> cumulative_round(const std::vector<double>& mass, uint64_t
   return out;
 }
 
-// Adds `src`'s counts (on its lattice, exponent <= e) to `dst`, the bins of the
-// lattice (e, first): cell k moves to floor(k / 2^(e - src_e)). Cells outside
-// dst's bins (only possible for hand-written, non-canonical profiles) go to the edge bins.
-// With [cell_lo, cell_hi], each source cell is first clamped to that range
-// (the cells of a clamped value are the clamped cells of the value).
-void add_cells(const std::vector<uint64_t>& src, int src_e, int64_t src_first, int e, int64_t first,
-               std::vector<uint64_t>& dst, int64_t cell_lo = std::numeric_limits<int64_t>::min(),
+// Counts of consecutive lattice cells: cell first + j (2^e wide) holds counts[j].
+struct CellRun {
+  std::span<const uint64_t> counts;
+  int e = 0;
+  int64_t first = 0;
+};
+
+// Adds `src`'s counts (exponent <= e) to `dst`, the bins of the lattice
+// (e, first): cell k moves to floor(k / 2^(e - src.e)). Cells outside dst's
+// bins (only possible for hand-written, non-canonical profiles) go to the edge
+// bins. With [cell_lo, cell_hi], each source cell is first clamped to that
+// range (the cells of a clamped value are the clamped cells of the value).
+void add_cells(CellRun src, int e, int64_t first, std::vector<uint64_t>& dst,
+               int64_t cell_lo = std::numeric_limits<int64_t>::min(),
                int64_t cell_hi = std::numeric_limits<int64_t>::max()) {
-  assert(e >= src_e && cell_lo <= cell_hi);
-  const int shift = std::min(e - src_e, 63);  // |cell| < 2^63: a shift of 63 floors to 0 or -1
+  assert(e >= src.e && cell_lo <= cell_hi);
+  const int shift = std::min(e - src.e, 63);  // |cell| < 2^63: a shift of 63 floors to 0 or -1
   const int64_t last = static_cast<int64_t>(dst.size()) - 1;
-  for (size_t j = 0; j < src.size(); ++j) {
-    if (src[j] == 0) continue;
+  for (size_t j = 0; j < src.counts.size(); ++j) {
+    if (src.counts[j] == 0) continue;
     // arithmetic shift: floor division
-    int64_t cell = std::clamp(src_first + static_cast<int64_t>(j), cell_lo, cell_hi) >> shift;
-    dst[static_cast<size_t>(std::clamp<int64_t>(cell - first, 0, last))] += src[j];
+    int64_t cell = std::clamp(src.first + static_cast<int64_t>(j), cell_lo, cell_hi) >> shift;
+    dst[static_cast<size_t>(std::clamp<int64_t>(cell - first, 0, last))] += src.counts[j];
   }
 }
 
 int64_t cell_of(double v, int e) { return static_cast<int64_t>(std::floor(std::ldexp(v, -e))); }
 
+// The cells of `counts` (lattice e, first) that values in [lo, hi] fall in,
+// clamped to its ends: the only ones a pass over such values fills.
+CellRun used_run(const std::vector<uint64_t>& counts, int e, int64_t first, double lo, double hi) {
+  const double last = static_cast<double>(counts.size()) - 1;
+  // In double: lo or hi may lie far outside the cells (a block that widens the range).
+  auto index = [&](double v) {
+    return static_cast<size_t>(std::clamp(std::floor(std::ldexp(v, -e)) - static_cast<double>(first), 0.0, last));
+  };
+  const size_t a = index(lo), b = index(hi);
+  return {std::span(counts).subspan(a, b - a + 1), e, first + static_cast<int64_t>(a)};
+}
+
 // Counts one block binned by scan_block: its `hot` values in bin `hot`, the
-// others' bins listed in `cold`.
-void add_block_bins(const BlockScan& block, const int32_t* cold, int32_t hot, uint64_t* counts) {
+// others' bins listed in `cold`. The increments are bound by stores, and the
+// load ports idle meanwhile: they fetch the next block of the scan,
+// `next`..`next_end`, one cache line per 16 increments (a 4096-value block's
+// 256 lines by its last 4096 increments), so that the scan of it does not
+// wait on memory.
+void add_block_bins(const BlockScan& block, const int32_t* cold, int32_t hot, uint64_t* counts, const float* next,
+                    const float* next_end) {
+  constexpr int64_t kLine = 64 / sizeof(float);
   int64_t j = 0;
-  for (; j + 4 <= block.cold; j += 4) {
-    counts[cold[j]]++;
-    counts[cold[j + 1]]++;
-    counts[cold[j + 2]]++;
-    counts[cold[j + 3]]++;
+  for (; j + 16 <= block.cold; j += 16) {
+    if (next < next_end) {
+      __builtin_prefetch(next);
+      next += std::min(kLine, next_end - next);
+    }
+    for (int k = 0; k < 16; k += 4) {
+      counts[cold[j + k]]++;
+      counts[cold[j + k + 1]]++;
+      counts[cold[j + k + 2]]++;
+      counts[cold[j + k + 3]]++;
+    }
   }
   for (; j < block.cold; ++j) counts[cold[j]]++;
   counts[hot] += block.hot;
-}
-
-// count_cells(x, n, e, first, counts) for finite values all inside the
-// lattice's cells [first, first + counts.size()); returns their sum as
-// scan_batch adds it up. With AVX-512 or AVX2, scan_block's one pass (the bin of 0
-// counted, not scattered), block by block while each is in L1.
-double bin_cells(const float* x, int64_t n, int e, int64_t first, std::vector<uint64_t>& counts) {
-  const int bins = static_cast<int>(counts.size());
-  if (!scan_block_available() || !lattice_fits_simd(e, first)) {
-    count_cells(x, n, e, first, counts.data(), bins);
-    return scan_batch(x, n).sum;
-  }
-  constexpr int64_t kBlock = 4096;
-  thread_local std::vector<int32_t> cold(static_cast<size_t>(kBlock) + 16);
-  const BinLattice lattice{e, first, bins, static_cast<int32_t>(std::clamp<int64_t>(-first, 0, bins - 1))};
-  double lanes[8] = {};
-  for (int64_t at = 0; at < n; at += kBlock) {
-    const BlockScan block = scan_block(x + at, std::min(kBlock, n - at), lanes, &lattice, cold.data());
-    add_block_bins(block, cold.data(), lattice.hot, counts.data());
-  }
-  return combine_lanes(lanes);
 }
 
 }  // namespace
@@ -153,7 +165,7 @@ void Histogram::set_edges() {
 
 void Histogram::relayout(int e, int64_t first, int bins) {
   std::vector<uint64_t> moved(static_cast<size_t>(bins), 0);
-  if (!empty()) add_cells(counts_, exp_, first_, e, first, moved);
+  if (!empty()) add_cells({counts_, exp_, first_}, e, first, moved);
   counts_.swap(moved);
   exp_ = e;
   first_ = first;
@@ -237,7 +249,7 @@ void Histogram::add(const float* x, int64_t n) {
     any_finite = true;
     if (binned && block.stats.min >= min_ && block.stats.max <= max_) {
       // The range (so the lattice) is unchanged: the bins are count_cells'.
-      add_block_bins(block, cold_bins.data(), lattice.hot, counts_.data());
+      add_block_bins(block, cold_bins.data(), lattice.hot, counts_.data(), x + at + len, x + n);
     } else {
       widen(block.stats.min, block.stats.max);
       count_cells(x + at, len, exp_, first_, counts_.data(), bins());
@@ -247,35 +259,144 @@ void Histogram::add(const float* x, int64_t n) {
   if (any_finite) sum_ += combine_lanes(lanes);
 }
 
+// clip() of batch_scan.cpp for one finite value, -0 reported as +0: the
+// extremes scan_batch_clamped gives y when x's are lo_x and hi_x (clamping is
+// monotone).
+static float clamped_extreme(float v, float lo, float hi) {
+  const float c = std::min(std::max(v, lo), hi);
+  return c == 0 ? 0.0f : c;
+}
+
+std::optional<Histogram::PairLattice> Histogram::pair_lattice(const Histogram& clamped, float x_min, float x_max,
+                                                                float lo, float hi) const {
+  // The finer of the two lattices the values will have; its cells must stay
+  // within count_cells' reach (|x * 2^-e| < 2^25) and few enough to fold cheaply.
+  const int e = std::min(widened_lattice(x_min, x_max).first,
+                         clamped.widened_lattice(clamped_extreme(x_min, lo, hi), clamped_extreme(x_max, lo, hi)).first);
+  const int64_t first = cell_of(x_min, e), last = cell_of(x_max, e);
+  if (e < floor_exponent(std::max(std::abs(x_min), std::abs(x_max))) || last - first >= kPairCells * int64_t{bins()})
+    return std::nullopt;
+  return PairLattice{e, first, last};
+}
+
 bool Histogram::add_with_clamped(const float* x, int64_t n, float lo, float hi, Histogram& clamped) {
   if (!(lo <= hi) || !canonical() || !clamped.canonical()) return false;
-  const ClampedScan st = scan_batch_clamped(x, n, lo, hi);
-  if (st.x_nan != 0 || st.x_inf != 0) return false;  // Clip turns an infinity into a bound: separate adds
-  if (st.y.finite == 0) return true;                   // nothing to add to either
+  if (!scan_block_available()) return add_with_clamped_two_passes(x, n, lo, hi, clamped);
+  // One pass, block by block as add(): x's statistics, the sums of x and of y,
+  // and x's cells in `fine`, on a working lattice: the pair lattice of the
+  // range seen when it was set, its cells reaching past that range on both
+  // sides, so that a block widening the range a little is still binned in
+  // the pass. The pair lattice only coarsens as the range grows (the
+  // exponents add() picks grow with it), and counts fold exactly onto a
+  // coarser lattice, so the working lattice folds into both histograms at the
+  // end as the final pair lattice would. Nothing is changed before the end:
+  // a NaN or an infinity, in any block, leaves both histograms as they were.
+  constexpr int64_t kBlock = 4096;
+  thread_local std::vector<int32_t> cold_bins(static_cast<size_t>(kBlock) + 16);
+  thread_local std::vector<uint64_t> fine, moved;
+  double x_lanes[8] = {}, y_lanes[8] = {};
+  const ClampSum clamp{lo, hi, y_lanes};
+  float x_min = std::numeric_limits<float>::infinity(), x_max = -x_min;
+  std::optional<PairLattice> lat;  // of [x_min, x_max]: none before the first value and where the cells do not fit
+  PairLattice work;      // every value so far is in `fine` on it, cells work.first..last, when `working`
+  bool working = false;
+  double cover_lo = 0, cover_hi = 0;  // the values inside the working cells: [cover_lo, cover_hi)
+  for (int64_t at = 0; at < n; at += kBlock) {
+    const int64_t len = std::min(kBlock, n - at);
+    const bool simd = working && lattice_fits_simd(work.e, work.first);
+    const int cells = static_cast<int>(fine.size());
+    const BinLattice block_lattice =
+        simd ? BinLattice{work.e, work.first, cells, static_cast<int32_t>(std::clamp<int64_t>(-work.first, 0, cells - 1))}
+             : BinLattice{};
+    const BlockScan block = scan_block(x + at, len, x_lanes, simd ? &block_lattice : nullptr, cold_bins.data(), &clamp);
+    if (block.stats.nan != 0 || block.stats.inf != 0) return false;  // Clip turns an infinity into a bound
+    if (block.stats.min < x_min || block.stats.max > x_max) {
+      x_min = std::min(x_min, block.stats.min);
+      x_max = std::max(x_max, block.stats.max);
+      lat = pair_lattice(clamped, x_min, x_max, lo, hi);
+    }
+    const bool covered = working && block.stats.min >= cover_lo && block.stats.max < cover_hi;
+    if (covered && simd)
+      add_block_bins(block, cold_bins.data(), block_lattice.hot, fine.data(), x + at + len, x + n);
+    else if (covered)
+      count_cells(x + at, len, work.e, work.first, fine.data(), cells);
+    if (covered && (!lat || lat->e == work.e)) continue;
+    if (!lat) {
+      // Too many cells for the range so far; a wider range may need fewer
+      // (the first values all below lo: y's range a point), and then every
+      // value so far is counted again.
+      working = false;
+      continue;
+    }
+    // Onto a new working lattice: the block's values are binned on the old
+    // one when it covered them (and the new lattice is coarser: fewer cells
+    // to scatter into), else counted on the new one; every value so far when
+    // there was none.
+    const PairLattice next = working_lattice(*lat);
+    moved.assign(static_cast<size_t>(next.last - next.first + 1), 0);
+    const int next_cells = static_cast<int>(moved.size());
+    if (!working)
+      count_cells(x, at + len, next.e, next.first, moved.data(), next_cells);
+    else
+      add_cells(used_run(fine, work.e, work.first, x_min, x_max), next.e, next.first, moved);
+    if (working && !covered) count_cells(x + at, len, next.e, next.first, moved.data(), next_cells);
+    fine.swap(moved);
+    work = next;
+    working = true;
+    cover_lo = std::ldexp(static_cast<double>(next.first), next.e);
+    cover_hi = std::ldexp(static_cast<double>(next.last + 1), next.e);
+  }
+  if (n == 0) return true;  // nothing to add to either
   // A bound beyond every value clamps nothing (and may lie off any usable
   // lattice: FLT_MAX, Clip's default); one beyond them all on the far side
   // makes y constant, which separate adds handle.
-  if (lo > st.x_max || hi < st.x_min) return false;
-  // Binned once on the finer of the two lattices the values will have; its
-  // cells must stay within count_cells' reach (|x * 2^-e| < 2^25) and few
-  // enough to fold cheaply.
-  const int ef = std::min(widened_lattice(st.x_min, st.x_max).first, clamped.widened_lattice(st.y.min, st.y.max).first);
-  const int64_t cell_min = cell_of(st.x_min, ef), cell_max = cell_of(st.x_max, ef);
-  if (ef < floor_exponent(std::max(std::abs(st.x_min), std::abs(st.x_max))) || cell_max - cell_min >= 4 * int64_t{bins()})
-    return false;
+  if (lo > x_max || hi < x_min || !lat) return false;
+  assert(working && work.e <= lat->e);
+  const float y_min = clamped_extreme(x_min, lo, hi), y_max = clamped_extreme(x_max, lo, hi);
+  widen(x_min, x_max);
+  clamped.widen(y_min, y_max);
+  add_pair_cells(fine, work.e, work.first, lo, hi, x_min, x_max, clamped);
+  count_ += static_cast<uint64_t>(n);
+  sum_ += combine_lanes(x_lanes);
+  clamped.count_ += static_cast<uint64_t>(n);
+  clamped.sum_ += combine_lanes(y_lanes);
+  return true;
+}
 
-  widen(st.x_min, st.x_max);
-  clamped.widen(st.y.min, st.y.max);
-  thread_local std::vector<uint64_t> fine;
-  fine.assign(static_cast<size_t>(cell_max - cell_min + 1), 0);
-  const double x_sum = bin_cells(x, n, ef, cell_min, fine);
-  add_cells(fine, ef, cell_min, exp_, first_, counts_);
+Histogram::PairLattice Histogram::working_lattice(const PairLattice& lat) const {
+  // Half as many cells as the range has on either side, within count_cells'
+  // reach (|cell| < 2^25).
+  constexpr int64_t kReach = int64_t{1} << 25;
+  const int64_t pad = (lat.last - lat.first + 1) / 2;
+  return PairLattice{lat.e, std::max(lat.first - pad, -kReach), std::min(lat.last + pad, kReach - 1)};
+}
+
+void Histogram::add_pair_cells(const std::vector<uint64_t>& fine, int e, int64_t first, float lo, float hi, float x_min,
+                               float x_max, Histogram& clamped) {
+  const CellRun run = used_run(fine, e, first, x_min, x_max);
+  add_cells(run, exp_, first_, counts_);
   // y's cells are x's clamped to the bounds' cells. (Below, that is also
   // where add_cells' edge clamp would put them: y's lattice starts at y's
   // minimum, which is lo whenever a value is clamped up to it.)
-  add_cells(fine, ef, cell_min, clamped.exp_, clamped.first_, clamped.counts_,
-            lo > st.x_min ? cell_of(lo, ef) : std::numeric_limits<int64_t>::min(),
-            hi < st.x_max ? cell_of(hi, ef) : std::numeric_limits<int64_t>::max());
+  add_cells(run, clamped.exp_, clamped.first_, clamped.counts_,
+            lo > x_min ? cell_of(lo, e) : std::numeric_limits<int64_t>::min(),
+            hi < x_max ? cell_of(hi, e) : std::numeric_limits<int64_t>::max());
+}
+
+bool Histogram::add_with_clamped_two_passes(const float* x, int64_t n, float lo, float hi, Histogram& clamped) {
+  const ClampedScan st = scan_batch_clamped(x, n, lo, hi);
+  if (st.x_nan != 0 || st.x_inf != 0) return false;  // Clip turns an infinity into a bound: separate adds
+  if (st.y.finite == 0) return true;                   // nothing to add to either
+  if (lo > st.x_max || hi < st.x_min) return false;   // as add_with_clamped
+  const std::optional<PairLattice> lat = pair_lattice(clamped, st.x_min, st.x_max, lo, hi);
+  if (!lat) return false;
+  widen(st.x_min, st.x_max);
+  clamped.widen(st.y.min, st.y.max);
+  thread_local std::vector<uint64_t> fine;
+  fine.assign(static_cast<size_t>(lat->last - lat->first + 1), 0);
+  count_cells(x, n, lat->e, lat->first, fine.data(), static_cast<int>(fine.size()));
+  const double x_sum = scan_batch(x, n).sum;
+  add_pair_cells(fine, lat->e, lat->first, lo, hi, st.x_min, st.x_max, clamped);
   count_ += st.y.finite;
   sum_ += x_sum;
   clamped.count_ += st.y.finite;
@@ -345,8 +466,8 @@ Histogram Histogram::merge(const Histogram& a_in, const Histogram& b_in) {
   if (!b.empty()) e = std::max(e, b.exp_);
   out.exp_ = e;
   out.first_ = cell_of(out.min_, e);
-  if (!a.empty()) add_cells(a.counts_, a.exp_, a.first_, e, out.first_, out.counts_);
-  if (!b.empty()) add_cells(b.counts_, b.exp_, b.first_, e, out.first_, out.counts_);
+  if (!a.empty()) add_cells({a.counts_, a.exp_, a.first_}, e, out.first_, out.counts_);
+  if (!b.empty()) add_cells({b.counts_, b.exp_, b.first_}, e, out.first_, out.counts_);
   out.set_edges();
   out.count_ = a.count_ + b.count_;
   out.sum_ = a.sum_ + b.sum_;

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -104,6 +105,23 @@ class Histogram {
   static int fit_exponent(double lo, double hi, int bins);
 
  private:
+  // The lattice a clamped pair is binned on, for x's range [x_min, x_max]:
+  // exponent e, cells first..last; none where add_with_clamped does not apply.
+  struct PairLattice {
+    int e = 0;
+    int64_t first = 0, last = 0;
+  };
+  static constexpr int kPairCells = 4;  // at most this many times the bins
+  std::optional<PairLattice> pair_lattice(const Histogram& clamped, float x_min, float x_max, float lo, float hi) const;
+  // The cells add_with_clamped bins on while the range is `lat`'s: lat's
+  // exponent, its cells widened on both sides.
+  PairLattice working_lattice(const PairLattice& lat) const;
+  // add_with_clamped without scan_block: a pass for the statistics, then one for the cells.
+  bool add_with_clamped_two_passes(const float* x, int64_t n, float lo, float hi, Histogram& clamped);
+  // Folds a pair's cells (lattice e, first), x's values in [x_min, x_max], into
+  // both histograms (already widened to them).
+  void add_pair_cells(const std::vector<uint64_t>& fine, int e, int64_t first, float lo, float hi, float x_min, float x_max,
+                      Histogram& clamped);
   // On the lattice add() itself keeps (or empty): add() may go block by block.
   bool canonical() const;
   // The lattice (exponent, first cell) that widen(lo, hi) would move to.

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "libquant/kernels/cpu.h"
 #include "libquant/profile/batch_scan.h"
 #include "libquant/profile/histogram.h"
 #include "tests/skip.h"
@@ -76,7 +77,11 @@ void check_counts(const std::vector<float>& v, int bins) {
 
 TEST_CASE("batch scan: the dispatcher uses AVX2 where the CPU has it", "[profile][batch_scan]") {
 #if defined(__x86_64__)
-  CHECK(quant::profile::batch_scan_uses_avx2() == (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")));
+  // The CPU's flags as capped by QTOOL_ISA (kernels/cpu.h): portable runs the scalar scans.
+  CHECK(quant::profile::batch_scan_uses_avx2() ==
+        (quant::kernels::cpu_supports("avx2") && quant::kernels::cpu_supports("fma")));
+  CHECK(quant::kernels::cpu_supports("avx2") ==
+        (__builtin_cpu_supports("avx2") && quant::kernels::isa_cap() != quant::kernels::IsaCap::Portable));
 #else
   CHECK_FALSE(quant::profile::batch_scan_uses_avx2());  // and the body is not empty under --warn NoAssertions
 #endif
@@ -214,30 +219,13 @@ TEST_CASE("batch scan: the clamped scan equals scan_batch of x and of the clampe
         for (size_t i = 0; i < x.size(); ++i) y[i] = std::min(std::max(x[i], lo), hi);
         const BatchStats want_x = quant::profile::scan_batch_portable(x.data(), static_cast<int64_t>(n));
         const BatchStats want_y = quant::profile::scan_batch_portable(y.data(), static_cast<int64_t>(n));
-        for (bool portable : {true, false}) {
-          const auto got = portable ? quant::profile::scan_batch_clamped_portable(x.data(), static_cast<int64_t>(n), lo, hi)
-                                    : quant::profile::scan_batch_clamped(x.data(), static_cast<int64_t>(n), lo, hi);
-          INFO("n " << n << " lo " << lo << " hi " << hi << " portable " << portable);
-          check_same(got.y, want_y);
-          CHECK(same_bits(got.x_min, want_x.min));
-          CHECK(same_bits(got.x_max, want_x.max));
-          CHECK(got.x_nan == want_x.nan);
-          CHECK(got.x_inf == want_x.inf);
-        }
-        // The AVX2 version alone (what a CPU without AVX-512 runs): it takes
-        // every finite input on a CPU with AVX2, and refuses the others (and an
-        // empty one: no finite extremes).
-        quant::profile::ClampedScan avx2;
-        const bool taken = quant::profile::scan_batch_clamped_avx2(x.data(), static_cast<int64_t>(n), lo, hi, avx2);
-        INFO("n " << n << " lo " << lo << " hi " << hi << " avx2");
-        CHECK(taken == (quant::profile::batch_scan_uses_avx2() && n > 0 && want_x.nan == 0 && want_x.inf == 0));
-        if (taken) {
-          check_same(avx2.y, want_y);
-          CHECK(same_bits(avx2.x_min, want_x.min));
-          CHECK(same_bits(avx2.x_max, want_x.max));
-          CHECK(avx2.x_nan == 0);
-          CHECK(avx2.x_inf == 0);
-        }
+        const auto got = quant::profile::scan_batch_clamped(x.data(), static_cast<int64_t>(n), lo, hi);
+        INFO("n " << n << " lo " << lo << " hi " << hi);
+        check_same(got.y, want_y);
+        CHECK(same_bits(got.x_min, want_x.min));
+        CHECK(same_bits(got.x_max, want_x.max));
+        CHECK(got.x_nan == want_x.nan);
+        CHECK(got.x_inf == want_x.inf);
       }
     }
   }
@@ -254,8 +242,6 @@ TEST_CASE("batch scan: an infinity in the clamped scan's tail is counted, not ta
       const BatchStats want_x = quant::profile::scan_batch_portable(x.data(), static_cast<int64_t>(n));
       const auto got = quant::profile::scan_batch_clamped(x.data(), static_cast<int64_t>(n), 0.0f, kInf);
       INFO("n " << n << " bad " << bad);
-      quant::profile::ClampedScan avx2;
-      CHECK_FALSE(quant::profile::scan_batch_clamped_avx2(x.data(), static_cast<int64_t>(n), 0.0f, kInf, avx2));
       CHECK(got.x_inf == 1);
       CHECK(want_x.inf == 1);
       CHECK(got.y.finite == (bad > 0 ? n - 1 : n));  // Relu(-inf) = 0 is finite, Relu(inf) is not

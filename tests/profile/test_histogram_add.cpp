@@ -179,7 +179,7 @@ TEST_CASE("batch scan: scan_block's statistics and bins equal the portable scan 
     QTOOL_SKIP("no AVX-512 or AVX2 on this CPU: scan_block is not used (Histogram::add makes two passes)");
   // The dispatched version (AVX-512 where the CPU has it) and the AVX2 one
   // alone, which a CPU without AVX-512 runs.
-  using ScanFn = BlockScan (*)(const float*, int64_t, double*, const BinLattice*, int32_t*);
+  using ScanFn = BlockScan (*)(const float*, int64_t, double*, const BinLattice*, int32_t*, const quant::profile::ClampSum*);
   std::vector<ScanFn> versions{quant::profile::scan_block};
   if (quant::profile::batch_scan_uses_avx2()) versions.push_back(quant::profile::scan_block_avx2);
   for (size_t version = 0; version < versions.size(); ++version) {
@@ -191,21 +191,28 @@ TEST_CASE("batch scan: scan_block's statistics and bins equal the portable scan 
         for (bool nonfinite : {false, true}) {
           const auto v = values(n, rng, 3.0f, nonfinite);
           const BatchStats ref = quant::profile::scan_batch_portable(v.data(), static_cast<int64_t>(n));
-          // Blocks of 8, 16 and 40 values carry the lanes: the sum is the portable one.
+          // Blocks of 8, 16 and 40 values carry the lanes: the sum is the portable
+          // one; so is the clamped values' sum, taken in the same pass.
+          const auto clamped_ref = quant::profile::scan_batch_clamped(v.data(), static_cast<int64_t>(n), -0.5f, 2.0f);
           for (int64_t block : {8, 16, 40, 4096}) {
-            double lanes[8] = {};
+            for (bool with_clamp : {false, true}) {
+            double lanes[8] = {}, y_lanes[8] = {};
+            const quant::profile::ClampSum clamp{-0.5f, 2.0f, y_lanes};
             uint64_t finite = 0, nan = 0, inf = 0;
             for (int64_t at = 0; at < static_cast<int64_t>(n); at += block) {
               const BlockScan b = scan_block(v.data() + at, std::min<int64_t>(block, static_cast<int64_t>(n) - at),
-                                             lanes, nullptr, nullptr);
+                                             lanes, nullptr, nullptr, with_clamp ? &clamp : nullptr);
               finite += b.stats.finite;
               nan += b.stats.nan;
               inf += b.stats.inf;
             }
+            // The clamped sum means something only for finite values (ClampSum).
+            if (with_clamp && !nonfinite) CHECK(same_bits(quant::profile::combine_lanes(y_lanes), clamped_ref.y.sum));
             CHECK(same_bits(quant::profile::combine_lanes(lanes), ref.sum));
             CHECK(finite == ref.finite);
             CHECK(nan == ref.nan);
             CHECK(inf == ref.inf);
+            }
           }
           if (ref.finite == 0) continue;
           // Bins on the values' own lattice: hot bin counted, the others listed
@@ -216,7 +223,10 @@ TEST_CASE("batch scan: scan_block's statistics and bins equal the portable scan 
           const BinLattice lattice{e, first, bins, static_cast<int32_t>(std::clamp<int64_t>(-first, 0, bins - 1))};
           std::vector<int32_t> cold(n + 16);
           double lanes[8] = {};
-          const BlockScan b = scan_block(v.data(), static_cast<int64_t>(n), lanes, &lattice, cold.data());
+          double y_lanes[8] = {};
+          const quant::profile::ClampSum clamp{-0.5f, 2.0f, y_lanes};
+          const BlockScan b = scan_block(v.data(), static_cast<int64_t>(n), lanes, &lattice, cold.data(), nonfinite ? nullptr : &clamp);
+          if (!nonfinite) CHECK(same_bits(quant::profile::combine_lanes(y_lanes), clamped_ref.y.sum));
           CHECK(b.stats.min == ref.min);
           CHECK(b.stats.max == ref.max);
           std::vector<uint64_t> counts(static_cast<size_t>(bins), 0), want(static_cast<size_t>(bins), 0);
@@ -283,4 +293,89 @@ TEST_CASE("histogram add_with_clamped: a conv output and its Relu6 bin every val
   }
   CHECK(y_hist.min() == 0.0);
   CHECK(y_hist.count() == 80000);
+}
+
+namespace {
+
+// add_with_clamped on one tensor `x`, checked against add(x) and add(clamp(x))
+// on fresh histograms; returns whether the pair was taken in one.
+bool check_pair(const std::vector<float>& x, float lo, float hi) {
+  Histogram x_hist(2048), y_hist(2048), x_ref(2048), y_ref(2048);
+  std::vector<float> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = std::min(std::max(x[i], lo), hi);
+  const bool paired = x_hist.add_with_clamped(x.data(), static_cast<int64_t>(x.size()), lo, hi, y_hist);
+  if (!paired) {
+    check_same(x_hist, Histogram(2048));  // refused: nothing changed
+    check_same(y_hist, Histogram(2048));
+    return false;
+  }
+  x_ref.add(x.data(), static_cast<int64_t>(x.size()));
+  y_ref.add(y.data(), static_cast<int64_t>(y.size()));
+  check_same(x_hist, x_ref);
+  check_same(y_hist, y_ref);
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("histogram add_with_clamped: one pass while the range grows from block to block", "[profile][histogram]") {
+  // 4096-value blocks (add_with_clamped's), each wider than the one before,
+  // then narrower ones: the pair lattice coarsens and moves many times.
+  std::mt19937 rng(37);
+  std::vector<float> x;
+  for (float scale : {0.01f, 0.02f, 0.1f, 0.25f, 0.5f, 0.3f, 1.0f, 0.1f, 0.8f}) {
+    const auto block = values(4096, rng, scale, false);
+    x.insert(x.end(), block.begin(), block.end());
+  }
+  x.push_back(0.5f);  // a short last block
+  CHECK(check_pair(x, 0.0f, 6.0f));
+  CHECK(check_pair(x, -2.5f, 2.5f));
+}
+
+TEST_CASE("histogram add_with_clamped: a first block wholly below lo is binned again once the range allows",
+          "[profile][histogram]") {
+  // A dead channel first (every value below 0: y is one point, whose lattice
+  // is far too fine for x's range), then live ones.
+  std::mt19937 rng(41);
+  std::uniform_real_distribution<float> negative(-4.0f, -0.25f);
+  std::vector<float> x(3 * 4096);
+  for (size_t i = 0; i < 4096; ++i) x[i] = negative(rng);
+  const auto live = values(2 * 4096, rng, 2.0f, false);
+  std::copy(live.begin(), live.end(), x.begin() + 4096);
+  CHECK(check_pair(x, 0.0f, 6.0f));
+  // Only the dead channel: y is constant, which add_with_clamped leaves to separate adds.
+  x.resize(4096);
+  CHECK_FALSE(check_pair(x, 0.0f, 6.0f));
+}
+
+TEST_CASE("histogram add_with_clamped: a NaN or an infinity in a late block leaves both histograms unchanged",
+          "[profile][histogram]") {
+  std::mt19937 rng(43);
+  for (float bad : {kNaN, kInf, -kInf}) {
+    auto x = values(5 * 4096, rng, 2.0f, false);
+    x[4 * 4096 + 17] = bad;
+    CHECK_FALSE(check_pair(x, 0.0f, 6.0f));
+    x.back() = bad;  // in the scalar tail of the last block
+    x[4 * 4096 + 17] = 1.0f;
+    x.push_back(2.0f);
+    CHECK_FALSE(check_pair(x, 0.0f, 6.0f));
+  }
+}
+
+TEST_CASE("histogram add_with_clamped: a block whose largest value is where the working cells end", "[profile][histogram]") {
+  // Values on a grid of 2^-15 in [-300, k] grid steps, k one step more in
+  // each 4096-value block (add_with_clamped's), from 1100 to 1850. With y in
+  // [0, k * 2^-15] the pair lattice's cells are the grid's (k in 1025..2048),
+  // so every block maximum is a cell edge, and the growing maximum meets the
+  // edge where the working cells end (1800: 1401 cells padded by half) exactly.
+  std::mt19937 rng(47);
+  std::vector<float> x;
+  for (int k = 1100; k <= 1850; ++k) {
+    std::uniform_int_distribution<int> grid(-300, k);
+    const size_t at = x.size();
+    for (int i = 0; i < 4096; ++i) x.push_back(std::ldexp(static_cast<float>(grid(rng)), -15));
+    x[at] = std::ldexp(static_cast<float>(k), -15);
+    x[at + 1] = std::ldexp(-300.0f, -15);
+  }
+  CHECK(check_pair(x, 0.0f, 6.0f));
 }
