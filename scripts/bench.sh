@@ -111,9 +111,9 @@ mib() { awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
 # the difference of their wall times over the difference of their sample
 # counts), as ORT's per-sample time leaves out creating its session; the
 # fixed cost of a process (model loading, planning, writing the profile) is
-# printed beside it, and the all-in time per sample too. The pair runs three
-# times and the median per-sample time counts: one pair's difference swung by
-# 20% between bench runs. Prints "PER_MS FIXED_MS ALL_IN_MS RSS_KIB COUNT
+# printed beside it, and the all-in time per sample too. The pair runs PAIRS
+# times (4th argument, default 3) and the median per-sample time counts: one
+# pair's difference swung by 20% between bench runs. Prints "PER_MS FIXED_MS ALL_IN_MS RSS_KIB COUNT
 # SMALL CPU_PER_MS", the last the per-sample time from the two processes' CPU
 # times (user + system) in place of their wall times, the median pair's; the
 # profile of all samples is left in OUT/profile_rep.json.
@@ -135,7 +135,7 @@ PY
 }
 
 qprofile_per_sample() {
-  local model=$1 data=$2 out=$3
+  local model=$1 data=$2 out=$3 pairs=${4:-3}
   local count small wall_small wall rss cpu_small cpu pin pair pers=()
   count=$(find "$data" -name '*.npy' | wc -l)
   small=$((count / 4 > 0 ? count / 4 : 1))
@@ -143,7 +143,7 @@ qprofile_per_sample() {
   # Wall times from EPOCHREALTIME (microseconds; GNU time's %e counts
   # hundredths, which put the per-sample time on steps of 0.56 ms).
   local t0 t1
-  for pair in 1 2 3; do
+  for ((pair = 0; pair < pairs; pair++)); do
     t0=$EPOCHREALTIME
     cpu_rss "$work/qp_cpu" $pin "$bin/qprofile" "$model" --data "$data" --threads 1 \
       --limit "$small" -o "$out/profile_small.json" --quiet
@@ -160,7 +160,7 @@ qprofile_per_sample() {
       'BEGIN { printf "%.2f %.0f %.2f %.2f", 1000 * (b - a) / (n - m), 1000 * a - 1000 * (b - a) / (n - m) * m, 1000 * b / n, 1000 * (cb - ca) / (n - m) }')")
   done
   local per startup all_in cpu_per
-  read -r per startup all_in cpu_per < <(printf '%s\n' "${pers[@]}" | sort -n | sed -n 2p)
+  read -r per startup all_in cpu_per < <(printf '%s\n' "${pers[@]}" | sort -n | sed -n "$(((pairs + 1) / 2))p")
   echo "$per $startup $all_in $rss $count $small $cpu_per"
 }
 
@@ -226,7 +226,8 @@ bench_speed() {
 # a warm-up) plus 0.5 ns per profiled value (the "count"s of the profile over
 # its samples), PASS or MISS; and PyTorch's FX calibration with
 # HistogramObserver on the same samples (scripts/torch_fx_calib.py, 1 thread)
-# where python3-torch is importable, PASS when qprofile is faster. Everything
+# where python3-torch is importable, PASS when qprofile is faster. qprofile's
+# pairs and qrun's runs alternate, three rounds, medians of each. Everything
 # runs on one pinned thread, once per ISA of BENCH_QPROFILE_ISAS (default
 # "host avx2": the host's kernels, then QTOOL_ISA=avx2; PyTorch capped alike
 # with ATEN_CPU_CAPABILITY=avx2 and ONEDNN_MAX_CPU_ISA=AVX2). qprofile's time
@@ -252,10 +253,17 @@ bench_qprofile() {
       (
         [ "$isa" = host ] || export QTOOL_ISA=$isa
         local wall_per startup all_in rss count small per qrun_ms values budget verdict used torch_ms="-" torch_verdict=""
-        read -r wall_per startup all_in rss count small per < <(qprofile_per_sample "$dir/model.onnx" "$w/data_rep" "$w")
-        local line
-        line=$($pin "$bin/qrun" "$dir/model.onnx" --data "$w/data" --bench "$runs" --threads 1 --no-fuse --quiet)
-        qrun_ms=$(sed -n 's/.* cpu \([0-9.]*\) ms per sample.*/\1/p' <<<"$line")
+        local line round pers=() qruns=()
+        # Three rounds of one qprofile pair and one qrun, alternating, so that
+        # a slow spell of a shared host hits both sides; the medians count.
+        for round in 1 2 3; do
+          read -r wall_per startup all_in rss count small per < <(qprofile_per_sample "$dir/model.onnx" "$w/data_rep" "$w" 1)
+          pers+=("$per")
+          line=$($pin "$bin/qrun" "$dir/model.onnx" --data "$w/data" --bench "$runs" --threads 1 --no-fuse --quiet)
+          qruns+=("$(sed -n 's/.* cpu \([0-9.]*\) ms per sample.*/\1/p' <<<"$line")")
+        done
+        per=$(printf '%s\n' "${pers[@]}" | sort -n | sed -n 2p)
+        qrun_ms=$(printf '%s\n' "${qruns[@]}" | sort -n | sed -n 2p)
         used=$(sed -n 's/.*, isa \([a-z0-9+-]*\)).*/\1/p' <<<"$line")
         values=$($py -c 'import json, sys; p = json.load(open(sys.argv[1])); print(sum(t["count"] for t in p["tensors"].values()) // p["samples"])' "$w/profile_rep.json")
         budget=$(awk -v q="$qrun_ms" -v v="$values" 'BEGIN { printf "%.2f", q + 0.5e-6 * v }')
