@@ -111,9 +111,9 @@ mib() { awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
 # the difference of their wall times over the difference of their sample
 # counts), as ORT's per-sample time leaves out creating its session; the
 # fixed cost of a process (model loading, planning, writing the profile) is
-# printed beside it, and the all-in time per sample too. The pair runs PAIRS
-# times (4th argument, default 3) and the median per-sample time counts: one
-# pair's difference swung by 20% between bench runs. Prints "PER_MS FIXED_MS ALL_IN_MS RSS_KIB COUNT
+# printed beside it, and the all-in time per sample too. The pair runs three
+# times and the median per-sample time counts: one pair's difference swung by
+# 20% between bench runs. Prints "PER_MS FIXED_MS ALL_IN_MS RSS_KIB COUNT
 # SMALL CPU_PER_MS", the last the per-sample time from the two processes' CPU
 # times (user + system) in place of their wall times, the median pair's; the
 # profile of all samples is left in OUT/profile_rep.json.
@@ -135,7 +135,7 @@ PY
 }
 
 qprofile_per_sample() {
-  local model=$1 data=$2 out=$3 pairs=${4:-3}
+  local model=$1 data=$2 out=$3
   local count small wall_small wall rss cpu_small cpu pin pair pers=()
   count=$(find "$data" -name '*.npy' | wc -l)
   small=$((count / 4 > 0 ? count / 4 : 1))
@@ -143,7 +143,7 @@ qprofile_per_sample() {
   # Wall times from EPOCHREALTIME (microseconds; GNU time's %e counts
   # hundredths, which put the per-sample time on steps of 0.56 ms).
   local t0 t1
-  for ((pair = 0; pair < pairs; pair++)); do
+  for pair in 1 2 3; do
     t0=$EPOCHREALTIME
     cpu_rss "$work/qp_cpu" $pin "$bin/qprofile" "$model" --data "$data" --threads 1 \
       --limit "$small" -o "$out/profile_small.json" --quiet
@@ -160,7 +160,7 @@ qprofile_per_sample() {
       'BEGIN { printf "%.2f %.0f %.2f %.2f", 1000 * (b - a) / (n - m), 1000 * a - 1000 * (b - a) / (n - m) * m, 1000 * b / n, 1000 * (cb - ca) / (n - m) }')")
   done
   local per startup all_in cpu_per
-  read -r per startup all_in cpu_per < <(printf '%s\n' "${pers[@]}" | sort -n | sed -n "$(((pairs + 1) / 2))p")
+  read -r per startup all_in cpu_per < <(printf '%s\n' "${pers[@]}" | sort -n | sed -n 2p)
   echo "$per $startup $all_in $rss $count $small $cpu_per"
 }
 
@@ -221,21 +221,23 @@ bench_speed() {
 
 # ---------------------------------------------------------------------------
 # qprofile: qprofile's time per sample against its budget (issue #22): qrun's
-# own unfused float run of the same model (qrun --no-fuse: every value
-# computed, the plan qprofile runs; median of BENCH_RUNS runs per sample after
-# a warm-up) plus 0.5 ns per profiled value (the "count"s of the profile over
-# its samples), PASS or MISS; and PyTorch's FX calibration with
-# HistogramObserver on the same samples (scripts/torch_fx_calib.py, 1 thread)
-# where python3-torch is importable, PASS when qprofile is faster. qprofile's
-# pairs and qrun's runs alternate, three rounds, medians of each. Everything
-# runs on one pinned thread, once per ISA of BENCH_QPROFILE_ISAS (default
-# "host avx2": the host's kernels, then QTOOL_ISA=avx2; PyTorch capped alike
-# with ATEN_CPU_CAPABILITY=avx2 and ONEDNN_MAX_CPU_ISA=AVX2). qprofile's time
-# per sample is qprofile_per_sample's (fixed process cost left out), from
-# CPU times, as qrun's is (its --bench line's cpu figure): on a shared host
-# wall times hold other processes' slices, which CPU times of one thread do
-# not. PyTorch's is CPU time too (one thread, pinned; time.process_time).
-# BENCH_MODELS, BENCH_RUNS and BENCH_SAMPLES as for speed.
+# own unfused float run of the same model (every value computed, the plan
+# qprofile runs) plus 0.5 ns per profiled value, PASS or MISS; and PyTorch's
+# FX calibration with HistogramObserver on the same samples
+# (scripts/torch_fx_calib.py, 1 thread) where python3-torch is importable,
+# PASS when qprofile is faster. Both sides of the budget come from one
+# process, `qprofile --bench` (apps/qprofile/bench.h): each sample's run with
+# and without profiling, BENCH_RUNS times each, alternating, CPU time per
+# sample; on this shared host a separate process for each side put whole
+# minutes of a slow spell on one side (qrun's unfused resnet18 run moved from
+# 39 to 47 ms between two sections an hour apart). `qrun --no-fuse --bench`,
+# the same interpreter and plan in its own process, is printed beside the
+# unprofiled run as a check. Everything runs on one pinned thread, once per
+# ISA of BENCH_QPROFILE_ISAS (default "host avx2": the host's kernels, then
+# QTOOL_ISA=avx2; PyTorch capped alike with ATEN_CPU_CAPABILITY=avx2 and
+# ONEDNN_MAX_CPU_ISA=AVX2). PyTorch's figure is CPU time too (one thread,
+# pinned; time.process_time). BENCH_MODELS, BENCH_RUNS and BENCH_SAMPLES as
+# for speed.
 # ---------------------------------------------------------------------------
 bench_qprofile() {
   local zoo=${ZOO_DIR:-$repo/.cache/zoo}
@@ -243,8 +245,9 @@ bench_qprofile() {
   local torch=0 model isa pin
   $py -c "import torch, torchvision" 2>/dev/null && torch=1
   pin=$(pin_for 1)
-  echo "== qprofile: per sample vs budget = qrun unfused float + 0.5 ns per profiled value, and vs torch FX HistogramObserver calibration (1 thread); host ISA: $(grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
-  printf '%-14s %-11s | %9s %9s %10s %8s %6s | %9s %6s\n' model isa "qprofile" "qrun nf" "values" "budget" "" "torch fx" ""
+  echo "== qprofile: per sample vs budget = unfused float run + 0.5 ns per profiled value, and vs torch FX HistogramObserver calibration (1 thread); host ISA: $(grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  printf '%-14s %-11s | %9s %9s %9s %10s %8s %6s | %9s %6s\n' model isa "qprofile" "unprof." "qrun nf" "values" "budget" "" \
+    "torch fx" ""
   for model in $models; do
     local dir="$zoo/$model" w="$work/qp_$model"
     [ -f "$dir/model.onnx" ] || { echo "error: $dir/model.onnx not found (run scripts/make_zoo.sh)" >&2; return 2; }
@@ -252,35 +255,29 @@ bench_qprofile() {
     for isa in ${BENCH_QPROFILE_ISAS:-host avx2}; do
       (
         [ "$isa" = host ] || export QTOOL_ISA=$isa
-        local wall_per startup all_in rss count small per qrun_ms values budget verdict used torch_ms="-" torch_verdict=""
-        local line round pers=() qruns=()
-        # Three rounds of one qprofile pair and one qrun, alternating, so that
-        # a slow spell of a shared host hits both sides; the medians count.
-        for round in 1 2 3; do
-          read -r wall_per startup all_in rss count small per < <(qprofile_per_sample "$dir/model.onnx" "$w/data_rep" "$w" 1)
-          pers+=("$per")
-          line=$($pin "$bin/qrun" "$dir/model.onnx" --data "$w/data" --bench "$runs" --threads 1 --no-fuse --quiet)
-          qruns+=("$(sed -n 's/.* cpu \([0-9.]*\) ms per sample.*/\1/p' <<<"$line")")
-        done
-        per=$(printf '%s\n' "${pers[@]}" | sort -n | sed -n 2p)
-        qrun_ms=$(printf '%s\n' "${qruns[@]}" | sort -n | sed -n 2p)
-        used=$(sed -n 's/.*, isa \([a-z0-9+-]*\)).*/\1/p' <<<"$line")
-        values=$($py -c 'import json, sys; p = json.load(open(sys.argv[1])); print(sum(t["count"] for t in p["tensors"].values()) // p["samples"])' "$w/profile_rep.json")
-        budget=$(awk -v q="$qrun_ms" -v v="$values" 'BEGIN { printf "%.2f", q + 0.5e-6 * v }')
-        verdict=$(awk -v a="$per" -v b="$budget" 'BEGIN { print (a <= b ? "PASS" : "MISS") }')
+        local line profiled plain values qrun_ms budget verdict used torch_ms="-" torch_verdict=""
+        line=$($pin "$bin/qprofile" "$dir/model.onnx" --data "$w/data" --bench "$runs" --threads 1 --quiet)
+        profiled=$(sed -n 's/^bench: profiled \([0-9.]*\) ms per sample.*/\1/p' <<<"$line")
+        plain=$(sed -n 's/.*, unprofiled \([0-9.]*\) ms (cpu.*/\1/p' <<<"$line")
+        values=$(sed -n 's/.*(\([0-9]*\) values per sample).*/\1/p' <<<"$line")
+        used=$(sed -n 's/.*, isa \([a-z0-9+-]*\)$/\1/p' <<<"$line")
+        qrun_ms=$($pin "$bin/qrun" "$dir/model.onnx" --data "$w/data" --bench "$runs" --threads 1 --no-fuse --quiet |
+          sed -n 's/.* cpu \([0-9.]*\) ms per sample.*/\1/p')
+        budget=$(awk -v q="$plain" -v v="$values" 'BEGIN { printf "%.2f", q + 0.5e-6 * v }')
+        verdict=$(awk -v a="$profiled" -v b="$budget" 'BEGIN { print (a <= b ? "PASS" : "MISS") }')
         if [ "$torch" = 1 ]; then
           local cap=()
           [ "$isa" != avx2 ] || cap=(env ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2)
           torch_ms=$("${cap[@]}" $pin $py "$repo/scripts/torch_fx_calib.py" "$model" "$w/data" --runs "$runs" 2>/dev/null |
             sed -n 's/^torch-fx: \([0-9.]*\) ms per sample.*/\1/p')
-          torch_verdict=$(awk -v a="$per" -v b="$torch_ms" 'BEGIN { print (a < b ? "PASS" : "MISS") }')
+          torch_verdict=$(awk -v a="$profiled" -v b="$torch_ms" 'BEGIN { print (a < b ? "PASS" : "MISS") }')
         fi
-        printf '%-14s %-11s | %9.2f %9.2f %10s %8.2f %6s | %9s %6s\n' "$model" "$used" "$per" "$qrun_ms" "$values" \
-          "$budget" "$verdict" "$torch_ms" "$torch_verdict"
+        printf '%-14s %-11s | %9.2f %9.2f %9.2f %10s %8.2f %6s | %9s %6s\n' "$model" "$used" "$profiled" "$plain" \
+          "$qrun_ms" "$values" "$budget" "$verdict" "$torch_ms" "$torch_verdict"
       )
     done
   done
-  echo "(CPU ms per sample; qrun nf = qrun --no-fuse --bench; values = profiled values per sample; torch fx with kernels capped as qtool's)"
+  echo "(CPU ms per sample; qprofile / unprof. = qprofile --bench's runs with and without profiling, alternating in one process; qrun nf = qrun --no-fuse --bench, its own process, for comparison; values = profiled values per sample; torch fx with kernels capped as qtool's)"
 }
 
 # ---------------------------------------------------------------------------

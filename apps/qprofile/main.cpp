@@ -8,6 +8,7 @@
 
 #include "apps/common/cli.h"
 #include "apps/common/data.h"
+#include "apps/qprofile/bench.h"
 #include "apps/qprofile/collect.h"
 #include "apps/qprofile/merge.h"
 #include "apps/qprofile/model_file.h"
@@ -27,6 +28,7 @@ struct Flags {
   std::string output;
   qtool::CollectOptions collect;
   bool verbose = false;
+  int bench = 0;  // --bench N: measure what profiling costs, write no profile (apps/qprofile/bench.h)
   std::vector<std::string> merge_inputs;
   qtool::ShowOptions show;
 };
@@ -49,7 +51,8 @@ void keep_freed_memory() {
 
 Status profile_model(const Flags& f) {
   if (f.model.empty()) return Status::bad_input("no model given (usage: qprofile MODEL.onnx --data DIR -o PROFILE.json)");
-  if (f.output.empty()) return Status::bad_input("no output given: -o PROFILE.json");
+  if (f.output.empty() && f.bench == 0) return Status::bad_input("no output given: -o PROFILE.json");
+  if (!f.output.empty() && f.bench > 0) return Status::bad_input("--bench writes no profile: drop -o");
   keep_freed_memory();
   std::string digest;
   std::unique_ptr<quant::ir::Graph> graph;
@@ -62,11 +65,13 @@ Status profile_model(const Flags& f) {
   }
   QT_ASSIGN_OR_RETURN(auto data, qtool::DataReader::create(f.data, *graph, f.model));
   quant::interp::SessionOptions options;
-  options.threads = qtool::split_threads(data.runs(), f.collect.threads).kernel_threads;
+  // --bench runs one sample at a time: every thread goes to the kernels.
+  options.threads = f.bench > 0 ? f.collect.threads : qtool::split_threads(data.runs(), f.collect.threads).kernel_threads;
   options.release_mapped_weights = true;  // profiling memory flat in model size (DESIGN "Large models")
   auto session_or = quant::interp::Session::create(*graph, options);
   if (!session_or) return session_or.status().with_context(f.model);
   auto session = std::move(session_or).value();
+  if (f.bench > 0) return qtool::bench_profile(*session, data, f.collect.bins, f.bench, f.model);
 
   quant::profile::Profile profile;
   profile.model_path = f.model;
@@ -109,6 +114,10 @@ int main(int argc, char** argv) {
     app.add_flag("-q,--quiet", f.collect.quiet, "no progress bar");
     app.add_flag("--strict", f.collect.strict, "a sample with NaN/Inf inputs is an error (exit 2); by default it is left out with a warning");
     app.add_flag("-v,--verbose", f.verbose, "debug logging");
+    app.add_option("--bench", f.bench,
+                   "measure instead of writing a profile: each sample's run with and without profiling, N times each, "
+                   "alternating; print their CPU time per sample and the difference per profiled value")
+        ->check(CLI::Range(1, 1000000));
 
     auto* merge = app.add_subcommand("merge", "combine shard profiles of one model into one");
     merge->add_option("profiles", f.merge_inputs, "profiles to merge")->required()->check(CLI::ExistingFile);

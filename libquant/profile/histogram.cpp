@@ -61,8 +61,9 @@ std::vector<uint64_t> cumulative_round(const std::vector<double>& mass, uint64_t
 }
 
 // Counts of consecutive lattice cells: cell first + j (2^e wide) holds counts[j].
+template <class Count>
 struct CellRun {
-  std::span<const uint64_t> counts;
+  std::span<const Count> counts;
   int e = 0;
   int64_t first = 0;
 };
@@ -72,15 +73,16 @@ struct CellRun {
 // bins (only possible for hand-written, non-canonical profiles) go to the edge
 // bins. With [cell_lo, cell_hi], each source cell is first clamped to that
 // range (the cells of a clamped value are the clamped cells of the value).
-void add_cells(CellRun src, int e, int64_t first, std::vector<uint64_t>& dst,
+template <class Count, class ToCount>
+void add_cells(CellRun<Count> src, int e, int64_t first, std::vector<ToCount>& dst,
                int64_t cell_lo = std::numeric_limits<int64_t>::min(),
                int64_t cell_hi = std::numeric_limits<int64_t>::max()) {
   assert(e >= src.e && cell_lo <= cell_hi);
   const int shift = std::min(e - src.e, 63);  // |cell| < 2^63: a shift of 63 floors to 0 or -1
   const int64_t last = static_cast<int64_t>(dst.size()) - 1;
   for (size_t j = 0; j < src.counts.size(); ++j) {
-    if (src.counts[j] == 0) continue;
-    // arithmetic shift: floor division
+    // arithmetic shift: floor division (no test for empty cells: adding 0 is
+    // cheaper than a branch that runs out of a distribution's tails mispredicted)
     int64_t cell = std::clamp(src.first + static_cast<int64_t>(j), cell_lo, cell_hi) >> shift;
     dst[static_cast<size_t>(std::clamp<int64_t>(cell - first, 0, last))] += src.counts[j];
   }
@@ -90,7 +92,8 @@ int64_t cell_of(double v, int e) { return static_cast<int64_t>(std::floor(std::l
 
 // The cells of `counts` (lattice e, first) that values in [lo, hi] fall in,
 // clamped to its ends: the only ones a pass over such values fills.
-CellRun used_run(const std::vector<uint64_t>& counts, int e, int64_t first, double lo, double hi) {
+template <class Count>
+CellRun<Count> used_run(const std::vector<Count>& counts, int e, int64_t first, double lo, double hi) {
   const double last = static_cast<double>(counts.size()) - 1;
   // In double: lo or hi may lie far outside the cells (a block that widens the range).
   auto index = [&](double v) {
@@ -101,26 +104,18 @@ CellRun used_run(const std::vector<uint64_t>& counts, int e, int64_t first, doub
 }
 
 // Counts one block binned by scan_block: its `hot` values in bin `hot`, the
-// others' bins listed in `cold`. The increments are bound by stores, and the
-// load ports idle meanwhile: they fetch the next block of the scan,
-// `next`..`next_end`, one cache line per 16 increments (a 4096-value block's
-// 256 lines by its last 4096 increments), so that the scan of it does not
-// wait on memory.
-void add_block_bins(const BlockScan& block, const int32_t* cold, int32_t hot, uint64_t* counts, const float* next,
-                    const float* next_end) {
-  constexpr int64_t kLine = 64 / sizeof(float);
+// others' bins listed in `cold`. (Prefetching the next block from this loop,
+// whose stores leave the load ports idle, was tried: it sped up a replay of
+// activations from memory, and slowed qprofile, whose activations are in
+// cache, by 10%. Counts of 32 bits instead of 64, half the cache lines, were
+// 30% slower.)
+void add_block_bins(const BlockScan& block, const int32_t* cold, int32_t hot, uint64_t* counts) {
   int64_t j = 0;
-  for (; j + 16 <= block.cold; j += 16) {
-    if (next < next_end) {
-      __builtin_prefetch(next);
-      next += std::min(kLine, next_end - next);
-    }
-    for (int k = 0; k < 16; k += 4) {
-      counts[cold[j + k]]++;
-      counts[cold[j + k + 1]]++;
-      counts[cold[j + k + 2]]++;
-      counts[cold[j + k + 3]]++;
-    }
+  for (; j + 4 <= block.cold; j += 4) {
+    counts[cold[j]]++;
+    counts[cold[j + 1]]++;
+    counts[cold[j + 2]]++;
+    counts[cold[j + 3]]++;
   }
   for (; j < block.cold; ++j) counts[cold[j]]++;
   counts[hot] += block.hot;
@@ -165,7 +160,7 @@ void Histogram::set_edges() {
 
 void Histogram::relayout(int e, int64_t first, int bins) {
   std::vector<uint64_t> moved(static_cast<size_t>(bins), 0);
-  if (!empty()) add_cells({counts_, exp_, first_}, e, first, moved);
+  if (!empty()) add_cells(CellRun<uint64_t>{counts_, exp_, first_}, e, first, moved);
   counts_.swap(moved);
   exp_ = e;
   first_ = first;
@@ -249,7 +244,7 @@ void Histogram::add(const float* x, int64_t n) {
     any_finite = true;
     if (binned && block.stats.min >= min_ && block.stats.max <= max_) {
       // The range (so the lattice) is unchanged: the bins are count_cells'.
-      add_block_bins(block, cold_bins.data(), lattice.hot, counts_.data(), x + at + len, x + n);
+      add_block_bins(block, cold_bins.data(), lattice.hot, counts_.data());
     } else {
       widen(block.stats.min, block.stats.max);
       count_cells(x + at, len, exp_, first_, counts_.data(), bins());
@@ -279,6 +274,19 @@ std::optional<Histogram::PairLattice> Histogram::pair_lattice(const Histogram& c
   return PairLattice{e, first, last};
 }
 
+template <class Count>
+void Histogram::add_pair_cells(const std::vector<Count>& fine, int e, int64_t first, float lo, float hi, float x_min,
+                               float x_max, Histogram& clamped) {
+  const CellRun run = used_run(fine, e, first, x_min, x_max);
+  add_cells(run, exp_, first_, counts_);
+  // y's cells are x's clamped to the bounds' cells. (Below, that is also
+  // where add_cells' edge clamp would put them: y's lattice starts at y's
+  // minimum, which is lo whenever a value is clamped up to it.)
+  add_cells(run, clamped.exp_, clamped.first_, clamped.counts_,
+            lo > x_min ? cell_of(lo, e) : std::numeric_limits<int64_t>::min(),
+            hi < x_max ? cell_of(hi, e) : std::numeric_limits<int64_t>::max());
+}
+
 bool Histogram::add_with_clamped(const float* x, int64_t n, float lo, float hi, Histogram& clamped) {
   if (!(lo <= hi) || !canonical() || !clamped.canonical()) return false;
   if (!scan_block_available()) return add_with_clamped_two_passes(x, n, lo, hi, clamped);
@@ -291,6 +299,8 @@ bool Histogram::add_with_clamped(const float* x, int64_t n, float lo, float hi, 
   // coarser lattice, so the working lattice folds into both histograms at the
   // end as the final pair lattice would. Nothing is changed before the end:
   // a NaN or an infinity, in any block, leaves both histograms as they were.
+  // A working lattice scan_block cannot bin on (lattice_fits_simd: values
+  // near the float range's ends) is refused.
   constexpr int64_t kBlock = 4096;
   thread_local std::vector<int32_t> cold_bins(static_cast<size_t>(kBlock) + 16);
   thread_local std::vector<uint64_t> fine, moved;
@@ -300,15 +310,19 @@ bool Histogram::add_with_clamped(const float* x, int64_t n, float lo, float hi, 
   std::optional<PairLattice> lat;  // of [x_min, x_max]: none before the first value and where the cells do not fit
   PairLattice work;      // every value so far is in `fine` on it, cells work.first..last, when `working`
   bool working = false;
+  BinLattice bin_on;   // work as scan_block takes it
   double cover_lo = 0, cover_hi = 0;  // the values inside the working cells: [cover_lo, cover_hi)
+  // Bins x[0..len) on `lattice` into `counts` (the statistics are not wanted again).
+  auto bin_again = [&](const float* v, int64_t len, const BinLattice& lattice, uint64_t* counts) {
+    for (int64_t at = 0; at < len; at += kBlock) {
+      double unused[8] = {};
+      const BlockScan b = scan_block(v + at, std::min(kBlock, len - at), unused, &lattice, cold_bins.data());
+      add_block_bins(b, cold_bins.data(), lattice.hot, counts);
+    }
+  };
   for (int64_t at = 0; at < n; at += kBlock) {
     const int64_t len = std::min(kBlock, n - at);
-    const bool simd = working && lattice_fits_simd(work.e, work.first);
-    const int cells = static_cast<int>(fine.size());
-    const BinLattice block_lattice =
-        simd ? BinLattice{work.e, work.first, cells, static_cast<int32_t>(std::clamp<int64_t>(-work.first, 0, cells - 1))}
-             : BinLattice{};
-    const BlockScan block = scan_block(x + at, len, x_lanes, simd ? &block_lattice : nullptr, cold_bins.data(), &clamp);
+    const BlockScan block = scan_block(x + at, len, x_lanes, working ? &bin_on : nullptr, cold_bins.data(), &clamp);
     if (block.stats.nan != 0 || block.stats.inf != 0) return false;  // Clip turns an infinity into a bound
     if (block.stats.min < x_min || block.stats.max > x_max) {
       x_min = std::min(x_min, block.stats.min);
@@ -316,12 +330,10 @@ bool Histogram::add_with_clamped(const float* x, int64_t n, float lo, float hi, 
       lat = pair_lattice(clamped, x_min, x_max, lo, hi);
     }
     const bool covered = working && block.stats.min >= cover_lo && block.stats.max < cover_hi;
-    if (covered && simd)
-      add_block_bins(block, cold_bins.data(), block_lattice.hot, fine.data(), x + at + len, x + n);
-    else if (covered)
-      count_cells(x + at, len, work.e, work.first, fine.data(), cells);
+    if (covered) add_block_bins(block, cold_bins.data(), bin_on.hot, fine.data());
     if (covered && (!lat || lat->e == work.e)) continue;
-    if (!lat) {
+    const PairLattice next = lat ? working_lattice(*lat) : PairLattice{};
+    if (!lat || !lattice_fits_simd(next.e, next.first) || !lattice_fits_simd(next.e, next.last)) {
       // Too many cells for the range so far; a wider range may need fewer
       // (the first values all below lo: y's range a point), and then every
       // value so far is counted again.
@@ -330,18 +342,19 @@ bool Histogram::add_with_clamped(const float* x, int64_t n, float lo, float hi, 
     }
     // Onto a new working lattice: the block's values are binned on the old
     // one when it covered them (and the new lattice is coarser: fewer cells
-    // to scatter into), else counted on the new one; every value so far when
-    // there was none.
-    const PairLattice next = working_lattice(*lat);
+    // to scatter into), else binned again on the new one; every value so far
+    // when there was none.
     moved.assign(static_cast<size_t>(next.last - next.first + 1), 0);
-    const int next_cells = static_cast<int>(moved.size());
+    const int cells = static_cast<int>(moved.size());
+    const BinLattice next_on{next.e, next.first, cells, static_cast<int32_t>(std::clamp<int64_t>(-next.first, 0, cells - 1))};
     if (!working)
-      count_cells(x, at + len, next.e, next.first, moved.data(), next_cells);
+      bin_again(x, at + len, next_on, moved.data());
     else
       add_cells(used_run(fine, work.e, work.first, x_min, x_max), next.e, next.first, moved);
-    if (working && !covered) count_cells(x + at, len, next.e, next.first, moved.data(), next_cells);
+    if (working && !covered) bin_again(x + at, len, next_on, moved.data());
     fine.swap(moved);
     work = next;
+    bin_on = next_on;
     working = true;
     cover_lo = std::ldexp(static_cast<double>(next.first), next.e);
     cover_hi = std::ldexp(static_cast<double>(next.last + 1), next.e);
@@ -350,8 +363,8 @@ bool Histogram::add_with_clamped(const float* x, int64_t n, float lo, float hi, 
   // A bound beyond every value clamps nothing (and may lie off any usable
   // lattice: FLT_MAX, Clip's default); one beyond them all on the far side
   // makes y constant, which separate adds handle.
-  if (lo > x_max || hi < x_min || !lat) return false;
-  assert(working && work.e <= lat->e);
+  if (lo > x_max || hi < x_min || !lat || !working) return false;
+  assert(work.e <= lat->e);
   const float y_min = clamped_extreme(x_min, lo, hi), y_max = clamped_extreme(x_max, lo, hi);
   widen(x_min, x_max);
   clamped.widen(y_min, y_max);
@@ -369,18 +382,6 @@ Histogram::PairLattice Histogram::working_lattice(const PairLattice& lat) const 
   constexpr int64_t kReach = int64_t{1} << 25;
   const int64_t pad = (lat.last - lat.first + 1) / 2;
   return PairLattice{lat.e, std::max(lat.first - pad, -kReach), std::min(lat.last + pad, kReach - 1)};
-}
-
-void Histogram::add_pair_cells(const std::vector<uint64_t>& fine, int e, int64_t first, float lo, float hi, float x_min,
-                               float x_max, Histogram& clamped) {
-  const CellRun run = used_run(fine, e, first, x_min, x_max);
-  add_cells(run, exp_, first_, counts_);
-  // y's cells are x's clamped to the bounds' cells. (Below, that is also
-  // where add_cells' edge clamp would put them: y's lattice starts at y's
-  // minimum, which is lo whenever a value is clamped up to it.)
-  add_cells(run, clamped.exp_, clamped.first_, clamped.counts_,
-            lo > x_min ? cell_of(lo, e) : std::numeric_limits<int64_t>::min(),
-            hi < x_max ? cell_of(hi, e) : std::numeric_limits<int64_t>::max());
 }
 
 bool Histogram::add_with_clamped_two_passes(const float* x, int64_t n, float lo, float hi, Histogram& clamped) {
@@ -466,8 +467,8 @@ Histogram Histogram::merge(const Histogram& a_in, const Histogram& b_in) {
   if (!b.empty()) e = std::max(e, b.exp_);
   out.exp_ = e;
   out.first_ = cell_of(out.min_, e);
-  if (!a.empty()) add_cells({a.counts_, a.exp_, a.first_}, e, out.first_, out.counts_);
-  if (!b.empty()) add_cells({b.counts_, b.exp_, b.first_}, e, out.first_, out.counts_);
+  if (!a.empty()) add_cells(CellRun<uint64_t>{a.counts_, a.exp_, a.first_}, e, out.first_, out.counts_);
+  if (!b.empty()) add_cells(CellRun<uint64_t>{b.counts_, b.exp_, b.first_}, e, out.first_, out.counts_);
   out.set_edges();
   out.count_ = a.count_ + b.count_;
   out.sum_ = a.sum_ + b.sum_;

@@ -120,7 +120,8 @@ class Histogram {
   bool add_with_clamped_two_passes(const float* x, int64_t n, float lo, float hi, Histogram& clamped);
   // Folds a pair's cells (lattice e, first), x's values in [x_min, x_max], into
   // both histograms (already widened to them).
-  void add_pair_cells(const std::vector<uint64_t>& fine, int e, int64_t first, float lo, float hi, float x_min, float x_max,
+  template <class Count>
+  void add_pair_cells(const std::vector<Count>& fine, int e, int64_t first, float lo, float hi, float x_min, float x_max,
                       Histogram& clamped);
   // On the lattice add() itself keeps (or empty): add() may go block by block.
   bool canonical() const;
