@@ -330,13 +330,17 @@ __attribute__((target("avx2,fma,popcnt"))) BlockScan scan_block_avx2_pass(const 
       const __m256i bin = _mm256_sub_epi32(_mm256_cvttps_epi32(cell), first_v);
       const unsigned is_hot =
           static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(bin, hot_v))));
+      if (is_hot == 0 && good == 0xffu) {
+        // Every value cold (most steps outside a Relu's output): stored as
+        // they are, no counting beyond the step's 8.
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(cold_bins + cold), bin);
+        cold += kLanes;
+        continue;
+      }
       const unsigned is_cold = ~is_hot & good;
       const int cold_here = __builtin_popcount(is_cold);
       hot += static_cast<uint64_t>(__builtin_popcount(good) - cold_here);
-      if (cold_here == kLanes) {  // no value in the bin of 0 (most blocks before a Relu): no packing
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(cold_bins + cold), bin);
-        cold += kLanes;
-      } else if (cold_here) {
+      if (cold_here) {
         const __m256i perm =
             _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(kPackTable[is_cold])), nibble_shifts),
                              seven);
@@ -438,6 +442,11 @@ __attribute__((target("avx512f,popcnt"))) BlockScan scan_block_avx512(const floa
       }
       const __m512i bin = _mm512_sub_epi32(cell, first_v);
       const __mmask16 is_cold = _mm512_mask_cmpneq_epi32_mask(good, bin, hot_v);
+      if (is_cold == 0xffff) {  // every value cold: stored as they are (as scan_block_avx2_pass)
+        _mm512_storeu_si512(cold_bins + cold, bin);
+        cold += 16;
+        continue;
+      }
       const int cold_here = __builtin_popcount(is_cold);
       hot += static_cast<uint64_t>(__builtin_popcount(good) - cold_here);
       _mm512_storeu_si512(cold_bins + cold, _mm512_maskz_compress_epi32(is_cold, bin));
