@@ -337,9 +337,9 @@ bool Histogram::add_with_clamped(const float* x, int64_t n, float lo, float hi, 
     if (covered && (!lat || lat->e == work.e)) continue;
     const PairLattice next = lat ? working_lattice(*lat) : PairLattice{};
     if (!lat || !lattice_fits_simd(next.e, next.first) || !lattice_fits_simd(next.e, next.last)) {
-      // Too many cells for the range so far; a wider range may need fewer
-      // (the first values all below lo: y's range a point), and then every
-      // value so far is counted again.
+      // Too many cells for the range so far, or cells scan_block cannot bin
+      // on; a wider range may need fewer (the first values all below lo: y's
+      // range a point), and then every value so far is counted again.
       working = false;
       continue;
     }
