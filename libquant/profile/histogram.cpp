@@ -80,12 +80,24 @@ void add_cells(CellRun<Count> src, int e, int64_t first, std::vector<ToCount>& d
   assert(e >= src.e && cell_lo <= cell_hi);
   const int shift = std::min(e - src.e, 63);  // |cell| < 2^63: a shift of 63 floors to 0 or -1
   const int64_t last = static_cast<int64_t>(dst.size()) - 1;
+  // Consecutive source cells go to the same bin 2^shift at a time: their sum
+  // is kept in a register and added once (adding to memory each time would
+  // wait on the previous add's store). No test for empty cells: adding 0 is
+  // cheaper than a branch mispredicted along a distribution's tails.
+  size_t bin = 0;
+  ToCount sum = 0;
   for (size_t j = 0; j < src.counts.size(); ++j) {
-    // arithmetic shift: floor division (no test for empty cells: adding 0 is
-    // cheaper than a branch that runs out of a distribution's tails mispredicted)
-    int64_t cell = std::clamp(src.first + static_cast<int64_t>(j), cell_lo, cell_hi) >> shift;
-    dst[static_cast<size_t>(std::clamp<int64_t>(cell - first, 0, last))] += src.counts[j];
+    // arithmetic shift: floor division
+    const int64_t cell = std::clamp(src.first + static_cast<int64_t>(j), cell_lo, cell_hi) >> shift;
+    const auto at = static_cast<size_t>(std::clamp<int64_t>(cell - first, 0, last));
+    if (at != bin) {
+      dst[bin] += sum;
+      bin = at;
+      sum = 0;
+    }
+    sum += src.counts[j];
   }
+  dst[bin] += sum;
 }
 
 int64_t cell_of(double v, int e) { return static_cast<int64_t>(std::floor(std::ldexp(v, -e))); }
