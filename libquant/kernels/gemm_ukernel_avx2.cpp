@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <utility>
 
 namespace quant::kernels::detail {
@@ -52,46 +53,31 @@ __attribute__((target("avx2"))) inline __m256i first_lanes(int count) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(std::clamp(count, 0, 8)), iota);
 }
 
-// Stores the R x (8 V) tile in acc after the epilogue: whole (every column
-// valid: plain moves) or masked to the first n_valid columns.
-template <int R, int V, bool kWhole>
-[[gnu::always_inline]] __attribute__((target("avx2,fma"))) inline void store_tile(const __m256 (&acc)[R][V], float* c,
-                                                                                  int64_t ldc, int n_valid,
-                                                                                  const MicroEpilogue& ep) {
-  __m256i mask[V];
-#pragma GCC unroll 2
-  for (int v = 0; v < V; ++v) mask[v] = kWhole ? _mm256_set1_epi32(-1) : first_lanes(n_valid - 8 * v);
-  auto load = [&](int v, const float* p) __attribute__((target("avx2"))) {
-    return kWhole ? _mm256_loadu_ps(p + 8 * v) : _mm256_maskload_ps(p + 8 * v, mask[v]);
-  };
-  const __m256 alpha = _mm256_set1_ps(ep.alpha);
-  const __m256 lo = _mm256_set1_ps(ep.lo), hi = _mm256_set1_ps(ep.hi);
-  const bool add_col = ep.last && ep.col_bias, add_row = ep.last && ep.row_bias, clamp = ep.last && ep.clamp;
-  const bool add_residual = ep.last && ep.residual;
-  __m256 cb[V];
-#pragma GCC unroll 2
-  for (int v = 0; v < V; ++v) cb[v] = add_col ? load(v, ep.col_bias) : _mm256_setzero_ps();
-#pragma GCC unroll 6
-  for (int i = 0; i < R; ++i) {
-    float* row = c + i * ldc;
-#pragma GCC unroll 2
-    for (int v = 0; v < V; ++v) {
-      __m256 x = acc[i][v];
-      if (ep.alpha != 1.0f) x = _mm256_mul_ps(x, alpha);
-      if (ep.accumulate) x = _mm256_add_ps(x, load(v, row));
-      if (add_row) x = _mm256_add_ps(x, _mm256_set1_ps(ep.row_bias[i]));
-      if (add_col) x = _mm256_add_ps(x, cb[v]);
-      if (add_residual) x = _mm256_add_ps(x, load(v, ep.residual + i * ep.ldr));
-      // max(lo, x) then min(hi, x): x, the second operand, comes back for a
-      // NaN, which passes through as in store_tile_scalar.
-      if (clamp) x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
-      if (kWhole)
-        _mm256_storeu_ps(row + 8 * v, x);
-      else
-        _mm256_maskstore_ps(row + 8 * v, mask[v], x);
-    }
+// The lanes of gemm_epilogue_tile.inc: 8 floats, masks of maskload/maskstore.
+struct Lanes8 {
+  using Vec = __m256;
+  using Mask = __m256i;
+  static constexpr int kLanes = 8;
+  [[gnu::always_inline]] __attribute__((target("avx2"))) static Vec splat(float x) { return _mm256_set1_ps(x); }
+  [[gnu::always_inline]] __attribute__((target("avx2"))) static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+  [[gnu::always_inline]] __attribute__((target("avx2"))) static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
+  // VMAXPS / VMINPS return the second operand when either is NaN.
+  [[gnu::always_inline]] __attribute__((target("avx2"))) static Vec max_nan(Vec lo, Vec x) { return _mm256_max_ps(lo, x); }
+  [[gnu::always_inline]] __attribute__((target("avx2"))) static Vec min_nan(Vec hi, Vec x) { return _mm256_min_ps(hi, x); }
+  [[gnu::always_inline]] __attribute__((target("avx2"))) static Vec load(const float* p, Mask m, bool whole) {
+    return whole ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m);
   }
-}
+  [[gnu::always_inline]] __attribute__((target("avx2"))) static void store(float* p, Mask m, bool whole, Vec x) {
+    if (whole)
+      _mm256_storeu_ps(p, x);
+    else
+      _mm256_maskstore_ps(p, m, x);
+  }
+};
+
+#define QTOOL_EPILOGUE_TARGET __attribute__((target("avx2,fma")))
+#include "libquant/kernels/gemm_epilogue_tile.inc"
+#undef QTOOL_EPILOGUE_TARGET
 
 // The first R rows and 8 V columns of a 6 x 16 tile (the A panel is packed 6
 // rows high, B panels 16 wide whatever R and V).
@@ -131,10 +117,14 @@ __attribute__((target("avx2,fma"))) void f32_gemm_avx2_rows(int64_t kc, const fl
   // neither reads nor writes a masked-off lane); whole tiles use plain
   // moves, which cost less on every AVX2 CPU (and far less on AMD Zen), and
   // build no masks.
-  if (n_valid >= 8 * V)
-    store_tile<R, V, true>(acc, c, ldc, n_valid, ep);
+  __m256i mask[V];
+  const bool whole = n_valid >= 8 * V;
+#pragma GCC unroll 2
+  for (int v = 0; v < V; ++v) mask[v] = whole ? _mm256_set1_epi32(-1) : first_lanes(n_valid - 8 * v);
+  if (whole)
+    store_tile<Lanes8, R, V, true>(acc, c, ldc, mask, ep);
   else
-    store_tile<R, V, false>(acc, c, ldc, n_valid, ep);
+    store_tile<Lanes8, R, V, false>(acc, c, ldc, mask, ep);
 }
 
 using RowsFn = void (*)(int64_t, const float*, const float*, int64_t, float*, int64_t, int, const MicroEpilogue&);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <utility>
 
 namespace quant::kernels::detail {
@@ -26,6 +27,38 @@ __attribute__((target("avx512f"))) inline void prefetch(const float* p, int64_t 
   else
     _mm_prefetch(line, _MM_HINT_T0);
 }
+
+// The lanes of gemm_epilogue_tile.inc: 16 floats, k-masks. maskz forms of
+// max and min: the plain ones trip GCC 12's -Wmaybe-uninitialized inside
+// avx512fintrin.h.
+struct Lanes16 {
+  using Vec = __m512;
+  using Mask = __mmask16;
+  static constexpr int kLanes = 16;
+  [[gnu::always_inline]] __attribute__((target("avx512f"))) static Vec splat(float x) { return _mm512_set1_ps(x); }
+  [[gnu::always_inline]] __attribute__((target("avx512f"))) static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+  [[gnu::always_inline]] __attribute__((target("avx512f"))) static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
+  // VMAXPS / VMINPS return the second operand when either is NaN.
+  [[gnu::always_inline]] __attribute__((target("avx512f"))) static Vec max_nan(Vec lo, Vec x) {
+    return _mm512_maskz_max_ps(0xFFFF, lo, x);
+  }
+  [[gnu::always_inline]] __attribute__((target("avx512f"))) static Vec min_nan(Vec hi, Vec x) {
+    return _mm512_maskz_min_ps(0xFFFF, hi, x);
+  }
+  [[gnu::always_inline]] __attribute__((target("avx512f"))) static Vec load(const float* p, Mask m, bool whole) {
+    return whole ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
+  }
+  [[gnu::always_inline]] __attribute__((target("avx512f"))) static void store(float* p, Mask m, bool whole, Vec x) {
+    if (whole)
+      _mm512_storeu_ps(p, x);
+    else
+      _mm512_mask_storeu_ps(p, m, x);
+  }
+};
+
+#define QTOOL_EPILOGUE_TARGET __attribute__((target("avx512f")))
+#include "libquant/kernels/gemm_epilogue_tile.inc"
+#undef QTOOL_EPILOGUE_TARGET
 
 // The first R rows of an MR x (16 V) tile: a partial row panel (the last of
 // M) runs only the multiply-adds of its rows. `kMr` is the panel height the
@@ -70,38 +103,10 @@ __attribute__((target("avx512f"))) void f32_gemm_avx512_rows(int64_t kc, const f
   __mmask16 mask[V];
 #pragma GCC unroll 4
   for (int v = 0; v < V; ++v) mask[v] = static_cast<__mmask16>((1u << std::clamp(n_valid - 16 * v, 0, 16)) - 1u);
-  const bool whole = n_valid >= 16 * V;
-  auto load = [&](int v, const float* p) __attribute__((target("avx512f"))) {
-    return whole ? _mm512_loadu_ps(p + 16 * v) : _mm512_maskz_loadu_ps(mask[v], p + 16 * v);
-  };
-  const __m512 alpha = _mm512_set1_ps(ep.alpha);
-  const __m512 lo = _mm512_set1_ps(ep.lo), hi = _mm512_set1_ps(ep.hi);
-  const bool add_col = ep.last && ep.col_bias, add_row = ep.last && ep.row_bias, clamp = ep.last && ep.clamp;
-  const bool add_residual = ep.last && ep.residual;
-  __m512 cb[V];
-#pragma GCC unroll 4
-  for (int v = 0; v < V; ++v) cb[v] = add_col ? _mm512_maskz_loadu_ps(mask[v], ep.col_bias + 16 * v) : _mm512_setzero_ps();
-#pragma GCC unroll 16
-  for (int i = 0; i < R; ++i) {
-    float* row = c + i * ldc;
-#pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) {
-      __m512 x = acc[i][v];
-      if (ep.alpha != 1.0f) x = _mm512_mul_ps(x, alpha);
-      if (ep.accumulate) x = _mm512_add_ps(x, load(v, row));
-      if (add_row) x = _mm512_add_ps(x, _mm512_set1_ps(ep.row_bias[i]));
-      if (add_col) x = _mm512_add_ps(x, cb[v]);
-      if (add_residual) x = _mm512_add_ps(x, load(v, ep.residual + i * ep.ldr));
-      // max(lo, v) then min(hi, v): the second operand, v, comes back for a
-      // NaN, which passes through as in store_tile_scalar. maskz forms: the
-      // plain ones trip GCC 12's -Wmaybe-uninitialized inside avx512fintrin.h.
-      if (clamp) x = _mm512_maskz_min_ps(0xFFFF, hi, _mm512_maskz_max_ps(0xFFFF, lo, x));
-      if (whole)
-        _mm512_storeu_ps(row + 16 * v, x);
-      else
-        _mm512_mask_storeu_ps(row + 16 * v, mask[v], x);
-    }
-  }
+  if (n_valid >= 16 * V)
+    store_tile<Lanes16, R, V, true>(acc, c, ldc, mask, ep);
+  else
+    store_tile<Lanes16, R, V, false>(acc, c, ldc, mask, ep);
 }
 
 // Dispatches a tile to the kernel for its valid rows, 1..kMr.

@@ -5,12 +5,14 @@
 #include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "libquant/kernels/gemm.h"
 #include "libquant/kernels/gemm_packed.h"
+#include "libquant/kernels/gemm_ukernel.h"
 
 using namespace quant::kernels;
 
@@ -160,6 +162,53 @@ TEST_CASE("gemm micro-kernels compute every edge tile and leave the rest of C al
               if (!(std::abs(c[size_t(i * ldc + j)] - want) <= 1e-5f * float(kc + 4))) ++bad;
             }
           INFO(isa->name << " kc=" << kc << " m_valid=" << m_valid << " n_valid=" << n_valid);
+          CHECK(bad == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("every micro-kernel's epilogue has store_tile_scalar's bits, for each set of its steps", "[kernels][gemm]") {
+  // K = 1 and A = 1: the product is B exactly, so the tile's bits depend on
+  // the epilogue alone, which must be store_tile_scalar's step for step
+  // (the SIMD kernels run it step by step over the tile, and leave out
+  // min(+inf, x)). B holds NaN, infinities and values past the clamp.
+  std::mt19937 rng(23);
+  for (const detail::GemmIsa* isa : detail::supported_gemm_isas()) {
+    const int mr = isa->mr, nr = isa->nr;
+    const int64_t ldc = nr + 3;
+    const std::vector<float> a(size_t(mr), 1.0f);
+    std::vector<float> b = random_vector(size_t(nr), rng);
+    for (float& x : b) x *= 4.0f;
+    b[0] = NAN, b[1] = INFINITY, b[2] = -INFINITY;
+    const std::vector<float> row_bias = random_vector(size_t(mr), rng), col_bias = random_vector(size_t(nr), rng);
+    const std::vector<float> residual = random_vector(size_t(mr * nr), rng), c0 = random_vector(size_t(mr * ldc), rng);
+    std::vector<float> tile(size_t(mr * nr));
+    for (int i = 0; i < mr; ++i)
+      for (int j = 0; j < nr; ++j) tile[size_t(i * nr + j)] = b[size_t(j)];
+    for (unsigned steps = 0; steps < 256; ++steps) {
+      detail::MicroEpilogue ep;
+      ep.alpha = steps & 1 ? 0.75f : 1.0f;
+      ep.accumulate = steps & 2;
+      ep.row_bias = steps & 4 ? row_bias.data() : nullptr;
+      ep.col_bias = steps & 8 ? col_bias.data() : nullptr;
+      ep.residual = steps & 16 ? residual.data() : nullptr;
+      ep.ldr = nr;
+      ep.clamp = steps & 32;
+      ep.lo = -0.5f;
+      ep.hi = steps & 64 ? INFINITY : 0.5f;
+      ep.last = !(steps & 128);
+      for (int m_valid : {mr, 1}) {
+        for (int n_valid : {nr, nr / 2, 3}) {
+          std::vector<float> got = c0, want = c0;
+          isa->kernel(1, a.data(), b.data(), nr, got.data(), ldc, m_valid, n_valid, ep);
+          detail::store_tile_scalar(tile.data(), nr, want.data(), ldc, m_valid, n_valid, ep);
+          size_t bad = 0;
+          for (size_t e = 0; e < got.size(); ++e)
+            if (std::memcmp(&got[e], &want[e], sizeof(float)) != 0 && !(std::isnan(got[e]) && std::isnan(want[e])))
+              ++bad;
+          INFO(isa->name << " steps=" << steps << " m_valid=" << m_valid << " n_valid=" << n_valid);
           CHECK(bad == 0);
         }
       }
