@@ -122,16 +122,43 @@ void copy_wide(const Shape& c, const TY* src, int64_t ld, int64_t r0, int64_t r1
 }
 
 // dst[o] = line[o * 2] for o < n: the input under one tap of a stride-2
-// convolution. SSE2: the even bytes of 32 are the low bytes of 16 words.
+// convolution. SSE2: the even bytes of 32 (16, 8) are the low bytes of 16 (8,
+// 4) words. Reads stay within line[0 .. 2n - 2], the bytes the copy needs:
+// a line's last chunk is taken from the odd bytes of a load that ends at
+// line[2n - 2], overlapping the chunk before it. Lines of 7 to 28 pixels
+// (resnet18's 1x1/2 downsamples) otherwise ended in a scalar loop that was
+// a quarter of their packing.
 inline void copy_stride2(const uint8_t* line, int64_t n, uint8_t* dst) {
   int64_t o = 0;
 #if defined(__SSE2__)
   const __m128i low = _mm_set1_epi16(0x00FF);
-  // Reads line[2o .. 2o+31]: stays within the 2n - 1 bytes the loop needs.
   for (; o + 16 <= n && 2 * o + 32 <= 2 * n - 1; o += 16) {
     const __m128i a = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(line + 2 * o)), low);
     const __m128i b = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(line + 2 * o + 16)), low);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + o), _mm_packus_epi16(a, b));
+  }
+  if (n >= 9) {
+    for (; o + 8 <= n && 2 * o + 16 <= 2 * n - 1; o += 8) {
+      const __m128i a = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(line + 2 * o)), low);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + o), _mm_packus_epi16(a, a));
+    }
+    if (o < n) {  // outputs n - 8 .. n - 1: the odd bytes of line[2n - 17 .. 2n - 2]
+      const __m128i a = _mm_srli_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(line + 2 * n - 17)), 8);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + n - 8), _mm_packus_epi16(a, a));
+      return;
+    }
+  } else if (n >= 5) {
+    for (; o + 4 <= n && 2 * o + 8 <= 2 * n - 1; o += 4) {
+      const __m128i a = _mm_and_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(line + 2 * o)), low);
+      const int32_t four = _mm_cvtsi128_si32(_mm_packus_epi16(a, a));
+      std::memcpy(dst + o, &four, 4);
+    }
+    if (o < n) {  // outputs n - 4 .. n - 1: the odd bytes of line[2n - 9 .. 2n - 2]
+      const __m128i a = _mm_srli_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(line + 2 * n - 9)), 8);
+      const int32_t four = _mm_cvtsi128_si32(_mm_packus_epi16(a, a));
+      std::memcpy(dst + n - 4, &four, 4);
+      return;
+    }
   }
 #endif
   for (; o < n; ++o) dst[o] = line[2 * o];

@@ -256,6 +256,10 @@ void conv_sweep(uint32_t seed) {
       {1, 5, 7, 1, {6, 9}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},    // pointwise, K = 5
       {1, 6, 4, 2, {5, 6}, {2, 3}, {2, 2}, {1, 1}, {0, 1}, {1, 0}},    // groups, stride 2
       {2, 16, 24, 1, {6, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},  // K = 144, batch 2
+      // 1x1 stride 2 on 7 x 7 (49 columns: a last panel of one column) and
+      // 14 x 14 (196: four): the fused kernel's half-tile form
+      {1, 12, 9, 1, {14, 14}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
+      {1, 8, 6, 1, {28, 27}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
   };
   std::mt19937 rng(seed);
   for (const detail::QGemmIsa* isa : detail::supported_qgemm_isas())
