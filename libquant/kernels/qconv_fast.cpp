@@ -32,7 +32,10 @@ constexpr int64_t kTasksPerThread = 4;
 constexpr int64_t kMinTaskMacs = int64_t{4} << 20;
 
 // Four rows of 16 bytes (row t at rows[t] + j) into one 64-byte panel group:
-// column c's four bytes at dst + 4c, every byte xor `flip`.
+// column c's four bytes at dst + 4c, every byte xor `flip`; kWide: each byte
+// stored as its int16 (zero-extended), 128 bytes, for a kernel on B widened
+// when packed (QGemmIsa::a_signed_wide_wb_requant).
+template <bool kWide = false>
 __attribute__((always_inline)) inline void transpose_4x16(const uint8_t* const rows[4], int64_t j, uint8_t flip,
                                                           uint8_t* dst) {
 #if defined(__SSE2__)
@@ -43,13 +46,28 @@ __attribute__((always_inline)) inline void transpose_4x16(const uint8_t* const r
   const __m128i r3 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[3] + j)), x);
   const __m128i t01l = _mm_unpacklo_epi8(r0, r1), t01h = _mm_unpackhi_epi8(r0, r1);
   const __m128i t23l = _mm_unpacklo_epi8(r2, r3), t23h = _mm_unpackhi_epi8(r2, r3);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi16(t01l, t23l));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm_unpackhi_epi16(t01l, t23l));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32), _mm_unpacklo_epi16(t01h, t23h));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 48), _mm_unpackhi_epi16(t01h, t23h));
+  const __m128i out[4] = {_mm_unpacklo_epi16(t01l, t23l), _mm_unpackhi_epi16(t01l, t23l), _mm_unpacklo_epi16(t01h, t23h),
+                          _mm_unpackhi_epi16(t01h, t23h)};
+  const __m128i zero = _mm_setzero_si128();
+  for (int q = 0; q < 4; ++q) {
+    if (kWide) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32 * q), _mm_unpacklo_epi8(out[q], zero));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32 * q + 16), _mm_unpackhi_epi8(out[q], zero));
+    } else {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16 * q), out[q]);
+    }
+  }
 #else
   for (int c = 0; c < kQNr; ++c)
-    for (int t = 0; t < kQKGroup; ++t) dst[c * 4 + t] = rows[t][j + c] ^ flip;
+    for (int t = 0; t < kQKGroup; ++t) {
+      const uint8_t v = rows[t][j + c] ^ flip;
+      if (kWide) {
+        const uint16_t w = v;
+        std::memcpy(dst + 2 * (c * 4 + t), &w, 2);
+      } else {
+        dst[c * 4 + t] = v;
+      }
+    }
 #endif
 }
 
@@ -240,7 +258,7 @@ void gather_row(const Shape& c, const TX* x, TX zx, int64_t kk, int64_t p0, int6
 // (uint8 domain) and, when col_sum is not null, their column sums.
 template <class TX>
 void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, uint8_t* rows_buf, uint8_t* panels,
-                int32_t* col_sum, bool tap_major) {
+                int32_t* col_sum, bool tap_major, bool wide_b) {
   const bool flip = std::is_signed_v<TX>;
   const int64_t kp = q_padded_k(c.reduction), stride = (count + kQNr - 1) / kQNr * kQNr;
   // Row pointers: the input planes themselves (pointwise) or gathered rows.
@@ -283,9 +301,12 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
   // slack, all initialised): the last panel is transposed whole, its extra
   // columns computed and never stored.
   const int64_t full = c.wide ? stride : count / kQNr * kQNr;
+  const int64_t eb = wide_b ? 2 : 1;  // bytes per packed element
+  const auto transpose = wide_b ? transpose_4x16<true> : transpose_4x16<false>;
   for (int64_t g = 0; g < kp; g += kQKGroup) {
     const uint8_t* const* r = rows.data() + g;
-    for (int64_t j = 0; j < full; j += kQNr) transpose_4x16(r, j, flip_byte, panels + (j / kQNr) * kp * kQNr + g * kQNr);
+    for (int64_t j = 0; j < full; j += kQNr)
+      transpose(r, j, flip_byte, panels + ((j / kQNr) * kp * kQNr + g * kQNr) * eb);
     if (full < count) {  // last partial panel: copy the tails, padded with (flipped) zeros
       uint8_t tail[4][kQNr];
       const uint8_t* tr[4];
@@ -294,7 +315,7 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
         std::memcpy(tail[t], r[t] + full, static_cast<size_t>(count - full));
         tr[t] = tail[t];
       }
-      transpose_4x16(tr, 0, flip_byte, panels + (full / kQNr) * kp * kQNr + g * kQNr);
+      transpose(tr, 0, flip_byte, panels + ((full / kQNr) * kp * kQNr + g * kQNr) * eb);
     }
   }
   if (col_sum) {
@@ -416,10 +437,16 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   // one (same bits again), else the byte kernels.
   const bool pairs = packed.pairs_bounded() && isa.a_signed_pairs;
   const bool wide_a = packed.widened();  // never with pairs_bounded()
-  const detail::QMicroKernelRequant requant_kernel = pairs && isa.a_signed_pairs_requant ? isa.a_signed_pairs_requant
+  detail::QMicroKernelRequant requant_kernel = pairs && isa.a_signed_pairs_requant ? isa.a_signed_pairs_requant
                                                      : wide_a ? isa.a_signed_wide_requant
                                                               : isa.a_signed_requant;
   const bool fused = requant_kernel && !std::is_same_v<TY, int32_t> && o.vector_ok;
+  // Weights widened when packed, and the ISA can take B widened as well:
+  // the activation panels are packed as int16 (twice the bytes, half the
+  // pixels per block), and the kernel widens nothing.
+  const bool wide_b = fused && wide_a && isa.a_signed_wide_wb_requant;
+  if (wide_b) requant_kernel = isa.a_signed_wide_wb_requant;
+  const int64_t b_bytes = wide_b ? 2 : 1;  // per packed activation
   const detail::QMicroKernel one_panel = pairs ? isa.a_signed_pairs : wide_a ? isa.a_signed_wide : isa.a_signed;
   const detail::QMicroKernel2 two_panels = pairs || wide_a ? nullptr : isa.a_signed_x2;
   const int64_t a_bytes = wide_a ? 2 : 1;  // per packed weight
@@ -444,7 +471,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   }
 
   const int mr = isa.mr;
-  int64_t nc = std::clamp<int64_t>(kBlockBytes / kp / kQNr * kQNr, kQNr, (c.plane + kQNr - 1) / kQNr * kQNr);
+  int64_t nc = std::clamp<int64_t>(kBlockBytes / (kp * b_bytes) / kQNr * kQNr, kQNr, (c.plane + kQNr - 1) / kQNr * kQNr);
   // Tasks per thread: up to kTasksPerThread when each still has
   // kMinTaskMacs of work. With one task per thread, a thread on a slower
   // core (or one the OS interrupts) holds the others up, where with several
@@ -510,7 +537,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   // blocks of kp x nc bytes and nc column sums each.
   thread_local AlignedBytes shared_panels;
   thread_local std::vector<int32_t> shared_sums;
-  const size_t block_bytes = static_cast<size_t>(kp * ((nc + kQNr - 1) / kQNr * kQNr));
+  const size_t block_bytes = static_cast<size_t>(kp * ((nc + kQNr - 1) / kQNr * kQNr) * b_bytes);
   if (shared) {
     thread_local AlignedBytes shared_rows;
     uint8_t* panels = shared_panels.reserve(static_cast<size_t>(outer) * block_bytes);
@@ -519,7 +546,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
       const Block k = block_of(b);
       uint8_t* rb = gather ? shared_rows.reserve(static_cast<size_t>(c.reduction * k.stride * sizeof(TX))) : nullptr;
       pack_block(c, k.xg, x_zero_point, k.p0, k.count, rb, panels + static_cast<size_t>(b) * block_bytes,
-                 o.row_zp ? shared_sums.data() + b * nc : nullptr, packed.k_tap_major());
+                 o.row_zp ? shared_sums.data() + b * nc : nullptr, packed.k_tap_major(), wide_b);
     }
   }
   const uint8_t* const shared_base = shared ? shared_panels.data() : nullptr;
@@ -544,9 +571,10 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
       sums = shared_sum + b * nc;
     } else {
       uint8_t* rb = gather ? rows_buf.reserve(static_cast<size_t>(c.reduction * stride * sizeof(TX))) : nullptr;
-      uint8_t* own = panel_buf.reserve(static_cast<size_t>(kp * stride));
+      uint8_t* own = panel_buf.reserve(static_cast<size_t>(kp * stride * b_bytes));
       col_sum.resize(static_cast<size_t>(stride));
-      pack_block(c, k.xg, x_zero_point, p0, count, rb, own, o.row_zp ? col_sum.data() : nullptr, packed.k_tap_major());
+      pack_block(c, k.xg, x_zero_point, p0, count, rb, own, o.row_zp ? col_sum.data() : nullptr, packed.k_tap_major(),
+                 wide_b);
       pb = own;
       sums = col_sum.data();
     }
@@ -572,8 +600,8 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
           t.cols = static_cast<int>(std::min<int64_t>(2 * kQNr, count - j));
           t.y = reinterpret_cast<uint8_t*>(ybase + i0 * yld + j);
           t.col_sum = rt.row_zp ? sums + j : nullptr;
-          const uint8_t* b0 = pb + j * kp;
-          requant_kernel(groups, wp, b0, t.cols > kQNr ? b0 + kQNr * kp : b0, t);
+          const uint8_t* b0 = pb + j * kp * b_bytes;
+          requant_kernel(groups, wp, b0, t.cols > kQNr ? b0 + kQNr * kp * b_bytes : b0, t);
         }
         continue;
       }

@@ -132,6 +132,10 @@ struct QGemmIsa {
   // a_unsigned on A (the activations, packed per call) widened as packed
   // (zero-extended); null: none.
   QMicroKernel a_unsigned_wide = nullptr;
+  // a_signed_wide_requant on B panels widened as packed too (each uint8 byte
+  // stored as its int16, same order: 2 bytes per element, panels of
+  // kQNr * K elements); null: none.
+  QMicroKernelRequant a_signed_wide_wb_requant = nullptr;
 };
 
 // Packed bytes as int16, sign-extended (int8 weights, for a_signed_wide) or

@@ -66,15 +66,23 @@ __attribute__((target("avx2"))) inline __m256i broadcast_a_wide(const uint8_t* p
 // multiplies' two ports the bound instead of 20 shuffles on one. Either way
 // the same exact int32 sums, so the same bits. Columns 8 half .. 8 half + 7
 // of the 4 x 16 tile, per row in `out`.
-template <bool kAUnsigned, bool kWideA>
+// kWideB: B too was widened when packed (uint8 zero-extended, the panel's
+// bytes as int16 in the same order: a_signed_wide_wb_requant), so a group
+// is two plain loads, and the kernel issues no shuffle at all: 36 -> 32
+// operations per group, the multiply and add ports the bound.
+template <bool kAUnsigned, bool kWideA, bool kWideB = false>
 __attribute__((target("avx2"), always_inline)) inline void widening_half(int64_t groups, const uint8_t* a,
                                                                          const uint8_t* b, int half,
                                                                          __m256i (&out)[kMr]) {
+  static_assert(!kWideB || !kAUnsigned, "B is widened as uint8 only");
   __m256i acc[kMr][2];
   for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-  const uint8_t* bp = b + half * 32;
+  constexpr int kBBytes = kWideB ? 2 : 1;  // per packed B element
+  const uint8_t* bp = b + half * 32 * kBBytes;
   for (int64_t g = 0; g < groups; ++g) {
-    const __m256i b0 = widen_b(bp, !kAUnsigned), b1 = widen_b(bp + 16, !kAUnsigned);
+    const __m256i b0 = kWideB ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp)) : widen_b(bp, !kAUnsigned);
+    const __m256i b1 =
+        kWideB ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + 32)) : widen_b(bp + 16, !kAUnsigned);
 #pragma GCC unroll 4
     for (int r = 0; r < kMr; ++r) {
       const __m256i ar = kWideA ? broadcast_a_wide(a + r * 8) : broadcast_a(a + r * 4, kAUnsigned);
@@ -82,7 +90,7 @@ __attribute__((target("avx2"), always_inline)) inline void widening_half(int64_t
       acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(ar, b1));
     }
     a += (kWideA ? 2 : 1) * kMr * kQKGroup;
-    bp += kQNr * kQKGroup;
+    bp += kBBytes * kQNr * kQKGroup;
   }
   for (int r = 0; r < kMr; ++r) out[r] = fold_pairs(acc[r][0], acc[r][1]);
 }
@@ -195,8 +203,9 @@ __attribute__((target("avx2"), always_inline)) inline void requant8(__m256i v, i
 }
 
 // How a fused kernel reads A: bytes into the pairs kernel, bytes widened as
-// they are used, or int16 widened at packing time.
-enum class AForm { Pairs, Bytes, Wide };
+// they are used, or int16 widened at packing time (with B's bytes widened as
+// used, or B as well widened when packed: WideBoth).
+enum class AForm { Pairs, Bytes, Wide, WideBoth };
 
 // One B panel (16 columns) of the a_signed kernel of that form, with the
 // output stage fused: columns col..col+cols-1 of the tile. The accumulators
@@ -251,7 +260,8 @@ __attribute__((target("avx2"))) void requant_panel(int64_t groups, const uint8_t
   // The widening kernel's two halves of 8 columns each (q8_gemm_avx2_4x16).
   for (int half = 0; half < 2 && 8 * half < cols; ++half) {
     __m256i v[kMr];
-    widening_half<false, kForm == AForm::Wide>(groups, a, b, half, v);
+    widening_half<false, kForm == AForm::Wide || kForm == AForm::WideBoth, kForm == AForm::WideBoth>(groups, a, b, half,
+                                                                                                     v);
     const int n = cols - 8 * half < 8 ? cols - 8 * half : 8;
 #pragma GCC unroll 4
     for (int r = 0; r < kMr; ++r)
@@ -327,7 +337,8 @@ const QGemmIsa kAvx2{"avx2",
                      q8_conv_requant_avx2<AForm::Pairs>,
                      q8_gemm_avx2_4x16<false, true>,
                      q8_conv_requant_avx2<AForm::Wide>,
-                     q8_gemm_avx2_4x16<true, true>};
+                     q8_gemm_avx2_4x16<true, true>,
+                     q8_conv_requant_avx2<AForm::WideBoth>};
 }  // namespace
 
 const QGemmIsa* const kQGemmIsaAvx2 = &kAvx2;
