@@ -302,7 +302,14 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
   // columns computed and never stored.
   const int64_t full = c.wide ? stride : count / kQNr * kQNr;
   const int64_t eb = wide_b ? 2 : 1;  // bytes per packed element
-  const auto transpose = wide_b ? transpose_4x16<true> : transpose_4x16<false>;
+  // A branch, not a pointer to one of the two: through a pointer neither is
+  // inlined, and each 4 x 16 block paid a call.
+  auto transpose = [wide_b](const uint8_t* const* r, int64_t j, uint8_t flip, uint8_t* dst) {
+    if (wide_b)
+      transpose_4x16<true>(r, j, flip, dst);
+    else
+      transpose_4x16<false>(r, j, flip, dst);
+  };
   for (int64_t g = 0; g < kp; g += kQKGroup) {
     const uint8_t* const* r = rows.data() + g;
     for (int64_t j = 0; j < full; j += kQNr)
