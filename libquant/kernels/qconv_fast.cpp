@@ -445,8 +445,8 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   const bool pairs = packed.pairs_bounded() && isa.a_signed_pairs;
   const bool wide_a = packed.widened();  // never with pairs_bounded()
   detail::QMicroKernelRequant requant_kernel = pairs && isa.a_signed_pairs_requant ? isa.a_signed_pairs_requant
-                                                     : wide_a ? isa.a_signed_wide_requant
-                                                              : isa.a_signed_requant;
+                                               : wide_a ? isa.a_signed_wide_requant
+                                                        : isa.a_signed_requant;
   const bool fused = requant_kernel && !std::is_same_v<TY, int32_t> && o.vector_ok;
   // Weights widened when packed, and the ISA can take B widened as well:
   // the activation panels are packed as int16 (twice the bytes, half the
