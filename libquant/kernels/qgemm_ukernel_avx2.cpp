@@ -225,11 +225,13 @@ __attribute__((target("avx2"), always_inline)) inline void requant8x4(const __m2
   const __m256i w23 = _mm256_and_si256(_mm256_packs_epi32(q2, q3), low);
   const __m256i rows = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(w01, w23), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   const __m128i r01 = _mm256_castsi256_si128(rows), r23 = _mm256_extracti128_si256(rows, 1);
+  // MOVQ and MOVHPS: unaligned stores (GCC's _mm_storeh_pd is a plain
+  // double store, undefined at an odd address, which UBSan reports).
   uint8_t* out = t.y + col;
   _mm_storel_epi64(reinterpret_cast<__m128i*>(out), r01);
-  _mm_storeh_pd(reinterpret_cast<double*>(out + t.ldy), _mm_castsi128_pd(r01));
+  _mm_storeh_pi(reinterpret_cast<__m64*>(out + t.ldy), _mm_castsi128_ps(r01));
   _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 2 * t.ldy), r23);
-  _mm_storeh_pd(reinterpret_cast<double*>(out + 3 * t.ldy), _mm_castsi128_pd(r23));
+  _mm_storeh_pi(reinterpret_cast<__m64*>(out + 3 * t.ldy), _mm_castsi128_ps(r23));
 }
 
 // How a fused kernel reads A: bytes into the pairs kernel, bytes widened as
