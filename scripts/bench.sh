@@ -7,7 +7,11 @@
 # BENCH_RUNS (timed runs per sample, 3) and BENCH_SAMPLES (4) tune it,
 # BENCH_QPROFILE=0 leaves out qprofile's timing (the longest part);
 # QTOOL_ISA=portable|avx2|avx512|vnni runs qrun's kernels capped at that ISA
-# (libquant/kernels/cpu.h), e.g. the AVX2 paths on an AVX-512 host.
+# (libquant/kernels/cpu.h), e.g. the AVX2 paths on an AVX-512 host;
+# BENCH_CPUID=avx2 runs every process of every section (qrun, qprofile, ONNX
+# Runtime, PyTorch) with AVX-512, AVX-VNNI and AMX hidden from CPUID
+# (scripts/cpuid_avx2.c, preloaded), so that an AVX-512 host measures both
+# sides on the kernels each picks on an AVX2-only CPU.
 set -euo pipefail
 export LC_ALL=C  # "." decimal points in EPOCHREALTIME and printf, which awk reads
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,6 +19,24 @@ bin=${QTOOL_BIN:-$repo/build}
 py=/usr/bin/python3
 work=$(mktemp -d "${TMPDIR:-/tmp}/qtool_bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+
+case ${BENCH_CPUID:-} in
+  "") ;;
+  avx2)
+    cc -O2 -shared -fPIC -o "$work/cpuid_avx2.so" "$repo/scripts/cpuid_avx2.c" -ldl
+    # The library stops a process where CPUID cannot be hidden: stop here then.
+    env LD_PRELOAD="$work/cpuid_avx2.so" true || exit 2
+    export LD_PRELOAD="$work/cpuid_avx2.so"
+    ;;
+  *) echo "error: BENCH_CPUID must be avx2 or unset, not '$BENCH_CPUID'" >&2; exit 2 ;;
+esac
+
+# The host's vector ISA as /proc/cpuinfo names it, and what the processes see of it.
+host_isa() {
+  grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' '
+  [ -z "${BENCH_CPUID:-}" ] || echo -n "(every process sees avx2 only: BENCH_CPUID=avx2, scripts/cpuid_avx2.c)"
+  echo
+}
 
 # ---------------------------------------------------------------------------
 # qprofile memory: peak RSS must stay flat in the number of samples (DESIGN
@@ -186,7 +208,7 @@ bench_speed() {
       # ONNX Runtime's from the host's flags (it picks its own kernels).
       local qisa
       qisa=$("$bin/qrun" "$w/int8.onnx" --data "$w/data" --limit 1 --bench 1 --quiet | sed -n 's/.*, isa \([a-z0-9+-]*\)).*/\1/p')
-      echo "ISA: qrun ${qisa:-?}${QTOOL_ISA:+ (QTOOL_ISA=$QTOOL_ISA)}; ONNX Runtime: host $(grep -o -E 'avx512_vnni|avx512f|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+      echo "ISA: qrun ${qisa:-?}${QTOOL_ISA:+ (QTOOL_ISA=$QTOOL_ISA)}; ONNX Runtime: host $(host_isa)"
       isa_said=1
     fi
     local ort1=""
@@ -245,7 +267,7 @@ bench_qprofile() {
   local torch=0 model isa pin
   $py -c "import torch, torchvision" 2>/dev/null && torch=1
   pin=$(pin_for 1)
-  echo "== qprofile: per sample vs budget = unfused float run + 0.5 ns per profiled value, and vs torch FX HistogramObserver calibration (1 thread); host ISA: $(grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  echo "== qprofile: per sample vs budget = unfused float run + 0.5 ns per profiled value, and vs torch FX HistogramObserver calibration (1 thread); host ISA: $(host_isa)"
   printf '%-14s %-11s | %9s %9s %9s %10s %8s %6s | %9s %6s\n' model isa "qprofile" "unprof." "qrun nf" "values" "budget" "" \
     "torch fx" ""
   for model in $models; do
@@ -293,7 +315,7 @@ bench_targets() {
   local models=${BENCH_MODELS:-resnet18 mobilenet_v2} runs=${BENCH_RUNS:-3} samples=${BENCH_SAMPLES:-4}
   [ -f "$repo/.cache/ort/node_modules/onnxruntime-node/package.json" ] ||
     { echo "error: ONNX Runtime for Node is missing: run scripts/setup_ort.sh" >&2; return 2; }
-  echo "== targets: ONNX Runtime ms per sample (1 thread) of each candidate form; host ISA: $(grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  echo "== targets: ONNX Runtime ms per sample (1 thread) of each candidate form; host ISA: $(host_isa)"
   local variants=(full-int8 pair-bound u8u8 u8u8-dw8 7-bit s8s8-qop) model v pin
   pin=$(pin_for 1)
   printf '%-14s' model; printf ' | %-16s' "${variants[@]}"; echo
@@ -370,7 +392,7 @@ bench_targets() {
 bench_kernels() {
   local sections=${BENCH_KERNELS:-int8-avx2 float-avx2} s pin
   [ -x "$bin/kernel_bench" ] || { echo "error: $bin/kernel_bench not found (run scripts/setup.sh)" >&2; return 2; }
-  echo "== kernels: throughput vs the instructions' peak (1 thread); host ISA: $(grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  echo "== kernels: throughput vs the instructions' peak (1 thread); host ISA: $(host_isa)"
   pin=$(pin_for 1)
   for s in $sections; do
     echo "$s: load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -419,7 +441,7 @@ resident() {
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 bench_scale() {
-  echo "== scale: streaming conversion of large models; host ISA: $(grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  echo "== scale: streaming conversion of large models; host ISA: $(host_isa)"
   local gib dir t0 largest ort_js="$repo/tests/interop/ort_run.js" runs=${BENCH_SCALE_RUNS:-3}
   for gib in ${BENCH_SCALE_GIB:-1 4 12}; do
     dir="$work/scale$gib"
@@ -498,7 +520,7 @@ PY
 # ---------------------------------------------------------------------------
 bench_gptq() {
   local lm=${QTOOL_ZOO:-$repo/.cache/zoo}/byte_lm runs=${BENCH_GPTQ_RUNS:-3} pin layer
-  echo "== gptq: GPTQ on the byte LM's largest MatMul (int4 g128); host ISA: $(grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  echo "== gptq: GPTQ on the byte LM's largest MatMul (int4 g128); host ISA: $(host_isa)"
   [ -f "$lm/DONE" ] || { echo "error: $lm not found (scripts/make_zoo.sh --only byte_lm)" >&2; return 2; }
   # "NAME K N" of the largest MatMul, then one --exclude-node per other MatMul/Gemm with a constant weight.
   mapfile -t layer < <($py - "$lm/model.onnx" <<'PY'

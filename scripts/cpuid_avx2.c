@@ -1,0 +1,131 @@
+// An AVX2-only view of an x86 host, for benchmarks and tests (issue #22):
+// preloaded into a process, this library hides AVX-512, AVX-VNNI, AVX10 and
+// AMX from the CPUID instruction, so that the process (qrun, ONNX Runtime's
+// MLAS, PyTorch, glibc's later checks) picks the kernels it would pick on a
+// CPU with AVX2 and FMA only.
+//
+//   cc -O2 -shared -fPIC -o cpuid_avx2.so scripts/cpuid_avx2.c -ldl
+//   LD_PRELOAD=$PWD/cpuid_avx2.so node scripts/ort_bench.js ...
+//
+// How: Linux can make CPUID fault in user space (arch_prctl ARCH_SET_CPUID,
+// on CPUs with "cpuid_fault" in /proc/cpuinfo; the setting is per thread and
+// threads inherit it). The fault arrives as SIGSEGV; the handler runs the real
+// CPUID with faulting briefly off, clears the feature bits below and steps
+// over the instruction. A SIGSEGV handler the program installs itself (Node's
+// WebAssembly trap handler) is kept aside and called for every other fault.
+// Where CPUID cannot fault, the process stops at once with exit code 2 and
+// an `error:` line: a benchmark must not run on the wide kernels unawares.
+//
+// Not hidden: XGETBV (XCR0 still enables the AVX-512 state; every library
+// checks CPUID's feature bits as well), and CPUID already run before this
+// library's constructor (the dynamic loader's own, which picks glibc's
+// string functions).
+#define _GNU_SOURCE
+#include <asm/prctl.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+typedef int (*SigactionFn)(int, const struct sigaction*, struct sigaction*);
+static SigactionFn real_sigaction_fn;
+static struct sigaction program_action;  // the SIGSEGV action the program asked for (SIG_DFL at first)
+
+// libc's sigaction, which the one below stands in front of.
+static int real_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  if (!real_sigaction_fn) real_sigaction_fn = (SigactionFn)dlsym(RTLD_NEXT, "sigaction");
+  if (!real_sigaction_fn) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return real_sigaction_fn(sig, act, old);
+}
+
+static uint32_t bit(int i) { return (uint32_t)1 << i; }
+
+// Feature bits from the Intel SDM, vol. 2A, CPUID leaf 07H (and AMD's APM,
+// which uses the same ones for the features it has).
+static void hide(uint32_t leaf, uint32_t subleaf, uint32_t r[4]) {
+  if (leaf == 7 && subleaf == 0) {
+    // EBX: AVX512F 16, DQ 17, IFMA 21, PF 26, ER 27, CD 28, BW 30, VL 31.
+    r[1] &= ~(bit(16) | bit(17) | bit(21) | bit(26) | bit(27) | bit(28) | bit(30) | bit(31));
+    // ECX: AVX512_VBMI 1, VBMI2 6, VNNI 11, BITALG 12, VPOPCNTDQ 14.
+    r[2] &= ~(bit(1) | bit(6) | bit(11) | bit(12) | bit(14));
+    // EDX: AVX512_4VNNIW 2, 4FMAPS 3, VP2INTERSECT 8, AMX-BF16 22, AVX512_FP16 23, AMX-TILE 24, AMX-INT8 25.
+    r[3] &= ~(bit(2) | bit(3) | bit(8) | bit(22) | bit(23) | bit(24) | bit(25));
+  } else if (leaf == 7 && subleaf == 1) {
+    // EAX: AVX-VNNI 4, AVX512_BF16 5, AMX-FP16 21, AVX-IFMA 23; EDX: AVX-VNNI-INT8 4, AVX10 19.
+    r[0] &= ~(bit(4) | bit(5) | bit(21) | bit(23));
+    r[3] &= ~(bit(4) | bit(19));
+  }
+}
+
+static void on_segv(int sig, siginfo_t* info, void* context) {
+  greg_t* reg = ((ucontext_t*)context)->uc_mcontext.gregs;
+  const uint8_t* ip = (const uint8_t*)reg[REG_RIP];
+  // A faulting CPUID is a general-protection fault (SI_KERNEL); only then is
+  // the instruction pointer's code read (it is the code that just ran).
+  if (info->si_code == SI_KERNEL && ip[0] == 0x0f && ip[1] == 0xa2) {
+    const uint32_t leaf = (uint32_t)reg[REG_RAX], subleaf = (uint32_t)reg[REG_RCX];
+    uint32_t r[4];
+    syscall(SYS_arch_prctl, ARCH_SET_CPUID, 1);
+    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(subleaf));
+    syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0);
+    hide(leaf, subleaf, r);
+    reg[REG_RAX] = r[0];
+    reg[REG_RBX] = r[1];
+    reg[REG_RCX] = r[2];
+    reg[REG_RDX] = r[3];
+    reg[REG_RIP] += 2;
+    return;
+  }
+  if (program_action.sa_flags & SA_SIGINFO) {
+    program_action.sa_sigaction(sig, info, context);
+  } else if (program_action.sa_handler != SIG_DFL && program_action.sa_handler != SIG_IGN) {
+    program_action.sa_handler(sig);
+  } else {
+    // The default action, as without this library: a fault happens again
+    // when the instruction runs again on return; a signal sent by kill() is
+    // sent again, and arrives when the handler returns.
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    real_sigaction(SIGSEGV, &dfl, NULL);
+    if (info->si_code <= 0) raise(sig);
+  }
+}
+
+// The program's own SIGSEGV handler is recorded, not installed: on_segv stays first.
+int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  if (sig != SIGSEGV) return real_sigaction(sig, act, old);
+  if (old) *old = program_action;
+  if (act) program_action = *act;
+  return 0;
+}
+
+sighandler_t signal(int sig, sighandler_t handler) {
+  struct sigaction act, old;
+  memset(&act, 0, sizeof act);
+  act.sa_handler = handler;
+  act.sa_flags = SA_RESTART;
+  if (sigaction(sig, &act, &old) != 0) return SIG_ERR;
+  return old.sa_handler;
+}
+
+__attribute__((constructor)) static void start(void) {
+  struct sigaction act;
+  memset(&act, 0, sizeof act);
+  act.sa_sigaction = on_segv;
+  act.sa_flags = SA_SIGINFO;
+  if (real_sigaction(SIGSEGV, &act, NULL) != 0 ||
+      syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0) != 0) {
+    fprintf(stderr, "error: cpuid_avx2: CPUID cannot be made to fault here (arch_prctl ARCH_SET_CPUID: %s), "
+            "so AVX-512 cannot be hidden\n", strerror(errno));
+    _exit(2);
+  }
+}
