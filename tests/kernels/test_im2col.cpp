@@ -84,10 +84,12 @@ void check_packer(Im2colSource::Packer packer, bool compare_to_generic) {
     const Im2colSource generic(s, x.data(), Im2colSource::Packer::kGeneric);
     const Im2colSource tested(s, x.data(), packer);
     for (int nr : {8, 16, 32, 48}) {
-      // Depth blocks that start mid-channel and column windows that start
-      // mid-row and end short of a panel.
-      for (const auto& [k0, kc] : std::vector<std::pair<int64_t, int64_t>>{{0, K}, {1, K - 1}, {K / 2, K - K / 2}}) {
-        for (const auto& [j0, nc] : std::vector<std::pair<int64_t, int64_t>>{{0, N}, {N / 3, N - N / 3}, {1, N / 2}}) {
+      // Column windows that start mid-row and end short of a panel, and
+      // depth blocks that start mid-channel; the depth blocks of one window
+      // in a row, as the GEMM packs them (the vector packer keeps a window's
+      // reads from one block to the next).
+      for (const auto& [j0, nc] : std::vector<std::pair<int64_t, int64_t>>{{0, N}, {N / 3, N - N / 3}, {1, N / 2}}) {
+        for (const auto& [k0, kc] : std::vector<std::pair<int64_t, int64_t>>{{0, K}, {1, K - 1}, {K / 2, K - K / 2}}) {
           if (kc <= 0 || nc <= 0) continue;
           const int64_t n_panels = (nc + nr - 1) / nr;
           const size_t size = size_t(n_panels * kc * nr);
@@ -128,4 +130,35 @@ TEST_CASE("im2col AVX2 vector packer writes the generic packer's bytes", "[kerne
   // On an AVX-512 host too, where kVector is the AVX-512 packer.
   if (!Im2colSource::vector_avx2_available()) QTOOL_SKIP("no AVX2 on this CPU: kVectorAvx2 would be kGeneric");
   check_packer(Im2colSource::Packer::kVectorAvx2, true);
+}
+
+TEST_CASE("im2col vector packer keeps no reads of one geometry for another", "[kernels][conv]") {
+  // Two geometries with the same output size, packed alternately on one
+  // thread with the same column window and panel width: each must get its
+  // own reads (the vector packer's per-thread cache of a window's runs is
+  // keyed by the geometry too).
+  if (!Im2colSource::vector_available()) QTOOL_SKIP("no AVX2 or AVX-512F + BMI2 on this CPU: kVector would be kGeneric");
+  const detail::Spatial3 same_pads = geometry(20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+  const detail::Spatial3 shifted = geometry(20, 20, 3, 3, 1, 1, 1, 1, 2, 0, 0, 2);
+  REQUIRE(same_pads.out[1] == shifted.out[1]);
+  REQUIRE(same_pads.out[2] == shifted.out[2]);
+  const int64_t c = 40, K = c * 9, N = same_pads.out[1] * same_pads.out[2], nr = 16, j0 = 16, nc = 128;
+  std::vector<float> x(size_t(c * 20 * 20));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 97) - 48.0f;
+  for (Im2colSource::Packer packer : {Im2colSource::Packer::kVector, Im2colSource::Packer::kVectorAvx2}) {
+    for (int64_t k0 = 0; k0 < K; k0 += 128) {
+      for (const detail::Spatial3* s : {&same_pads, &shifted}) {
+        const int64_t kc = std::min<int64_t>(128, K - k0);
+        std::vector<float> got(size_t(nc / nr * kc * nr));
+        Im2colSource(*s, x.data(), packer).pack(k0, kc, j0, nc, nr, got.data());
+        size_t bad = 0;
+        for (int64_t q = 0; q < nc / nr; ++q)
+          for (int64_t kk = 0; kk < kc; ++kk)
+            for (int64_t l = 0; l < nr; ++l)
+              if (got[size_t((q * kc + kk) * nr + l)] != element(*s, x, k0 + kk, j0 + q * nr + l)) ++bad;
+        INFO("k0=" << k0 << " pads " << s->pads_begin[1] << "," << s->pads_begin[2] << " N=" << N);
+        CHECK(bad == 0);
+      }
+    }
+  }
 }
