@@ -57,6 +57,30 @@ struct Problem {
   int64_t b_padded = 0;
 };
 
+// Columns [j, j + cols) (the last, partial B panel `b` of the depth block
+// k0) for A panels [p0, p1) through the ISA's column tail, then each tile's
+// epilogue by store_tile_scalar (the bits of the micro-kernels' own).
+void run_column_tail(const Problem& pr, int64_t k0, int64_t kc, int64_t j, const float* b, int cols, int64_t p0,
+                     int64_t p1, detail::MicroEpilogue mep) {
+  const int mr = pr.isa.mr;
+  thread_local AlignedFloats tile_buf;
+  float* tiles = scratch(tile_buf, detail::kColumnTailPanels * mr * 8);
+  mep.col_bias = pr.ep.col_bias ? pr.ep.col_bias + j : nullptr;
+  for (int64_t p = p0; p < p1; p += detail::kColumnTailPanels) {
+    const int count = static_cast<int>(std::min<int64_t>(detail::kColumnTailPanels, p1 - p));
+    const float* a[detail::kColumnTailPanels];
+    for (int t = 0; t < count; ++t) a[t] = pr.a.packed->panel(k0, p + t);
+    pr.isa.column_tail(kc, a, count, b, pr.isa.nr, cols, tiles);
+    for (int t = 0; t < count; ++t) {
+      const int64_t i0 = (p + t) * mr;
+      mep.row_bias = pr.ep.row_bias ? pr.ep.row_bias + i0 : nullptr;
+      mep.residual = pr.ep.residual ? pr.ep.residual + i0 * pr.ep.ldr + j : nullptr;
+      detail::store_tile_scalar(tiles + t * mr * 8, 8, pr.c + i0 * pr.ldc + j, pr.ldc,
+                                static_cast<int>(std::min<int64_t>(mr, pr.M - i0)), cols, mep);
+    }
+  }
+}
+
 // Columns [j0, j0+nc) and A panels [p0, p1) of the product.
 void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1) {
   thread_local AlignedFloats a_buf, b_buf;
@@ -92,6 +116,12 @@ void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1
     mep.clamp = pr.ep.clamp;
     mep.lo = pr.ep.lo;
     mep.hi = pr.ep.hi;
+    // A last panel of at most column_tail_max valid columns goes through the
+    // ISA's column tail, several A panels at once, after the others (weights
+    // packed at prepare time only: their panels all lie in memory).
+    const int tail_cols = static_cast<int>(nc - (n_panels - 1) * nr);
+    const bool tail = pr.a.packed && pr.isa.column_tail && tail_cols <= pr.isa.column_tail_max;
+    const int64_t full_panels = tail ? n_panels - 1 : n_panels;
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t i0 = p * mr;
       const int m_valid = static_cast<int>(std::min<int64_t>(mr, pr.M - i0));
@@ -104,7 +134,7 @@ void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1
         ap = dst;
       }
       mep.row_bias = pr.ep.row_bias ? pr.ep.row_bias + i0 : nullptr;
-      for (int64_t q = 0; q < n_panels; ++q) {
+      for (int64_t q = 0; q < full_panels; ++q) {
         const int64_t j = j0 + q * nr;
         mep.col_bias = pr.ep.col_bias ? pr.ep.col_bias + j : nullptr;
         mep.residual = pr.ep.residual ? pr.ep.residual + i0 * pr.ep.ldr + j : nullptr;
@@ -114,6 +144,7 @@ void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1
                       static_cast<int>(std::min<int64_t>(nr, pr.N - j)), mep);
       }
     }
+    if (tail) run_column_tail(pr, k0, kc, j0 + full_panels * nr, bp + full_panels * kc * nr, tail_cols, p0, p1, mep);
   }
 }
 

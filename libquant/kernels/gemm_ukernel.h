@@ -37,10 +37,23 @@ struct MicroEpilogue {
 using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t b_stride, float* c, int64_t ldc,
                              int m_valid, int n_valid, const MicroEpilogue& ep);
 
+// The last B panel of a block when it has at most `column_tail_max` valid
+// columns (a 7 x 7 map: 49 = 3 x 16 + 1), against `count` (at most
+// kColumnTailPanels) A panels at once: raw sums over the kc block, panel t's
+// as an MR x 8 tile at tiles[t * mr * 8] (row stride 8, only the first
+// n_valid columns written). The caller applies the epilogue with
+// store_tile_scalar. Each sum is the micro-kernel's: the same fused
+// multiply-adds in the same order from zero, so the same bits.
+inline constexpr int kColumnTailPanels = 4;
+using ColumnTailKernel = void (*)(int64_t kc, const float* const* a, int count, const float* b, int64_t b_stride,
+                                  int n_valid, float* tiles);
+
 struct GemmIsa {
   const char* name;
   int mr, nr;
   MicroKernel kernel;
+  ColumnTailKernel column_tail = nullptr;  // null: the micro-kernel runs the last panel as any other
+  int column_tail_max = 0;
 };
 
 // The fastest kernel this CPU runs (chosen once).

@@ -127,6 +127,64 @@ __attribute__((target("avx2,fma"))) void f32_gemm_avx2_rows(int64_t kc, const fl
     store_tile<Lanes8, R, V, false>(acc, c, ldc, mask, ep);
 }
 
+// The column tail (gemm_ukernel.h): NJ columns of one B panel against NP A
+// panels, the rows of a panel in the lanes of one vector (6 of 8). The
+// micro-kernel spends a whole row panel's worth of broadcasts and multiply-adds
+// per k on such a panel (f32_gemm_avx2_rows<6, 1>: 6 FMA chains, so 4 cycles
+// of FMA latency per k), for 1 to 4 useful columns; here NP x NJ chains share
+// the k loop: 1 cycle per panel and k for NJ = 1 against 4.
+template <int NJ, int NP>
+__attribute__((target("avx2,fma"))) void f32_column_tail_avx2(int64_t kc, const float* const* a, const float* b,
+                                                              int64_t b_stride, float* tiles) {
+  static_assert(NJ * NP + NP + 1 <= 16, "accumulators, A vectors and a broadcast fit the ymm registers");
+  const __m256i rows = first_lanes(kMr);  // lanes 6 and 7 are not read (past the panel's last k)
+  __m256 acc[NP][NJ];
+#pragma GCC unroll 4
+  for (int t = 0; t < NP; ++t)
+#pragma GCC unroll 4
+    for (int j = 0; j < NJ; ++j) acc[t][j] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < kc; ++k) {
+    __m256 av[NP];
+#pragma GCC unroll 4
+    for (int t = 0; t < NP; ++t) av[t] = _mm256_maskload_ps(a[t] + k * kMr, rows);
+#pragma GCC unroll 4
+    for (int j = 0; j < NJ; ++j) {
+      const __m256 bj = _mm256_broadcast_ss(b + k * b_stride + j);
+#pragma GCC unroll 4
+      for (int t = 0; t < NP; ++t) acc[t][j] = _mm256_fmadd_ps(bj, av[t], acc[t][j]);
+    }
+  }
+  alignas(32) float lanes[8];
+#pragma GCC unroll 4
+  for (int t = 0; t < NP; ++t)
+#pragma GCC unroll 4
+    for (int j = 0; j < NJ; ++j) {
+      _mm256_store_ps(lanes, acc[t][j]);
+      for (int i = 0; i < kMr; ++i) tiles[(t * kMr + i) * 8 + j] = lanes[i];
+    }
+}
+
+// Panels per pass for NJ columns: as many as the registers hold, up to 4.
+constexpr int tail_panels(int nj) { return nj <= 2 ? 4 : nj == 3 ? 3 : 2; }
+
+template <int NJ>
+void column_tail_nj(int64_t kc, const float* const* a, int count, const float* b, int64_t b_stride, float* tiles) {
+  constexpr int kNp = tail_panels(NJ);
+  int t = 0;
+  for (; t + kNp <= count; t += kNp) f32_column_tail_avx2<NJ, kNp>(kc, a + t, b, b_stride, tiles + t * kMr * 8);
+  for (; t < count; ++t) f32_column_tail_avx2<NJ, 1>(kc, a + t, b, b_stride, tiles + t * kMr * 8);
+}
+
+void f32_column_tail(int64_t kc, const float* const* a, int count, const float* b, int64_t b_stride, int n_valid,
+                     float* tiles) {
+  switch (n_valid) {
+    case 1: return column_tail_nj<1>(kc, a, count, b, b_stride, tiles);
+    case 2: return column_tail_nj<2>(kc, a, count, b, b_stride, tiles);
+    case 3: return column_tail_nj<3>(kc, a, count, b, b_stride, tiles);
+    default: return column_tail_nj<4>(kc, a, count, b, b_stride, tiles);
+  }
+}
+
 using RowsFn = void (*)(int64_t, const float*, const float*, int64_t, float*, int64_t, int, const MicroEpilogue&);
 
 template <int... Rs>
@@ -143,7 +201,7 @@ void f32_gemm_avx2_6x16(int64_t kc, const float* a, const float* b, int64_t b_st
   kRows[static_cast<size_t>(v * kMr + std::clamp(m_valid, 1, kMr) - 1)](kc, a, b, b_stride, c, ldc, n_valid, ep);
 }
 
-const GemmIsa kAvx2{"avx2", kMr, kNr, f32_gemm_avx2_6x16};
+const GemmIsa kAvx2{"avx2", kMr, kNr, f32_gemm_avx2_6x16, f32_column_tail, 4};
 
 }  // namespace
 
