@@ -5,6 +5,10 @@
 # speed needs the zoo (scripts/make_zoo.sh) and ONNX Runtime (scripts/setup_ort.sh);
 # BENCH_MODELS (default "resnet18 mobilenet_v2"), BENCH_THREADS ("1 2"),
 # BENCH_RUNS (timed runs per sample, 3) and BENCH_SAMPLES (4) tune it,
+# BENCH_ROUNDS (1) repeats speed's runs of each model that many times, qrun and
+# ORT alternating, and reports each side's best round and the median of the
+# rounds' ratios (on a host whose speed moves between runs, the ratio of two
+# adjacent runs moves much less than either run);
 # BENCH_QPROFILE=0 leaves out qprofile's timing (the longest part);
 # QTOOL_ISA=portable|avx2|avx512|vnni runs qrun's kernels capped at that ISA
 # (libquant/kernels/cpu.h), e.g. the AVX2 paths on an AVX-512 host;
@@ -186,13 +190,46 @@ qprofile_per_sample() {
   echo "$per $startup $all_in $rss $count $small $cpu_per"
 }
 
+# paired_rounds T < ROUNDS: the lines "T qrun-f32 ORT-f32 qrun-int8 ORT-int8"
+# (each side "MEDIAN_MS CPU_MS RSS_KIB") of thread count T, one per round,
+# summed up: per side its best round's median and largest RSS, and for each
+# pair the median over the rounds of that round's qrun / ORT ratio, of wall
+# and of CPU time. Prints "QF_BEST CPU_RATIO QF_RSS OF_BEST WALL_RATIO OF_RSS"
+# and the same six for int8 (QI..., OI...).
+paired_rounds() {
+  awk -v t="$1" '
+    function median(a, n,   i, j, x) {
+      for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    $1 == t {
+      n++
+      for (f = 0; f < 2; f++) {
+        q = 2 + 6 * f; o = q + 3
+        if (n == 1 || $q < best[f, 0]) best[f, 0] = $q
+        if (n == 1 || $o < best[f, 1]) best[f, 1] = $o
+        if ($(q + 2) > rss[f, 0]) rss[f, 0] = $(q + 2)
+        if ($(o + 2) > rss[f, 1]) rss[f, 1] = $(o + 2)
+        wall[f, n] = $q / $o; cpu[f, n] = $(q + 1) / $(o + 1)
+      }
+    }
+    END {
+      for (f = 0; f < 2; f++) {
+        for (i = 1; i <= n; i++) { w[i] = wall[f, i]; c[i] = cpu[f, i] }
+        printf "%.2f %.2f %d %.2f %.2f %d ", best[f, 0], median(c, n), rss[f, 0], best[f, 1], median(w, n), rss[f, 1]
+      }
+      print ""
+    }'
+}
+
 bench_speed() {
   local zoo=${ZOO_DIR:-$repo/.cache/zoo}
   local models=${BENCH_MODELS:-resnet18 mobilenet_v2} threads_list=${BENCH_THREADS:-1 2}
-  local runs=${BENCH_RUNS:-3} samples=${BENCH_SAMPLES:-4}
+  local runs=${BENCH_RUNS:-3} samples=${BENCH_SAMPLES:-4} rounds=${BENCH_ROUNDS:-1}
+  [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "error: BENCH_ROUNDS must be a positive integer, not '$rounds'" >&2; return 2; }
   [ -f "$repo/.cache/ort/node_modules/onnxruntime-node/package.json" ] ||
     { echo "error: ONNX Runtime for Node is missing: run scripts/setup_ort.sh" >&2; return 2; }
-  echo "== speed: qrun vs ONNX Runtime (median wall ms per sample; ratio = qrun / ORT, lower is better; cpu = ratio of CPU time)"
+  echo "== speed: qrun vs ONNX Runtime (the best of $rounds round(s) of median wall ms per sample; ratio = qrun / ORT, lower is better, the median over the rounds of each round's ratio; cpu = the same of CPU time)"
   printf '%-14s %3s | %9s %9s %6s %6s | %9s %9s %6s %6s | %s\n' model thr "qrun f32" "ORT f32" ratio cpu "qrun int8" "ORT int8" \
     ratio cpu "peak RSS MiB (qrun f32 / ORT f32 / qrun int8 / ORT int8)"
   local model t
@@ -211,19 +248,25 @@ bench_speed() {
       echo "ISA: qrun ${qisa:-?}${QTOOL_ISA:+ (QTOOL_ISA=$QTOOL_ISA)}; ONNX Runtime: host $(host_isa)"
       isa_said=1
     fi
-    local ort1=""
+    local ort1="" round
+    : >"$w/rounds"
+    for ((round = 0; round < rounds; round++)); do
+      for t in $threads_list; do
+        local qf of qi oi pin
+        pin=$(pin_for "$t")
+        qf=$(timed_median $pin "$bin/qrun" "$dir/model.onnx" --data "$w/data" --bench "$runs" --threads "$t" --quiet)
+        of=$(timed_median $pin node "$repo/scripts/ort_bench.js" "$dir/model.onnx" "$w/data" --threads "$t" --runs "$runs")
+        qi=$(timed_median $pin "$bin/qrun" "$w/int8.onnx" --data "$w/data" --bench "$runs" --threads "$t" --quiet)
+        oi=$(timed_median $pin node "$repo/scripts/ort_bench.js" "$w/int8.onnx" "$w/data" --threads "$t" --runs "$runs")
+        echo "$t $qf $of $qi $oi" >>"$w/rounds"
+      done
+    done
     for t in $threads_list; do
-      local qf of qi oi pin
-      pin=$(pin_for "$t")
-      qf=$(timed_median $pin "$bin/qrun" "$dir/model.onnx" --data "$w/data" --bench "$runs" --threads "$t" --quiet)
-      of=$(timed_median $pin node "$repo/scripts/ort_bench.js" "$dir/model.onnx" "$w/data" --threads "$t" --runs "$runs")
-      qi=$(timed_median $pin "$bin/qrun" "$w/int8.onnx" --data "$w/data" --bench "$runs" --threads "$t" --quiet)
-      oi=$(timed_median $pin node "$repo/scripts/ort_bench.js" "$w/int8.onnx" "$w/data" --threads "$t" --runs "$runs")
-      # Fields: qrun f32 (1 median, 2 cpu, 3 rss), ORT f32 (4-6), qrun int8 (7-9), ORT int8 (10-12).
-      set -- $qf $of $qi $oi
+      # Fields: qrun f32 (1 best median, 2 cpu ratio, 3 rss), ORT f32 (4 best, 5 ratio, 6 rss), the same for int8
+      # (7-12); ratios are the median over the rounds of each round's qrun / ORT.
+      set -- $(paired_rounds "$t" <"$w/rounds")
       printf '%-14s %3s | %9.2f %9.2f %6s %6s | %9.2f %9.2f %6s %6s | %s / %s / %s / %s\n' "$model" "$t" "$1" "$4" \
-        "$(ratio "$1" "$4")" "$(ratio "$2" "$5")" "$7" "${10}" "$(ratio "$7" "${10}")" "$(ratio "$8" "${11}")" \
-        "$(mib "$3")" "$(mib "$6")" "$(mib "$9")" "$(mib "${12}")"
+        "$5" "$2" "$7" "${10}" "${11}" "$8" "$(mib "$3")" "$(mib "$6")" "$(mib "$9")" "$(mib "${12}")"
       eval "qf_$t=$1; of_$t=$4; qi_$t=$7; oi_$t=${10}"
       [ -n "$ort1" ] || ort1=$4
     done

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# scripts/bench.sh speed with BENCH_ROUNDS: each side's best round, the
+# largest RSS, and the median over the rounds of each round's qrun / ORT
+# ratio (paired_rounds), from round lines written out here; a bad
+# BENCH_ROUNDS is refused with exit code 2 before anything runs.
+source "$(dirname "$0")/lib.sh"
+source <(sed -n '/^paired_rounds() {/,/^}/p' "$src/scripts/bench.sh")
+declare -F paired_rounds >/dev/null || fail "paired_rounds not found in scripts/bench.sh"
+# Per line: threads, then qrun f32, ORT f32, qrun int8, ORT int8, each "median_ms cpu_ms rss_kib".
+cat >"$tmp/rounds" <<'ROUNDS'
+1 12 13 110 18 20 210 6 7 55 7 8 85
+2 6 7 100 12 13 200 3 4 50 5 6 80
+1 10 11 100 20 22 200 5 6 50 8 9 80
+1 9 10 100 21 23 200 4 5 50 10 10 80
+ROUNDS
+# Thread 1, f32: walls 12/18, 10/20, 9/21 (ratios 0.667, 0.5, 0.429: median 0.5, neither the first
+# round's nor the bests' 9/18), CPU 13/20, 11/22, 10/23 (median 0.5); int8: walls 6/7, 5/8, 4/10 (0.857,
+# 0.625, 0.4: median 0.625 -> "0.62" or "0.63"; bests 4/7), CPU 7/8, 6/9, 5/10 (median 0.667).
+got=$(paired_rounds 1 <"$tmp/rounds")
+[[ "$got" =~ ^"9.00 0.50 110 18.00 0.50 210 4.00 0.67 55 7.00 0.6"[23]" 85" ]] || fail "paired_rounds 1: '$got'"
+got=$(paired_rounds 2 <"$tmp/rounds")
+[[ "$got" =~ ^"6.00 0.54 100 12.00 0.50 200 3.00 0.67 50 5.00 0.60 80" ]] || fail "paired_rounds 2: '$got'"
+expect_exit 2 "BENCH_ROUNDS must be a positive integer" env BENCH_ROUNDS=0 QTOOL_BIN="$bin" bash "$src/scripts/bench.sh" speed
+echo "paired_rounds sums up rounds as documented; BENCH_ROUNDS=0 refused"
