@@ -88,6 +88,8 @@ static void on_segv(int sig, siginfo_t* info, void* context) {
     program_action.sa_sigaction(sig, info, context);
   } else if (program_action.sa_handler != SIG_DFL && program_action.sa_handler != SIG_IGN) {
     program_action.sa_handler(sig);
+  } else if (program_action.sa_handler == SIG_IGN && info->si_code <= 0) {
+    // Ignored, as the kernel ignores a sent SIGSEGV (a fault it never lets be ignored: below).
   } else {
     // The default action, as without this library: a fault happens again
     // when the instruction runs again on return; a signal sent by kill() is
