@@ -82,17 +82,24 @@ __attribute__((always_inline)) inline void transpose_4x16(const uint8_t* const r
 //    (padded row S1 oy + d1 ky, column S2 ox + d2 kx) reads phase
 //    (d1 ky % S1, d2 kx % S2) at q + (d1 ky / S1) * pw + d2 kx / S2: every
 //    patch row is a contiguous slice of a phase plane, nothing is gathered.
-//    The columns ox >= out_w (pw - out_w per line) are computed into a
-//    scratch block and dropped when it is copied to y (they read past their
-//    line, never past the plane's slack);
+//    Only the phases some tap reads are copied. The columns ox >= out_w
+//    (pw - out_w per line) are computed into a scratch block and dropped
+//    when it is copied to y (they read past their line, never past the
+//    plane's slack); with none (pw = out_w: a strided 1x1), the wide pixels
+//    are the output's and go to y directly;
 //  - otherwise rows gathered per block (gather_row, im2col).
 struct Shape : detail::QConvShape {
   bool pointwise = false;
   bool wide = false;
   int64_t pw = 0, ph = 0;     // wide: the phase planes' line width and height
   int64_t phase_pitch = 0;    // elements per phase plane (with slack)
-  int64_t pitch = 0;          // elements per channel (all its phases)
+  int64_t pitch = 0;          // elements per channel (the phases some tap reads)
+  // Where phase (a, b) starts in a channel's planes, in units of phase_pitch
+  // (slot[a][b]), or -1 for a phase no tap reads, which is not copied: a
+  // strided 1x1 (resnet's downsamples) reads one phase of S1 x S2.
+  int8_t slot[4][4] = {};
   int64_t plane = 0;          // output pixels the GEMM computes per channel: out_plane, or out_h * pw when wide
+  bool scratch = false;       // wide with columns to drop: computed into a scratch block, copied to y
 };
 
 Shape conv_shape(const ConvGeometry& g) {
@@ -105,10 +112,6 @@ Shape conv_shape(const ConvGeometry& g) {
   if (c.pointwise || s.in[0] != 1 || s.out[0] != 1 || s.kernel[0] != 1 || s.pads_begin[0] != 0 || s.pads_end[0] != 0 ||
       s.out[1] <= 0 || s.out[2] <= 0 || s.strides[1] > 4 || s.strides[2] > 4)
     return c;
-  // Every phase must be read by some tap, or copying it costs more than the
-  // gather it saves (a strided 1x1 reads one phase of four).
-  if ((s.kernel[1] - 1) * s.dilations[1] + 1 < s.strides[1] || (s.kernel[2] - 1) * s.dilations[2] + 1 < s.strides[2])
-    return c;
   const int64_t s1 = s.strides[1], s2 = s.strides[2];
   const int64_t pw = (s.in[2] + s.pads_begin[2] + s.pads_end[2] + s2 - 1) / s2;
   const int64_t ph = (s.in[1] + s.pads_begin[1] + s.pads_end[1] + s1 - 1) / s1;
@@ -119,8 +122,17 @@ Shape conv_shape(const ConvGeometry& g) {
   // The furthest read: wide pixel out_h * pw - 1 under the last tap.
   const int64_t reach = (s.out[1] + s.dilations[1] * (s.kernel[1] - 1) / s1) * pw + s.dilations[2] * (s.kernel[2] - 1) / s2;
   c.phase_pitch = std::max(ph * pw, reach) + 64;
-  c.pitch = s1 * s2 * c.phase_pitch;
+  // The phases are a grid: (a, b) is read when some tap row reads row phase a
+  // and some tap column reads column phase b.
+  bool row_read[4] = {}, col_read[4] = {};
+  for (int64_t k = 0; k < s.kernel[1]; ++k) row_read[k * s.dilations[1] % s1] = true;
+  for (int64_t k = 0; k < s.kernel[2]; ++k) col_read[k * s.dilations[2] % s2] = true;
+  int slots = 0;
+  for (int64_t a = 0; a < s1; ++a)
+    for (int64_t b = 0; b < s2; ++b) c.slot[a][b] = static_cast<int8_t>(row_read[a] && col_read[b] ? slots++ : -1);
+  c.pitch = slots * c.phase_pitch;
   c.plane = s.out[1] * pw;
+  c.scratch = pw != s.out[2];
   return c;
 }
 
@@ -183,29 +195,46 @@ inline void copy_stride2(const uint8_t* line, int64_t n, uint8_t* dst) {
 }
 
 // The phase planes of the wide path for one image: channel ch of x into
-// dst + ch * pitch, phase (a, b) at + (a * S2 + b) * phase_pitch.
+// dst + ch * pitch, phase (a, b) at + slot[a][b] * phase_pitch (the phases
+// no tap reads are skipped).
 template <class TX>
 void pad_planes(const Shape& c, const TX* x, TX zx, int64_t channels, TX* dst, int threads) {
   const detail::Spatial3& s = c.s;
   const int64_t s1 = s.strides[1], s2 = s.strides[2], iw = s.in[2], pb = s.pads_begin[2];
-  parallel_for(threads, channels, [&](int64_t ch) {
-    TX* d = dst + ch * c.pitch;
-    const TX* src = x + ch * c.in_plane;
-    std::fill(d, d + c.pitch, zx);
-    for (int64_t y = 0; y < s.in[1]; ++y) {
-      const int64_t row = y + s.pads_begin[1];
-      const TX* line = src + y * iw;
-      for (int64_t b = 0; b < s2; ++b) {
-        // Phase column j holds input column x = S2 j + b - pb, for x in [0, iw).
-        const int64_t j0 = pb - b > 0 ? (pb - b + s2 - 1) / s2 : 0;
-        const int64_t j1 = iw - 1 + pb - b >= 0 ? std::min(c.pw, (iw - 1 + pb - b) / s2 + 1) : 0;
-        if (j1 <= j0) continue;
-        TX* out = d + ((row % s1) * s2 + b) * c.phase_pitch + (row / s1) * c.pw + j0;
-        const TX* in = line + s2 * j0 + b - pb;
-        if (s2 == 1) std::memcpy(out, in, static_cast<size_t>(j1 - j0) * sizeof(TX));
-        else if (s2 == 2) copy_stride2(reinterpret_cast<const uint8_t*>(in), j1 - j0, reinterpret_cast<uint8_t*>(out));
-        else for (int64_t j = 0; j < j1 - j0; ++j) out[j] = in[s2 * j];
-      }
+  // Column phase b: phase column j holds input column x = S2 j + b - pb, for
+  // x in [0, iw): columns [j0, j1), read from the line at S2 j0 + b - pb.
+  int64_t j0[4], j1[4];
+  for (int64_t b = 0; b < s2; ++b) {
+    j0[b] = pb - b > 0 ? (pb - b + s2 - 1) / s2 : 0;
+    j1[b] = iw - 1 + pb - b >= 0 ? std::min(c.pw, (iw - 1 + pb - b) / s2 + 1) : 0;
+  }
+  // The copies, line by line, worked out once for every channel: only the
+  // lines of phases some tap reads. (Worked out per channel, with a division
+  // per line, this loop took 14% of a 1x1/2 downsample's time; 1% now.)
+  struct Line {
+    int64_t from, to;  // offsets in the input plane and in a channel's planes
+    int64_t n;         // elements
+  };
+  thread_local std::vector<Line> lines;
+  lines.clear();
+  for (int64_t y = 0; y < s.in[1]; ++y) {
+    const int64_t row = y + s.pads_begin[1], a = row % s1, i = row / s1;
+    for (int64_t b = 0; b < s2; ++b)
+      if (c.slot[a][b] >= 0 && j1[b] > j0[b])
+        lines.push_back({y * iw + s2 * j0[b] + b - pb, c.slot[a][b] * c.phase_pitch + i * c.pw + j0[b], j1[b] - j0[b]});
+  }
+  const Line* const first = lines.data();
+  const size_t count = lines.size();
+  const int64_t pitch = c.pitch, in_plane = c.in_plane;
+  parallel_for(threads, channels, [=](int64_t ch) {
+    TX* const d = dst + ch * pitch;
+    const TX* const src = x + ch * in_plane;
+    std::fill(d, d + pitch, zx);
+    for (size_t k = 0; k < count; ++k) {
+      const Line& l = first[k];
+      if (s2 == 1) std::memcpy(d + l.to, src + l.from, static_cast<size_t>(l.n) * sizeof(TX));
+      else if (s2 == 2) copy_stride2(reinterpret_cast<const uint8_t*>(src + l.from), l.n, reinterpret_cast<uint8_t*>(d + l.to));
+      else for (int64_t j = 0; j < l.n; ++j) d[l.to + j] = src[l.from + s2 * j];
     }
   });
 }
@@ -273,7 +302,7 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
     const int64_t s1 = c.s.strides[1], s2 = c.s.strides[2];
     for (int64_t tap = 0; tap < c.taps; ++tap) {
       const int64_t rx = tap % c.s.kernel[2] * c.s.dilations[2], ry = tap / c.s.kernel[2] * c.s.dilations[1];
-      tap_at[static_cast<size_t>(tap)] = ((ry % s1) * s2 + rx % s2) * c.phase_pitch + (ry / s1) * c.pw + rx / s2 + p0;
+      tap_at[static_cast<size_t>(tap)] = c.slot[ry % s1][rx % s2] * c.phase_pitch + (ry / s1) * c.pw + rx / s2 + p0;
     }
     for (int64_t ch = 0, kk = 0; ch < c.group_in; ++ch)
       for (int64_t tap = 0; tap < c.taps; ++tap, ++kk)
@@ -564,13 +593,13 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
     const int64_t chunk = by_channel ? task / outer : task % chunks, b = by_channel ? task % outer : task / chunks;
     const Block k = block_of(b);
     const int64_t grp = k.grp, n = k.n, p0 = k.p0, count = k.count, stride = k.stride;
-    // Output row m of this image at ybase + m * yld: y itself, or (wide) a
+    // Output row m of this image at ybase + m * yld: y itself, or (c.scratch) a
     // scratch block of every output channel, copied to y at the end.
     TY* const y_image = y + n * g.out_channels * c.out_plane;
     TY* const ybase =
-        c.wide ? reinterpret_cast<TY*>(wide_out.reserve(static_cast<size_t>(g.out_channels * stride) * sizeof(TY)))
-               : y_image + p0;
-    const int64_t yld = c.wide ? stride : c.out_plane;
+        c.scratch ? reinterpret_cast<TY*>(wide_out.reserve(static_cast<size_t>(g.out_channels * stride) * sizeof(TY)))
+                  : y_image + p0;
+    const int64_t yld = c.scratch ? stride : c.out_plane;
     const uint8_t* pb;
     const int32_t* sums;
     if (shared) {
@@ -625,7 +654,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
         finish(tile[0], i0, mv, j);
       }
     }
-    if (c.wide) {
+    if (c.scratch) {
       const int64_t r0 = grp * c.group_out + p_begin * mr, r1 = grp * c.group_out + std::min(c.group_out, p_end * mr);
       copy_wide(c, ybase, yld, r0, r1, p0, count, y_image);
     }

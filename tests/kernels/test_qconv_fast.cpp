@@ -50,7 +50,10 @@ std::vector<Case> cases() {
       {1, 3, 8, 1, {20, 22}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {3, 3}},    // wide, stride 2: four phases (resnet's stem)
       {1, 4, 8, 1, {12, 11}, {3, 3}, {2, 2}, {2, 2}, {2, 1}, {1, 2}},    // wide, stride 2, dilation 2
       {1, 3, 5, 1, {11, 13}, {3, 3}, {3, 3}, {1, 1}, {1, 2}, {0, 1}},    // wide, stride 3
-      {1, 6, 5, 1, {12, 9}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},     // 1x1 stride 2 (downsample): one phase of four, gathered
+      {1, 6, 5, 1, {12, 9}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},     // 1x1 stride 2 (downsample): one phase of four, to y directly
+      {1, 4, 5, 1, {9, 11}, {1, 1}, {2, 3}, {1, 1}, {1, 0}, {0, 1}},     // padded 1x1, strides 2 x 3: one phase of six
+      {1, 3, 4, 1, {9, 10}, {1, 3}, {2, 2}, {1, 1}, {0, 1}, {0, 1}},     // 1x3 stride 2: two phases of four
+      {1, 2, 3, 1, {11, 12}, {2, 2}, {2, 2}, {2, 2}, {1, 1}, {1, 1}},    // dilation 2 = stride 2: one phase, four taps
       // 1x1 stride 2 on lines of 4, 5, 8, 9, 15, 17, 29 and 34 output pixels:
       // every branch of the strided copy, odd input widths ending the read
       // at the tensor's last byte (a sanitizer build sees any read past it)
