@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "libquant/kernels/qconv_shape.h"
 #include "libquant/kernels/spatial.h"
@@ -197,14 +198,27 @@ inline void copy_line(uint8_t* dst, const uint8_t* src, size_t n) {
 // past the output line.
 template <class TY>
 void copy_wide(const Shape& c, const TY* src, int64_t ld, int64_t r0, int64_t r1, int64_t p0, int64_t count, TY* y) {
+  // The block's line segments first, then row by row: each row's reads and
+  // writes advance through memory (segment by segment, every row in turn,
+  // touched a new line of each of hundreds of rows per step).
+  struct Segment {
+    int64_t from, to, bytes;  // offset in a scratch row, in an output row; length
+  };
+  thread_local std::vector<Segment> segments;
+  segments.clear();
   const int64_t ow = c.s.out[2];
   for (int64_t q = p0; q < p0 + count;) {
     const int64_t oy = q / c.pw, ox = q % c.pw, end = std::min(p0 + count, (oy + 1) * c.pw);
     const int64_t n = std::min(ow, ox + (end - q)) - ox;
-    for (int64_t r = r0; n > 0 && r < r1; ++r)
-      copy_line(reinterpret_cast<uint8_t*>(y + r * c.out_plane + oy * ow + ox),
-                reinterpret_cast<const uint8_t*>(src + r * ld + (q - p0)), static_cast<size_t>(n) * sizeof(TY));
+    if (n > 0) segments.push_back({q - p0, oy * ow + ox, n * static_cast<int64_t>(sizeof(TY))});
     q = end;
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* s = reinterpret_cast<const uint8_t*>(src + r * ld);
+    uint8_t* d = reinterpret_cast<uint8_t*>(y + r * c.out_plane);
+    for (const Segment& g : segments)
+      copy_line(d + g.to * static_cast<int64_t>(sizeof(TY)), s + g.from * static_cast<int64_t>(sizeof(TY)),
+                static_cast<size_t>(g.bytes));
   }
 }
 
