@@ -119,7 +119,9 @@ __attribute__((target("avx2"))) int64_t transpose_4x32_avx2(const uint8_t* const
 //    (pw - out_w per line) are computed into a scratch block and dropped
 //    when it is copied to y (they read past their line, never past the
 //    plane's slack); with none (pw = out_w: a strided 1x1), the wide pixels
-//    are the output's and go to y directly;
+//    are the output's and go to y directly; in its direct form (qconv_fast.h)
+//    the planes interleave four channels per pixel (pad_quads) and the
+//    kernels read B there, unpacked;
 //  - otherwise rows gathered per block (gather_row, im2col).
 struct Shape : detail::QConvShape {
   bool pointwise = false;
@@ -265,11 +267,16 @@ inline void copy_stride2(const uint8_t* line, int64_t n, uint8_t* dst) {
   for (; o < n; ++o) dst[o] = line[2 * o];
 }
 
-// The phase planes of the wide path for one image: channel ch of x into
-// dst + ch * pitch, phase (a, b) at + slot[a][b] * phase_pitch (the phases
-// no tap reads are skipped).
-template <class TX>
-void pad_planes(const Shape& c, const TX* x, TX zx, int64_t channels, TX* dst, int threads) {
+// The line copies that build a channel's phase planes (wide path), worked
+// out once per call for every channel: only the lines of phases some tap
+// reads. (Worked out per channel, with a division per line, this took 14% of
+// a 1x1/2 downsample's time; 1% now.)
+struct PadLine {
+  int64_t from, to;  // offsets in the input plane and in a channel's planes
+  int64_t n;         // elements
+};
+
+const std::vector<PadLine>& pad_lines(const Shape& c) {
   const detail::Spatial3& s = c.s;
   const int64_t s1 = s.strides[1], s2 = s.strides[2], iw = s.in[2], pb = s.pads_begin[2];
   // Column phase b: phase column j holds input column x = S2 j + b - pb, for
@@ -279,14 +286,7 @@ void pad_planes(const Shape& c, const TX* x, TX zx, int64_t channels, TX* dst, i
     j0[b] = pb - b > 0 ? (pb - b + s2 - 1) / s2 : 0;
     j1[b] = iw - 1 + pb - b >= 0 ? std::min(c.pw, (iw - 1 + pb - b) / s2 + 1) : 0;
   }
-  // The copies, line by line, worked out once for every channel: only the
-  // lines of phases some tap reads. (Worked out per channel, with a division
-  // per line, this loop took 14% of a 1x1/2 downsample's time; 1% now.)
-  struct Line {
-    int64_t from, to;  // offsets in the input plane and in a channel's planes
-    int64_t n;         // elements
-  };
-  thread_local std::vector<Line> lines;
+  thread_local std::vector<PadLine> lines;
   lines.clear();
   for (int64_t y = 0; y < s.in[1]; ++y) {
     const int64_t row = y + s.pads_begin[1], a = row % s1, i = row / s1;
@@ -294,19 +294,67 @@ void pad_planes(const Shape& c, const TX* x, TX zx, int64_t channels, TX* dst, i
       if (c.slot[a][b] >= 0 && j1[b] > j0[b])
         lines.push_back({y * iw + s2 * j0[b] + b - pb, c.slot[a][b] * c.phase_pitch + i * c.pw + j0[b], j1[b] - j0[b]});
   }
-  const Line* const first = lines.data();
+  return lines;
+}
+
+// One channel's phase planes: c.pitch elements at d, the zero point where no
+// line lands.
+template <class TX>
+void pad_channel(const Shape& c, const PadLine* lines, size_t count, const TX* src, TX zx, TX* d) {
+  const int64_t s2 = c.s.strides[2];
+  std::fill(d, d + c.pitch, zx);
+  for (size_t k = 0; k < count; ++k) {
+    const PadLine& l = lines[k];
+    if (s2 == 1) std::memcpy(d + l.to, src + l.from, static_cast<size_t>(l.n) * sizeof(TX));
+    else if (s2 == 2) copy_stride2(reinterpret_cast<const uint8_t*>(src + l.from), l.n, reinterpret_cast<uint8_t*>(d + l.to));
+    else for (int64_t j = 0; j < l.n; ++j) d[l.to + j] = src[l.from + s2 * j];
+  }
+}
+
+// The phase planes of the wide path for one image: channel ch of x into
+// dst + ch * pitch, phase (a, b) at + slot[a][b] * phase_pitch (the phases
+// no tap reads are skipped).
+template <class TX>
+void pad_planes(const Shape& c, const TX* x, TX zx, int64_t channels, TX* dst, int threads) {
+  const std::vector<PadLine>& lines = pad_lines(c);
+  const PadLine* const first = lines.data();
   const size_t count = lines.size();
-  const int64_t pitch = c.pitch, in_plane = c.in_plane;
-  parallel_for(threads, channels, [=](int64_t ch) {
-    TX* const d = dst + ch * pitch;
-    const TX* const src = x + ch * in_plane;
-    std::fill(d, d + pitch, zx);
-    for (size_t k = 0; k < count; ++k) {
-      const Line& l = first[k];
-      if (s2 == 1) std::memcpy(d + l.to, src + l.from, static_cast<size_t>(l.n) * sizeof(TX));
-      else if (s2 == 2) copy_stride2(reinterpret_cast<const uint8_t*>(src + l.from), l.n, reinterpret_cast<uint8_t*>(d + l.to));
-      else for (int64_t j = 0; j < l.n; ++j) d[l.to + j] = src[l.from + s2 * j];
+  parallel_for(threads, channels, [=, &c](int64_t ch) { pad_channel(c, first, count, x + ch * c.in_plane, zx, dst + ch * c.pitch); });
+}
+
+// Pixels per channel quad of the direct path's planes: the phase planes'
+// pitch rounded up to whole 16-pixel panels.
+int64_t quad_pixels(const Shape& c) { return (c.pitch + kQNr - 1) / kQNr * kQNr; }
+
+// The direct path's input for one image: the phase planes of channels
+// 4q .. 4q + 3 interleaved, quad q at dst + q * quad_pixels * 4 * eb bytes,
+// pixel i's four channels at + i * 4 * eb (in the uint8 domain, as int16
+// when kWide): 16 pixels of a quad are exactly a B panel's group of four k,
+// so the kernels read their panels here with no packing at all.
+template <class TX, bool kWide>
+void pad_quads(const Shape& c, const TX* x, TX zx, int64_t channels, uint8_t* dst, int threads) {
+  const std::vector<PadLine>& lines = pad_lines(c);
+  const PadLine* const first = lines.data();
+  const size_t count = lines.size();
+  const int64_t qp = quad_pixels(c), eb = kWide ? 2 : 1;
+  const uint8_t flip = std::is_signed_v<TX> ? 0x80 : 0;
+  parallel_for(threads, channels / 4, [=, &c](int64_t q) {
+    thread_local AlignedBytes planes_buf;
+    TX* planes = reinterpret_cast<TX*>(planes_buf.reserve(static_cast<size_t>(4 * qp) * sizeof(TX)));
+    const uint8_t* rows[4];
+    for (int t = 0; t < 4; ++t) {
+      TX* d = planes + t * qp;
+      pad_channel(c, first, count, x + (4 * q + t) * c.in_plane, zx, d);
+      std::fill(d + c.pitch, d + qp, zx);
+      rows[t] = reinterpret_cast<const uint8_t*>(d);
     }
+    uint8_t* out = dst + q * qp * 4 * eb;
+    int64_t j = 0;
+#if defined(__x86_64__)
+    static const bool avx2 = cpu_supports("avx2");
+    if (avx2 && !kWide) j = transpose_4x32_avx2(rows, qp, flip, 4 * kQNr, out);
+#endif
+    for (; j < qp; j += kQNr) transpose_4x16<kWide>(rows, j, flip, out + j * 4 * eb);
   });
 }
 
@@ -471,28 +519,43 @@ PackedQConvWeights::PackedQConvWeights(const TW* w, int64_t out_channels, int64_
                             depth_per_group, mr, flip, dst + g * group_bytes_ + p * mr * kp, row_sum_.data() + m0);
       }
   };
-  pack(w, d);
-  // Zero points move no packed byte (they act through the row sums): the
-  // kernel pairs exactly these bytes, padding rows and K padding included.
-  const int64_t bytes = group_bytes_ * group;
-  pairs_bounded_ = detail::s8_pairs_fit_int16(d, bytes);
+  // K tap major (row (tap, channel)) instead of the weights' channel major
+  // order, for two reasons:
+  //  - with channels a multiple of 4, each group of four k is four channels
+  //    of one tap, which is how qconv_fast's direct path reads the input
+  //    (channel-interleaved planes, no packing): an ISA without a pairs
+  //    kernel packs them so;
+  //  - weights bounded for ONNX Runtime's AVX2 kernels (a target's
+  //    pair_bound) pair neighbouring channels of one tap
+  //    (kernels/qdot_sat16.h): an ISA with a pairs kernel packs them in that
+  //    order when its own does not bound every pair and this one does, or
+  //    bounds neither but channels come in fours (the direct path again).
   const int64_t channels = taps > 0 ? depth_per_group / taps : 0;
-  if (!pairs_bounded_ && isa.a_signed_pairs && !depthwise && taps > 1 && channels > 1 && channels * taps == depth_per_group) {
-    // Weights bounded for ONNX Runtime's AVX2 kernels (a target's pair_bound)
-    // pair neighbouring channels of one tap (kernels/qdot_sat16.h): pack them
-    // in that K order when it bounds every pair, for an ISA with a pairs
-    // kernel (others gain nothing from it). The row sums do not change.
-    std::vector<TW> reordered(static_cast<size_t>(out_channels * depth_per_group));
+  const bool reorderable = !depthwise && taps > 1 && channels > 1 && channels * taps == depth_per_group;
+  const bool quads = reorderable && channels % 4 == 0;
+  std::vector<TW> reordered;
+  auto tap_major_weights = [&] {
+    reordered.resize(static_cast<size_t>(out_channels * depth_per_group));
     for (int64_t m = 0; m < out_channels; ++m)
       for (int64_t ch = 0; ch < channels; ++ch)
         for (int64_t t = 0; t < taps; ++t)
           reordered[static_cast<size_t>(m * depth_per_group + t * channels + ch)] = w[m * depth_per_group + ch * taps + t];
+    return reordered.data();
+  };
+  tap_major_ = quads && !isa.a_signed_pairs;
+  pack(tap_major_ ? tap_major_weights() : w, d);
+  // Zero points move no packed byte (they act through the row sums): the
+  // kernel pairs exactly these bytes, padding rows and K padding included.
+  const int64_t bytes = group_bytes_ * group;
+  pairs_bounded_ = detail::s8_pairs_fit_int16(d, bytes);
+  if (reorderable && isa.a_signed_pairs && !pairs_bounded_) {
     AlignedBytes other;
-    uint8_t* o = other.reserve(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
-    pack(reordered.data(), o);
-    if (detail::s8_pairs_fit_int16(o, bytes)) data_ = std::move(other), pairs_bounded_ = tap_major_ = true;
+    uint8_t* o = other.reserve(static_cast<size_t>(std::max<int64_t>(room * bytes, 1)));
+    pack(tap_major_weights(), o);
+    const bool bounded = detail::s8_pairs_fit_int16(o, bytes);
+    if (bounded || quads) data_ = std::move(other), d = o, pairs_bounded_ = bounded, tap_major_ = true;
   }
-  if (!pairs_bounded_ && isa.a_signed_wide && !depthwise) {  // data_ is still d, with room for twice the bytes
+  if (!pairs_bounded_ && isa.a_signed_wide && !depthwise) {  // d is data_'s, with room for twice the bytes
     detail::widen_q_panels(d, bytes, reinterpret_cast<int16_t*>(d));
     group_bytes_ *= 2, widened_ = true;
   }
@@ -576,7 +639,35 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   // lambda reads them, through `padded`).
   thread_local AlignedBytes padded_buf;
   const TX* padded = nullptr;
-  if (c.wide) {
+  // The direct path: fused output stage, tap-major weights (or one tap) whose
+  // groups of four k are four channels of one tap, no weight zero points (no column
+  // sums to add): the kernels read B from channel-interleaved planes
+  // (pad_quads) at each tap's offset, and nothing is packed per block.
+  // Columns past a block's end read on into the planes' slack (or the next
+  // quad), computed and never stored, as the wide rows are.
+  const bool direct = fused && c.wide && (packed.k_tap_major() || c.taps == 1) && c.group_in % 4 == 0 && !o.row_zp;
+  const int64_t quad_bytes = direct ? quad_pixels(c) * 4 * b_bytes : 0;  // per channel quad
+  thread_local std::vector<int64_t> tap_off;
+  if (direct) {
+    uint8_t* d = padded_buf.reserve(static_cast<size_t>(g.batch * g.in_channels / 4 * quad_bytes));
+    for (int64_t n = 0; n < g.batch; ++n) {
+      const TX* xn = x + n * g.in_channels * c.in_plane;
+      uint8_t* dn = d + n * g.in_channels / 4 * quad_bytes;
+      if (wide_b) pad_quads<TX, true>(c, xn, x_zero_point, g.in_channels, dn, threads);
+      else pad_quads<TX, false>(c, xn, x_zero_point, g.in_channels, dn, threads);
+    }
+    padded = reinterpret_cast<const TX*>(d);
+    // Tap (ky, kx) reads phase (d1 ky % S1, d2 kx % S2) at the wide pixel
+    // plus (d1 ky / S1) * pw + d2 kx / S2 (Shape).
+    tap_off.resize(static_cast<size_t>(c.taps));
+    const int64_t s1 = c.s.strides[1], s2 = c.s.strides[2];
+    for (int64_t tap = 0; tap < c.taps; ++tap) {
+      const int64_t rx = tap % c.s.kernel[2] * c.s.dilations[2], ry = tap / c.s.kernel[2] * c.s.dilations[1];
+      tap_off[static_cast<size_t>(tap)] =
+          (c.slot[ry % s1][rx % s2] * c.phase_pitch + (ry / s1) * c.pw + rx / s2) * 4 * b_bytes;
+    }
+    rt.direct = detail::QDirectB{tap_off.data(), c.taps, c.group_in / 4, quad_bytes};
+  } else if (c.wide) {
     TX* d = reinterpret_cast<TX*>(padded_buf.reserve(static_cast<size_t>(g.batch * g.in_channels * c.pitch) * sizeof(TX)));
     for (int64_t n = 0; n < g.batch; ++n)
       pad_planes(c, x + n * g.in_channels * c.in_plane, x_zero_point, g.in_channels, d + n * g.in_channels * c.pitch,
@@ -611,6 +702,9 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
       nc = std::max<int64_t>(kQNr, (c.plane + want * kQNr - 1) / (want * kQNr) * kQNr);
     }
   }
+  // Direct blocks pack nothing: whole 32-pixel tiles, none split into a
+  // tile and a lone (slower) 16-pixel panel at every block's end.
+  if (direct) nc = (nc + 2 * kQNr - 1) / (2 * kQNr) * (2 * kQNr);
   const int64_t blocks = (c.plane + nc - 1) / nc, row_panels = (c.group_out + mr - 1) / mr;
   const int64_t outer = g.batch * g.group * blocks;
   // Fewer pixel blocks than threads (late, small layers): split the output
@@ -643,7 +737,9 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
     k.p0 = blk * nc, k.count = std::min(nc, c.plane - k.p0);
     k.stride = (k.count + kQNr - 1) / kQNr * kQNr;
     const int64_t first = k.n * g.in_channels + k.grp * c.group_in;
-    k.xg = c.wide ? padded + first * c.pitch : x + first * c.in_plane;
+    k.xg = direct ? reinterpret_cast<const TX*>(reinterpret_cast<const uint8_t*>(padded) + first / 4 * quad_bytes)
+           : c.wide ? padded + first * c.pitch
+                    : x + first * c.in_plane;
     return k;
   };
   const bool gather = !c.pointwise && !c.wide;
@@ -652,7 +748,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   thread_local AlignedBytes shared_panels;
   thread_local std::vector<int32_t> shared_sums;
   const size_t block_bytes = static_cast<size_t>(kp * ((nc + kQNr - 1) / kQNr * kQNr) * b_bytes);
-  if (shared) {
+  if (shared && !direct) {
     thread_local AlignedBytes shared_rows;
     uint8_t* panels = shared_panels.reserve(static_cast<size_t>(outer) * block_bytes);
     shared_sums.resize(static_cast<size_t>(outer * nc + kQNr));
@@ -680,7 +776,10 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
     const int64_t yld = c.scratch ? stride : c.out_plane;
     const uint8_t* pb;
     const int32_t* sums;
-    if (shared) {
+    if (direct) {
+      pb = reinterpret_cast<const uint8_t*>(k.xg);
+      sums = nullptr;
+    } else if (shared) {
       pb = shared_base + static_cast<size_t>(b) * block_bytes;
       sums = shared_sum + b * nc;
     } else {
@@ -714,8 +813,10 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
           t.cols = static_cast<int>(std::min<int64_t>(2 * kQNr, count - j));
           t.y = reinterpret_cast<uint8_t*>(ybase + i0 * yld + j);
           t.col_sum = rt.row_zp ? sums + j : nullptr;
-          const uint8_t* b0 = pb + j * kp * b_bytes;
-          requant_kernel(groups, wp, b0, t.cols > kQNr ? b0 + kQNr * kp * b_bytes : b0, t);
+          // B panel j: packed (K x 16 bytes each), or direct: at wide pixel p0 + j.
+          const int64_t panel_bytes = direct ? kQNr * 4 * b_bytes : kQNr * kp * b_bytes;
+          const uint8_t* b0 = direct ? pb + (p0 + j) * 4 * b_bytes : pb + j * kp * b_bytes;
+          requant_kernel(groups, wp, b0, t.cols > kQNr ? b0 + panel_bytes : b0, t);
         }
         continue;
       }

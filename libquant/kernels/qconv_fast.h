@@ -14,7 +14,12 @@
 //    other stride-1 convolutions slices of zero-point-padded planes (the
 //    "wide" path, no gather), else rows gathered per block of output pixels
 //    (im2col). Where the ISA has one, the micro-kernel applies the output
-//    stage itself (QRequantTile) on its registers.
+//    stage itself (QRequantTile) on its registers; then, for weights packed
+//    tap major (or one tap) with input channels in fours and no weight zero
+//    point, the "direct" form of the wide path: the padded planes hold four
+//    channels interleaved per pixel, which is a B panel's layout already,
+//    and the kernel reads them at each tap's offset (QDirectB): nothing is
+//    packed per block.
 // Zero points: the weights are taken as int8 (uint8 weights flipped), the
 // input as uint8 (int8 input flipped); see qgemm_packed.h for the algebra.
 #pragma once
@@ -34,10 +39,12 @@ class PackedQConvWeights {
   PackedQConvWeights() = default;
   template <class TW>
   // taps: kernel positions per input channel (depth_per_group = channels x
-  // taps); with more than one and an ISA with a pairs kernel, weights whose
-  // pairs are bounded only in ONNX Runtime's K order (tap major: the order of
-  // targets' pair_bound) are packed in that order (k_tap_major()), and
-  // qconv_fast gathers the patches alike.
+  // taps); with more than one, K is packed tap major (k_tap_major()) for
+  // qconv_fast's direct path when channels come in fours (on an ISA without
+  // a pairs kernel; with one, when the weights' own order does not bound
+  // every pair), and for an ISA with a pairs kernel when only that order
+  // (ONNX Runtime's, targets' pair_bound) bounds them; qconv_fast gathers
+  // the patches alike.
   PackedQConvWeights(const TW* w, int64_t out_channels, int64_t group, int64_t depth_per_group, const TW* zero_points,
                      int64_t zero_point_count, const detail::QGemmIsa& isa = detail::best_qgemm_isa(),
                      int64_t taps = 1);

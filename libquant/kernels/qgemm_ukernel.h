@@ -93,6 +93,24 @@ using QFinish = void (*)(const int32_t* acc, int64_t acc_stride, int64_t rows, i
 // stored as a byte (the value is inside the output range). The accumulators
 // never leave the registers, and everything constant per call is computed
 // once by the caller rather than per tile.
+// Where a fused kernel finds B's groups of four k. Packed panels (taps = 0):
+// group g at b + g * 64 * element bytes. A direct convolution (qconv_fast's
+// channel-interleaved planes, no packing): group (tap, quad) at
+// b + tap_off[tap] + quad * quad_pitch (bytes), taps x quads groups, tap
+// major, the order of the weights' K; the second panel is the first's
+// address plus 16 pixels either way, so one walk serves both.
+struct QDirectB {
+  const int64_t* tap_off = nullptr;
+  int64_t taps = 0, quads = 0, quad_pitch = 0;
+};
+
+// The walk as kernels loop over it, for t < taps, q < quads: offset
+// tap_off[t] + q * quad_pitch; packed panels as one tap of `groups` quads.
+inline constexpr int64_t kNoTapOffset = 0;
+inline QDirectB b_walk(int64_t groups, int64_t step, const QDirectB& d) {
+  return d.taps ? d : QDirectB{&kNoTapOffset, 1, groups, step};
+}
+
 struct QRequantTile {
   const int32_t* row_add = nullptr;    // rows entries
   const float* row_scale = nullptr;    // rows entries
@@ -103,6 +121,7 @@ struct QRequantTile {
   uint8_t* y = nullptr;
   int64_t ldy = 0;
   int rows = 0, cols = 0;              // valid rows (<= MR), columns (<= 2 * kQNr)
+  QDirectB direct;                     // B's groups (b0 and b1 alike)
 };
 // A s8 against one (cols <= kQNr) or two u8 B panels (b1 read only when
 // cols > kQNr), then the fused output stage.

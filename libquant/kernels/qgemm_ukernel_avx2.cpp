@@ -83,7 +83,8 @@ __attribute__((target("avx2"), always_inline)) inline __m256i a_row(const uint8_
 template <bool kAUnsigned, bool kWideA, bool kWideB = false>
 __attribute__((target("avx2"), always_inline)) inline void widening_half(int64_t groups, const uint8_t* a,
                                                                          const uint8_t* b, int half,
-                                                                         __m256i (&out)[kMr]) {
+                                                                         __m256i (&out)[kMr],
+                                                                         const QDirectB& direct = {}) {
   static_assert(!kWideB || !kAUnsigned, "B is widened as uint8 only");
   static_assert(kMr == 4);
   // Named accumulators, each updated (product added) right where an empty
@@ -107,14 +108,17 @@ __attribute__((target("avx2"), always_inline)) inline void widening_half(int64_t
     c3 = _mm256_add_epi32(c3, _mm256_madd_epi16(a_row<kAUnsigned, kWideA>(ap, 3), bv));
     __asm__("" : "+x"(c3));
   };
-  for (int64_t g = 0; g < groups; ++g) {
-    const __m256i b0 = kWideB ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp)) : widen_b(bp, !kAUnsigned);
-    rows(a, b0, c00, c10, c20, c30);
-    const __m256i b1 =
-        kWideB ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + 32)) : widen_b(bp + 16, !kAUnsigned);
-    rows(a, b1, c01, c11, c21, c31);
-    a += kMr * a_row_bytes(kWideA);
-    bp += kBBytes * kQNr * kQKGroup;
+  const QDirectB w = b_walk(groups, kBBytes * kQNr * kQKGroup, direct);
+  for (int64_t tap = 0; tap < w.taps; ++tap) {
+    for (int64_t q = 0, o = w.tap_off[tap]; q < w.quads; ++q, o += w.quad_pitch) {
+      const __m256i b0 =
+          kWideB ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + o)) : widen_b(bp + o, !kAUnsigned);
+      rows(a, b0, c00, c10, c20, c30);
+      const __m256i b1 =
+          kWideB ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + o + 32)) : widen_b(bp + o + 16, !kAUnsigned);
+      rows(a, b1, c01, c11, c21, c31);
+      a += kMr * a_row_bytes(kWideA);
+    }
   }
   out[0] = fold_pairs(c00, c01);
   out[1] = fold_pairs(c10, c11);
@@ -274,20 +278,22 @@ __attribute__((target("avx2"))) void requant_panel(int64_t groups, const uint8_t
                                                    const QRequantTile& t, int col, int cols) {
   if constexpr (kForm == AForm::Pairs) {
     const __m256i ones = _mm256_set1_epi16(1);
+    const QDirectB w = b_walk(groups, kQNr * kQKGroup, t.direct);
     if (cols <= 8) {
       // A panel's last 1-8 columns: the first half of the tile only. Maps of
       // 7 x 7 and 14 x 14 pixels (49 and 196 columns) end in such a panel,
       // which computed all 16 columns: a quarter of the multiplies of
       // resnet18's layer4 were wasted.
       __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0;
-      for (int64_t g = 0; g < groups; ++g) {
-        const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
-        pairs_row_half(a, b0, ones, c0);
-        pairs_row_half(a + 4, b0, ones, c1);
-        pairs_row_half(a + 8, b0, ones, c2);
-        pairs_row_half(a + 12, b0, ones, c3);
-        a += kMr * kQKGroup;
-        b += kQNr * kQKGroup;
+      for (int64_t tap = 0; tap < w.taps; ++tap) {
+        for (int64_t q = 0, o = w.tap_off[tap]; q < w.quads; ++q, o += w.quad_pitch) {
+          const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + o));
+          pairs_row_half(a, b0, ones, c0);
+          pairs_row_half(a + 4, b0, ones, c1);
+          pairs_row_half(a + 8, b0, ones, c2);
+          pairs_row_half(a + 12, b0, ones, c3);
+          a += kMr * kQKGroup;
+        }
       }
       const __m256i v[kMr] = {c0, c1, c2, c3};
 #pragma GCC unroll 4
@@ -296,15 +302,16 @@ __attribute__((target("avx2"))) void requant_panel(int64_t groups, const uint8_t
       return;
     }
     __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-    for (int64_t g = 0; g < groups; ++g) {
-      const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
-      const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 32));
-      pairs_row<false>(a, b0, b1, ones, c00, c01);
-      pairs_row<false>(a + 4, b0, b1, ones, c10, c11);
-      pairs_row<false>(a + 8, b0, b1, ones, c20, c21);
-      pairs_row<false>(a + 12, b0, b1, ones, c30, c31);
-      a += kMr * kQKGroup;
-      b += kQNr * kQKGroup;
+    for (int64_t tap = 0; tap < w.taps; ++tap) {
+      for (int64_t q = 0, o = w.tap_off[tap]; q < w.quads; ++q, o += w.quad_pitch) {
+        const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + o));
+        const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + o + 32));
+        pairs_row<false>(a, b0, b1, ones, c00, c01);
+        pairs_row<false>(a + 4, b0, b1, ones, c10, c11);
+        pairs_row<false>(a + 8, b0, b1, ones, c20, c21);
+        pairs_row<false>(a + 12, b0, b1, ones, c30, c31);
+        a += kMr * kQKGroup;
+      }
     }
     const int n0 = cols < 8 ? cols : 8, n1 = cols - 8;
     const __m256i lo[kMr] = {c00, c10, c20, c30}, hi[kMr] = {c01, c11, c21, c31};
@@ -325,7 +332,7 @@ __attribute__((target("avx2"))) void requant_panel(int64_t groups, const uint8_t
   for (int half = 0; half < 2 && 8 * half < cols; ++half) {
     __m256i v[kMr];
     widening_half<false, kForm == AForm::Wide || kForm == AForm::WideBoth, kForm == AForm::WideBoth>(groups, a, b, half,
-                                                                                                     v);
+                                                                                                     v, t.direct);
     const int n = cols - 8 * half < 8 ? cols - 8 * half : 8;
     if (t.rows == kMr && n == 8) {
       requant8x4(v, col + 8 * half, t);

@@ -47,26 +47,29 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_gemm_avx512vnni_8
 }
 
 // A s8 (the convolution's weights) against one or (kTwo) two u8 B panels
-// into acc0 (acc1): each broadcast A word feeds two VPDPBUSD.
+// into acc0 (acc1): each broadcast A word feeds two VPDPBUSD. B's groups as
+// `direct` says (QDirectB).
 template <bool kTwo>
 __attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) inline void dot_a_signed(
-    int64_t groups, const uint8_t* a, const uint8_t* b0, const uint8_t* b1, __m512i* acc0, __m512i* acc1) {
+    int64_t groups, const uint8_t* a, const uint8_t* b0, const uint8_t* b1, __m512i* acc0, __m512i* acc1,
+    const QDirectB& direct = {}) {
 #pragma GCC unroll 8
   for (int r = 0; r < kMr; ++r) acc0[r] = acc1[r] = _mm512_setzero_si512();  // unrolled: not a memset
-  for (int64_t g = 0; g < groups; ++g) {
-    const __m512i bv0 = _mm512_loadu_si512(b0);
-    const __m512i bv1 = kTwo ? _mm512_loadu_si512(b1) : bv0;
+  const QDirectB w = b_walk(groups, kQNr * kQKGroup, direct);
+  for (int64_t tap = 0; tap < w.taps; ++tap) {
+    for (int64_t q = 0, o = w.tap_off[tap]; q < w.quads; ++q, o += w.quad_pitch) {
+      const __m512i bv0 = _mm512_loadu_si512(b0 + o);
+      const __m512i bv1 = kTwo ? _mm512_loadu_si512(b1 + o) : bv0;
 #pragma GCC unroll 8
-    for (int r = 0; r < kMr; ++r) {
-      int32_t word;
-      std::memcpy(&word, a + r * 4, 4);
-      const __m512i ar = _mm512_set1_epi32(word);
-      acc0[r] = dpbusd(acc0[r], bv0, ar);
-      if (kTwo) acc1[r] = dpbusd(acc1[r], bv1, ar);
+      for (int r = 0; r < kMr; ++r) {
+        int32_t word;
+        std::memcpy(&word, a + r * 4, 4);
+        const __m512i ar = _mm512_set1_epi32(word);
+        acc0[r] = dpbusd(acc0[r], bv0, ar);
+        if (kTwo) acc1[r] = dpbusd(acc1[r], bv1, ar);
+      }
+      a += kMr * kQKGroup;
     }
-    a += kMr * kQKGroup;
-    b0 += kQNr * kQKGroup;
-    if (kTwo) b1 += kQNr * kQKGroup;
   }
 }
 
@@ -116,7 +119,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void q8_conv_req
                                                                                     const uint8_t* b0, const uint8_t* b1,
                                                                                     const QRequantTile& t) {
   __m512i acc0[kMr], acc1[kMr];
-  dot_a_signed<kTwo>(groups, a, b0, b1, acc0, acc1);
+  dot_a_signed<kTwo>(groups, a, b0, b1, acc0, acc1, t.direct);
   const int c0 = t.cols < kQNr ? t.cols : kQNr;
   const __mmask16 m0 = static_cast<__mmask16>((1u << c0) - 1);
   const __mmask16 m1 = static_cast<__mmask16>((1u << (t.cols - c0)) - 1);

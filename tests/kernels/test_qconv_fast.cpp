@@ -54,6 +54,10 @@ std::vector<Case> cases() {
       {1, 4, 5, 1, {9, 11}, {1, 1}, {2, 3}, {1, 1}, {1, 0}, {0, 1}},     // padded 1x1, strides 2 x 3: one phase of six
       {1, 3, 4, 1, {9, 10}, {1, 3}, {2, 2}, {1, 1}, {0, 1}, {0, 1}},     // 1x3 stride 2: two phases of four
       {1, 2, 3, 1, {11, 12}, {2, 2}, {2, 2}, {2, 2}, {1, 1}, {1, 1}},    // dilation 2 = stride 2: one phase, four taps
+      {2, 8, 12, 2, {9, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},    // direct: groups of 4 channels, batch 2
+      {1, 16, 24, 1, {13, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},  // direct, stride 2: phase planes by quad
+      {1, 12, 9, 1, {6, 40}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}},    // direct, dilation 2, 2 x 32-pixel tiles + tail
+      {1, 8, 5, 1, {9, 14}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},     // direct strided 1x1 (one tap, to y)
       // 1x1 stride 2 on lines of 4, 5, 8, 9, 15, 17, 29 and 34 output pixels:
       // every branch of the strided copy, odd input widths ending the read
       // at the tensor's last byte (a sanitizer build sees any read past it)
@@ -92,8 +96,10 @@ void sweep(uint32_t seed) {
         QConvArgs<TX, TW> a;
         a.x = x.data(), a.x_zero_point = xzp, a.w = w.data();
         a.w_zero_point = zp.empty() ? nullptr : zp.data(), a.w_zero_point_count = static_cast<int64_t>(zp.size());
+        // Taps as the interpreter passes them: tap-major K where the ISA
+        // and the channel count call for it (the direct path).
         const PackedQConvWeights packed(w.data(), g.out_channels, g.group, depth, a.w_zero_point, a.w_zero_point_count,
-                                        *isa);
+                                        *isa, element_count(g.kernel));
         std::vector<int32_t> want(out_size);
         qconv_s32(g, a, want.data(), workspace.data());
         INFO("isa=" << isa->name << " case in=" << c.in.size() << "-D C=" << c.in_channels << " M=" << c.out_channels

@@ -301,11 +301,13 @@ void conv_sweep(uint32_t seed) {
         INFO("isa=" << isa->name << " C=" << c.in_channels << " M=" << c.out_channels << " K=" << depth
                     << " over=" << (weights == &over) << " tap_major=" << reorder);
         if (reorder) {
-          // Only an ISA with a pairs kernel reorders.
+          // An ISA with a pairs kernel reorders for the bound; the others
+          // when channels come in fours (qconv_fast's direct path).
           const PackedQConvWeights natural(weights->data(), g.out_channels, g.group, depth, zp.data(), g.out_channels, *isa);
           const bool has_pairs = isa->a_signed_pairs != nullptr;
-          REQUIRE(packed.pairs_bounded() == (has_pairs || natural.pairs_bounded()));
-          REQUIRE(packed.k_tap_major() == (has_pairs && !natural.pairs_bounded()));
+          const bool quads = taps > 1 && channels > 1 && channels % 4 == 0;
+          REQUIRE(packed.k_tap_major() == (has_pairs ? !natural.pairs_bounded() : quads));
+          REQUIRE(packed.pairs_bounded() == (has_pairs || packed.k_tap_major() || natural.pairs_bounded()));
           if (has_pairs && channels > 1 && taps > 1) CHECK(packed.k_tap_major());  // at the bound, natural pairs exceed it
         } else {
           REQUIRE(packed.pairs_bounded() == (weights == &w));
