@@ -322,6 +322,31 @@ void pad_planes(const Shape& c, const TX* x, TX zx, int64_t channels, TX* dst, i
   parallel_for(threads, channels, [=, &c](int64_t ch) { pad_channel(c, first, count, x + ch * c.in_plane, zx, dst + ch * c.pitch); });
 }
 
+// The line stores (detail::QLineStores) of a wide tile: `cols` wide pixels
+// from q0, two panels of 16; each panel's lanes grouped by output line, the
+// dropped columns (ox >= out_w) in none, each group shifted back by the
+// columns dropped before its line.
+void line_stores(const Shape& c, int64_t q0, int64_t cols, detail::QLineStores& ls) {
+  const int64_t out_w = c.s.out[2], drop = c.pw - out_w;
+  for (int h = 0; h < 2; ++h) {
+    ls.count[h] = 0;
+    const int64_t n = std::min<int64_t>(kQNr, cols - h * kQNr);
+    for (int64_t i = 0; i < n;) {
+      const int64_t q = q0 + h * kQNr + i, row = q / c.pw, col = q % c.pw;
+      if (col >= out_w) {
+        i += c.pw - col;
+        continue;
+      }
+      const int64_t len = std::min(n - i, out_w - col);
+      assert(ls.count[h] < detail::kQLineStores);
+      ls.mask[h][ls.count[h]] = static_cast<uint16_t>(((1u << len) - 1) << i);
+      ls.shift[h][ls.count[h]] = static_cast<int32_t>(row * drop);
+      ++ls.count[h];
+      i += len;
+    }
+  }
+}
+
 // Pixels per channel quad of the direct path's planes: the phase planes'
 // pitch rounded up to whole 16-pixel panels.
 int64_t quad_pixels(const Shape& c) { return (c.pitch + kQNr - 1) / kQNr * kQNr; }
@@ -702,6 +727,11 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
       nc = std::max<int64_t>(kQNr, (c.plane + want * kQNr - 1) / (want * kQNr) * kQNr);
     }
   }
+  // The wide columns to drop: dropped by the kernel's line stores where the
+  // ISA's can (lines of at least 6 pixels: a tile's panel then spans at most
+  // kQLineStores lines), else computed into a scratch block copied to y.
+  const bool own_lines = fused && c.scratch && isa.requant_lines && c.pw >= 6;
+  const bool scratch = c.scratch && !own_lines;
   // Direct blocks pack nothing: whole 32-pixel tiles, none split into a
   // tile and a lone (slower) 16-pixel panel at every block's end.
   if (direct) nc = (nc + 2 * kQNr - 1) / (2 * kQNr) * (2 * kQNr);
@@ -767,13 +797,20 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
     const int64_t chunk = by_channel ? task / outer : task % chunks, b = by_channel ? task % outer : task / chunks;
     const Block k = block_of(b);
     const int64_t grp = k.grp, n = k.n, p0 = k.p0, count = k.count, stride = k.stride;
-    // Output row m of this image at ybase + m * yld: y itself, or (c.scratch) a
+    // Output row m of this image at ybase + m * yld: y itself, or (scratch) a
     // scratch block of every output channel, copied to y at the end.
     TY* const y_image = y + n * g.out_channels * c.out_plane;
     TY* const ybase =
-        c.scratch ? reinterpret_cast<TY*>(wide_out.reserve(static_cast<size_t>(g.out_channels * stride) * sizeof(TY)))
-                  : y_image + p0;
-    const int64_t yld = c.scratch ? stride : c.out_plane;
+        scratch ? reinterpret_cast<TY*>(wide_out.reserve(static_cast<size_t>(g.out_channels * stride) * sizeof(TY)))
+                : y_image + p0;
+    const int64_t yld = scratch ? stride : c.out_plane;
+    // Kernel-side line stores: each 32-pixel tile's, worked out once per block.
+    thread_local std::vector<detail::QLineStores> tile_lines;
+    if (own_lines) {
+      tile_lines.resize(static_cast<size_t>((count + 2 * kQNr - 1) / (2 * kQNr)));
+      for (int64_t j = 0; j < count; j += 2 * kQNr) line_stores(c, p0 + j, std::min<int64_t>(2 * kQNr, count - j),
+                                                               tile_lines[static_cast<size_t>(j / (2 * kQNr))]);
+    }
     const uint8_t* pb;
     const int32_t* sums;
     if (direct) {
@@ -813,6 +850,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
           t.cols = static_cast<int>(std::min<int64_t>(2 * kQNr, count - j));
           t.y = reinterpret_cast<uint8_t*>(ybase + i0 * yld + j);
           t.col_sum = rt.row_zp ? sums + j : nullptr;
+          if (own_lines) t.lines = &tile_lines[static_cast<size_t>(j / (2 * kQNr))];
           // B panel j: packed (K x 16 bytes each), or direct: at wide pixel p0 + j.
           const int64_t panel_bytes = direct ? kQNr * 4 * b_bytes : kQNr * kp * b_bytes;
           const uint8_t* b0 = direct ? pb + (p0 + j) * 4 * b_bytes : pb + j * kp * b_bytes;
@@ -833,7 +871,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
         finish(tile[0], i0, mv, j);
       }
     }
-    if (c.scratch) {
+    if (scratch) {
       const int64_t r0 = grp * c.group_out + p_begin * mr, r1 = grp * c.group_out + std::min(c.group_out, p_end * mr);
       copy_wide(c, ybase, yld, r0, r1, p0, count, y_image);
     }

@@ -111,6 +111,19 @@ inline QDirectB b_walk(int64_t groups, int64_t step, const QDirectB& d) {
   return d.taps ? d : QDirectB{&kNoTapOffset, 1, groups, step};
 }
 
+// Where a wide tile's columns go when the kernel drops the wide path's extra
+// columns itself (QGemmIsa::requant_lines): per B panel (16 columns), up to
+// kQLineStores stores of the panel's 16 output bytes, store s of panel h
+// writing the lanes in mask[h][s] at y + r * ldy + 16 h - shift[h][s] (row r
+// of the tile; count[h] stores). Each store is one output line's part of the
+// panel, shifted back by the columns dropped before that line.
+inline constexpr int kQLineStores = 4;
+struct QLineStores {
+  uint16_t mask[2][kQLineStores] = {};
+  int32_t shift[2][kQLineStores] = {};
+  int count[2] = {};
+};
+
 struct QRequantTile {
   const int32_t* row_add = nullptr;    // rows entries
   const float* row_scale = nullptr;    // rows entries
@@ -122,6 +135,7 @@ struct QRequantTile {
   int64_t ldy = 0;
   int rows = 0, cols = 0;              // valid rows (<= MR), columns (<= 2 * kQNr)
   QDirectB direct;                     // B's groups (b0 and b1 alike)
+  const QLineStores* lines = nullptr;  // null: columns 0 .. cols - 1 stored contiguously
 };
 // A s8 against one (cols <= kQNr) or two u8 B panels (b1 read only when
 // cols > kQNr), then the fused output stage.
@@ -155,6 +169,8 @@ struct QGemmIsa {
   // stored as its int16, same order: 2 bytes per element, panels of
   // kQNr * K elements); null: none.
   QMicroKernelRequant a_signed_wide_wb_requant = nullptr;
+  // The fused kernels honour QRequantTile::lines.
+  bool requant_lines = false;
 };
 
 // Packed bytes as int16, sign-extended (int8 weights, for a_signed_wide) or

@@ -92,22 +92,37 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_gemm_avx512vnni_8
 // scale, clamped to [lo, hi], rounded, plus the zero point, narrowed to bytes;
 // then the `mask` lanes stored at out. Shared by the fused conv output stage
 // and q_finish_avx512.
-__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void requant_store(
-    __m512i v, __m512 scale, __m512 lo, __m512 hi, __m512i zero_point, __mmask16 mask, uint8_t* out) {
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline __m128i requant_bytes(
+    __m512i v, __m512 scale, __m512 lo, __m512 hi, __m512i zero_point) {
   __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), scale);
   f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
-  const __m128i q = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), zero_point));
+  return _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), zero_point));
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void requant_store(
+    __m512i v, __m512 scale, __m512 lo, __m512 hi, __m512i zero_point, __mmask16 mask, uint8_t* out) {
+  const __m128i q = requant_bytes(v, scale, lo, hi, zero_point);
   if (mask == 0xFFFF) _mm_storeu_si128(reinterpret_cast<__m128i*>(out), q);
   else _mm_mask_storeu_epi8(out, mask, q);
 }
 
-// The fused output stage of one accumulator row: 16 columns from col on,
-// `mask` of them stored (QRequantTile).
+// The fused output stage of one accumulator row: 16 columns from col on
+// (panel col / 16), `mask` of them stored (QRequantTile), or with t.lines
+// that panel's line stores (`mask` still the valid columns).
 __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void requant_row(
     __m512i v, int r, int col, __mmask16 mask, const QRequantTile& t) {
   v = _mm512_add_epi32(v, _mm512_set1_epi32(t.row_add[r]));
   if (t.row_zp)
     v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_set1_epi32(t.row_zp[r]), _mm512_maskz_loadu_epi32(mask, t.col_sum + col)));
+  if (t.lines) {
+    const __m128i q = requant_bytes(v, _mm512_set1_ps(t.row_scale[r]), _mm512_set1_ps(t.lo), _mm512_set1_ps(t.hi),
+                                    _mm512_set1_epi32(t.zero_point));
+    const int h = col / kQNr;
+    uint8_t* out = t.y + r * t.ldy + col;
+    for (int s = 0; s < t.lines->count[h]; ++s)
+      _mm_mask_storeu_epi8(out - t.lines->shift[h][s], t.lines->mask[h][s], q);
+    return;
+  }
   requant_store(v, _mm512_set1_ps(t.row_scale[r]), _mm512_set1_ps(t.lo), _mm512_set1_ps(t.hi),
                 _mm512_set1_epi32(t.zero_point), mask, t.y + r * t.ldy + col);
 }
@@ -185,8 +200,12 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void q_finish_avx512(const 
 }
 #pragma GCC diagnostic pop
 
-const QGemmIsa kIsa{"avx512vnni", kMr, q8_gemm_avx512vnni_8x16<true>, q8_gemm_avx512vnni_8x16<false>,
-                    q_finish_avx512, q8_gemm_avx512vnni_8x32_a_signed, q8_conv_requant_avx512vnni};
+const QGemmIsa kIsa = [] {
+  QGemmIsa isa{"avx512vnni", kMr, q8_gemm_avx512vnni_8x16<true>, q8_gemm_avx512vnni_8x16<false>,
+               q_finish_avx512, q8_gemm_avx512vnni_8x32_a_signed, q8_conv_requant_avx512vnni};
+  isa.requant_lines = true;
+  return isa;
+}();
 
 }  // namespace
 
