@@ -324,6 +324,18 @@ void conv_sweep(uint32_t seed) {
         qlinear_conv<TX, TW, uint8_t>(g, a, nullptr, r, want_y.data(), workspace.data());
         qconv_fast<TX, uint8_t>(g, x.data(), xzp, packed, nullptr, &r, got_y.data(), 1);
         REQUIRE(got_y == want_y);
+        // No weight zero points, fused output stage: where the channels come
+        // in fours, the direct path (qconv_fast.h), on the pairs kernel too.
+        QConvArgs<TX, TW> a0 = a;
+        a0.w_zero_point = nullptr, a0.w_zero_point_count = 0;
+        const PackedQConvWeights packed0(weights->data(), g.out_channels, g.group, depth, static_cast<const TW*>(nullptr), 0, *isa,
+                                         reorder ? taps : 1);
+        qlinear_conv<TX, TW, uint8_t>(g, a0, nullptr, r, want_y.data(), workspace.data());
+        for (int threads : {1, 2}) {
+          std::fill(got_y.begin(), got_y.end(), uint8_t{1});
+          qconv_fast<TX, uint8_t>(g, x.data(), xzp, packed0, nullptr, &r, got_y.data(), threads);
+          REQUIRE(got_y == want_y);
+        }
       }
     }
 }
