@@ -730,7 +730,11 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   // The wide columns to drop: dropped by the kernel's line stores where the
   // ISA's can (lines of at least 6 pixels: a tile's panel then spans at most
   // kQLineStores lines), else computed into a scratch block copied to y.
-  const bool own_lines = fused && c.scratch && isa.requant_lines && c.pw >= 6;
+  // Not for a short K (mobilenet_v2's stem: 27, 7 groups), where the
+  // kernel's stores weigh more than its multiply-adds: that stem ran 5%
+  // slower with line stores than with the scratch copy (VNNI, best and
+  // median of 300 calls); resnet18's (37 groups) the same either way.
+  const bool own_lines = fused && c.scratch && isa.requant_lines && c.pw >= 6 && groups >= 16;
   const bool scratch = c.scratch && !own_lines;
   // Direct blocks pack nothing: whole 32-pixel tiles, none split into a
   // tile and a lone (slower) 16-pixel panel at every block's end.

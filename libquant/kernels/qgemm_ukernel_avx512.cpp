@@ -109,12 +109,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void 
 // The fused output stage of one accumulator row: 16 columns from col on
 // (panel col / 16), `mask` of them stored (QRequantTile), or with t.lines
 // that panel's line stores (`mask` still the valid columns).
+template <bool kLines>
 __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void requant_row(
     __m512i v, int r, int col, __mmask16 mask, const QRequantTile& t) {
   v = _mm512_add_epi32(v, _mm512_set1_epi32(t.row_add[r]));
   if (t.row_zp)
     v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_set1_epi32(t.row_zp[r]), _mm512_maskz_loadu_epi32(mask, t.col_sum + col)));
-  if (t.lines) {
+  if (kLines) {
     const __m128i q = requant_bytes(v, _mm512_set1_ps(t.row_scale[r]), _mm512_set1_ps(t.lo), _mm512_set1_ps(t.hi),
                                     _mm512_set1_epi32(t.zero_point));
     const int h = col / kQNr;
@@ -128,8 +129,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void 
 }
 
 // q8_gemm_avx512vnni_8x32_a_signed (kTwo) or 8x16<false> with the output
-// stage fused (QMicroKernelRequant).
-template <bool kTwo>
+// stage fused (QMicroKernelRequant); kLines: t.lines is set. (Instances
+// apart: with both stores in one, the epilogue's code doubled, and a
+// short K (mobilenet_v2's stem, 27) ran 10% slower without line stores.)
+template <bool kTwo, bool kLines>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void q8_conv_requant(int64_t groups, const uint8_t* a,
                                                                                     const uint8_t* b0, const uint8_t* b1,
                                                                                     const QRequantTile& t) {
@@ -141,16 +144,21 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void q8_conv_req
 #pragma GCC unroll 8
   for (int r = 0; r < kMr; ++r) {  // no early exit: unrolled, the accumulators stay in registers
     if (r < t.rows) {
-      requant_row(acc0[r], r, 0, m0, t);
-      if (kTwo) requant_row(acc1[r], r, kQNr, m1, t);
+      requant_row<kLines>(acc0[r], r, 0, m0, t);
+      if (kTwo) requant_row<kLines>(acc1[r], r, kQNr, m1, t);
     }
   }
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void q8_conv_requant_avx512vnni(
     int64_t groups, const uint8_t* a, const uint8_t* b0, const uint8_t* b1, const QRequantTile& t) {
-  if (t.cols > kQNr) q8_conv_requant<true>(groups, a, b0, b1, t);
-  else q8_conv_requant<false>(groups, a, b0, b0, t);
+  if (t.lines) {
+    if (t.cols > kQNr) q8_conv_requant<true, true>(groups, a, b0, b1, t);
+    else q8_conv_requant<false, true>(groups, a, b0, b0, t);
+  } else {
+    if (t.cols > kQNr) q8_conv_requant<true, false>(groups, a, b0, b1, t);
+    else q8_conv_requant<false, false>(groups, a, b0, b0, t);
+  }
 }
 
 // q_finish_avx2 sixteen columns at a time, lane for lane the same operations
