@@ -516,6 +516,20 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
   }
 }
 
+// Whether the pairs kernel's pairs (k, k + 1 for even k, within each of the
+// `rows` rows of `depth` weights, as packed: uint8 weights flipped to int8)
+// all pass s8_pairs_fit_int16: what PackedQConvWeights::pairs_bounded()
+// reports once these rows are packed in this order (padding pairs are zeros).
+template <class TW>
+bool rows_pairs_fit(const TW* w, int64_t rows, int64_t depth, bool flip) {
+  std::vector<uint8_t> row(static_cast<size_t>((depth + 1) / 2 * 2), 0);
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t t = 0; t < depth; ++t) row[static_cast<size_t>(t)] = static_cast<uint8_t>(w[m * depth + t]) ^ (flip ? 0x80 : 0);
+    if (!detail::s8_pairs_fit_int16(row.data(), static_cast<int64_t>(row.size()))) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 template <class TW>
@@ -559,27 +573,28 @@ PackedQConvWeights::PackedQConvWeights(const TW* w, int64_t out_channels, int64_
   const bool reorderable = !depthwise && taps > 1 && channels > 1 && channels * taps == depth_per_group;
   const bool quads = reorderable && channels % 4 == 0;
   std::vector<TW> reordered;
-  auto tap_major_weights = [&] {
+  if (reorderable && (quads || isa.a_signed_pairs)) {
     reordered.resize(static_cast<size_t>(out_channels * depth_per_group));
     for (int64_t m = 0; m < out_channels; ++m)
       for (int64_t ch = 0; ch < channels; ++ch)
         for (int64_t t = 0; t < taps; ++t)
           reordered[static_cast<size_t>(m * depth_per_group + t * channels + ch)] = w[m * depth_per_group + ch * taps + t];
-    return reordered.data();
-  };
-  tap_major_ = quads && !isa.a_signed_pairs;
-  pack(tap_major_ ? tap_major_weights() : w, d);
+  }
+  // The order is chosen before packing, so that the weights are packed once:
+  // packing both orders to compare them left the unused one's buffer in
+  // malloc's heap (its mmap threshold rises as large blocks are freed), 9 MiB
+  // of resnet18 int8's peak RSS under QTOOL_ISA=avx2.
+  if (isa.a_signed_pairs && reorderable) {
+    const bool natural = rows_pairs_fit(w, out_channels, depth_per_group, flip);
+    tap_major_ = !natural && (quads || rows_pairs_fit(reordered.data(), out_channels, depth_per_group, flip));
+  } else {
+    tap_major_ = quads;
+  }
+  pack(tap_major_ ? reordered.data() : w, d);
   // Zero points move no packed byte (they act through the row sums): the
   // kernel pairs exactly these bytes, padding rows and K padding included.
   const int64_t bytes = group_bytes_ * group;
   pairs_bounded_ = detail::s8_pairs_fit_int16(d, bytes);
-  if (reorderable && isa.a_signed_pairs && !pairs_bounded_) {
-    AlignedBytes other;
-    uint8_t* o = other.reserve(static_cast<size_t>(std::max<int64_t>(room * bytes, 1)));
-    pack(tap_major_weights(), o);
-    const bool bounded = detail::s8_pairs_fit_int16(o, bytes);
-    if (bounded || quads) data_ = std::move(other), d = o, pairs_bounded_ = bounded, tap_major_ = true;
-  }
   if (!pairs_bounded_ && isa.a_signed_wide && !depthwise) {  // d is data_'s, with room for twice the bytes
     detail::widen_q_panels(d, bytes, reinterpret_cast<int16_t*>(d));
     group_bytes_ *= 2, widened_ = true;
