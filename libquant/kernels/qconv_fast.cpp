@@ -267,6 +267,15 @@ inline void copy_stride2(const uint8_t* line, int64_t n, uint8_t* dst) {
   for (; o < n; ++o) dst[o] = line[2 * o];
 }
 
+// Where tap `tap` of a wide conv reads for wide pixel 0, in pixels from the
+// start of a channel's phase planes: tap (ky, kx) reads phase (d1 ky % S1,
+// d2 kx % S2) at (d1 ky / S1) * pw + d2 kx / S2 (Shape).
+int64_t wide_tap_offset(const Shape& c, int64_t tap) {
+  const int64_t s1 = c.s.strides[1], s2 = c.s.strides[2];
+  const int64_t rx = tap % c.s.kernel[2] * c.s.dilations[2], ry = tap / c.s.kernel[2] * c.s.dilations[1];
+  return c.slot[ry % s1][rx % s2] * c.phase_pitch + (ry / s1) * c.pw + rx / s2;
+}
+
 // The line copies that build a channel's phase planes (wide path), worked
 // out once per call for every channel: only the lines of phases some tap
 // reads. (Worked out per channel, with a division per line, this took 14% of
@@ -443,11 +452,7 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
   if (c.wide) {  // x: the phase planes; each tap's offset in a channel's planes, then every channel
     thread_local std::vector<int64_t> tap_at;
     tap_at.resize(static_cast<size_t>(c.taps));
-    const int64_t s1 = c.s.strides[1], s2 = c.s.strides[2];
-    for (int64_t tap = 0; tap < c.taps; ++tap) {
-      const int64_t rx = tap % c.s.kernel[2] * c.s.dilations[2], ry = tap / c.s.kernel[2] * c.s.dilations[1];
-      tap_at[static_cast<size_t>(tap)] = c.slot[ry % s1][rx % s2] * c.phase_pitch + (ry / s1) * c.pw + rx / s2 + p0;
-    }
+    for (int64_t tap = 0; tap < c.taps; ++tap) tap_at[static_cast<size_t>(tap)] = wide_tap_offset(c, tap) + p0;
     for (int64_t ch = 0, kk = 0; ch < c.group_in; ++ch)
       for (int64_t tap = 0; tap < c.taps; ++tap, ++kk)
         rows[static_cast<size_t>(kk)] = reinterpret_cast<const uint8_t*>(x + ch * c.pitch + tap_at[static_cast<size_t>(tap)]);
@@ -697,15 +702,8 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
       else pad_quads<TX, false>(c, xn, x_zero_point, g.in_channels, dn, threads);
     }
     padded = reinterpret_cast<const TX*>(d);
-    // Tap (ky, kx) reads phase (d1 ky % S1, d2 kx % S2) at the wide pixel
-    // plus (d1 ky / S1) * pw + d2 kx / S2 (Shape).
     tap_off.resize(static_cast<size_t>(c.taps));
-    const int64_t s1 = c.s.strides[1], s2 = c.s.strides[2];
-    for (int64_t tap = 0; tap < c.taps; ++tap) {
-      const int64_t rx = tap % c.s.kernel[2] * c.s.dilations[2], ry = tap / c.s.kernel[2] * c.s.dilations[1];
-      tap_off[static_cast<size_t>(tap)] =
-          (c.slot[ry % s1][rx % s2] * c.phase_pitch + (ry / s1) * c.pw + rx / s2) * 4 * b_bytes;
-    }
+    for (int64_t tap = 0; tap < c.taps; ++tap) tap_off[static_cast<size_t>(tap)] = wide_tap_offset(c, tap) * 4 * b_bytes;
     rt.direct = detail::QDirectB{tap_off.data(), c.taps, c.group_in / 4, quad_bytes};
   } else if (c.wide) {
     TX* d = reinterpret_cast<TX*>(padded_buf.reserve(static_cast<size_t>(g.batch * g.in_channels * c.pitch) * sizeof(TX)));
