@@ -104,6 +104,19 @@ __attribute__((target("avx2"))) int64_t transpose_4x32_avx2(const uint8_t* const
 }
 #endif
 
+// Columns [0, n) of four rows (n a multiple of 16) as B panel groups, panel
+// j / 16 at dst + (j / 16) * panel: transpose_4x16, bytes 32 columns at a
+// time where the CPU has AVX2.
+template <bool kWide>
+void transpose_rows(const uint8_t* const rows[4], int64_t n, uint8_t flip, int64_t panel, uint8_t* dst) {
+  int64_t j = 0;
+#if defined(__x86_64__)
+  static const bool avx2 = cpu_supports("avx2");
+  if (avx2 && !kWide) j = transpose_4x32_avx2(rows, n, flip, panel, dst);
+#endif
+  for (; j < n; j += kQNr) transpose_4x16<kWide>(rows, j, flip, dst + j / kQNr * panel);
+}
+
 // Where the patch rows come from:
 //  - pointwise (1x1, stride 1, no padding): the input planes themselves;
 //  - wide (other 2-D / 1-D convolutions, unless it computes many more
@@ -382,13 +395,7 @@ void pad_quads(const Shape& c, const TX* x, TX zx, int64_t channels, uint8_t* ds
       std::fill(d + c.pitch, d + qp, zx);
       rows[t] = reinterpret_cast<const uint8_t*>(d);
     }
-    uint8_t* out = dst + q * qp * 4 * eb;
-    int64_t j = 0;
-#if defined(__x86_64__)
-    static const bool avx2 = cpu_supports("avx2");
-    if (avx2 && !kWide) j = transpose_4x32_avx2(rows, qp, flip, 4 * kQNr, out);
-#endif
-    for (; j < qp; j += kQNr) transpose_4x16<kWide>(rows, j, flip, out + j * 4 * eb);
+    transpose_rows<kWide>(rows, qp, flip, kQNr * 4 * eb, dst + q * qp * 4 * eb);
   });
 }
 
@@ -480,25 +487,19 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
   // columns computed and never stored.
   const int64_t full = c.wide ? stride : count / kQNr * kQNr;
   const int64_t eb = wide_b ? 2 : 1;  // bytes per packed element
-  // A branch, not a pointer to one of the two: through a pointer neither is
-  // inlined, and each 4 x 16 block paid a call.
-  auto transpose = [wide_b](const uint8_t* const* r, int64_t j, uint8_t flip, uint8_t* dst) {
+  // A branch, not a pointer to one of the two instances: through a pointer
+  // neither is inlined.
+  auto transpose = [wide_b](const uint8_t* const* r, int64_t n, uint8_t flip, int64_t panel, uint8_t* dst) {
     if (wide_b)
-      transpose_4x16<true>(r, j, flip, dst);
+      transpose_rows<true>(r, n, flip, panel, dst);
     else
-      transpose_4x16<false>(r, j, flip, dst);
+      transpose_rows<false>(r, n, flip, panel, dst);
   };
-#if defined(__x86_64__)
-  static const bool avx2 = cpu_supports("avx2");
-#endif
+  const int64_t panel = kp * kQNr * eb;  // bytes between panels
   for (int64_t g = 0; g < kp; g += kQKGroup) {
     const uint8_t* const* r = rows.data() + g;
-    int64_t j = 0;
-#if defined(__x86_64__)
-    if (avx2 && !wide_b) j = transpose_4x32_avx2(r, full, flip_byte, kp * kQNr, panels + g * kQNr);
-#endif
-    for (; j < full; j += kQNr)
-      transpose(r, j, flip_byte, panels + ((j / kQNr) * kp * kQNr + g * kQNr) * eb);
+    uint8_t* const dst = panels + g * kQNr * eb;
+    transpose(r, full, flip_byte, panel, dst);
     if (full < count) {  // last partial panel: copy the tails, padded with (flipped) zeros
       uint8_t tail[4][kQNr];
       const uint8_t* tr[4];
@@ -507,7 +508,7 @@ void pack_block(const Shape& c, const TX* x, TX zx, int64_t p0, int64_t count, u
         std::memcpy(tail[t], r[t] + full, static_cast<size_t>(count - full));
         tr[t] = tail[t];
       }
-      transpose(tr, 0, flip_byte, panels + ((full / kQNr) * kp * kQNr + g * kQNr) * eb);
+      transpose(tr, kQNr, flip_byte, panel, dst + (full / kQNr) * panel);
     }
   }
   if (col_sum) {
