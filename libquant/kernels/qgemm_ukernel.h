@@ -84,15 +84,6 @@ bool requant_vector_ok(const Requantizer* r);
 using QFinish = void (*)(const int32_t* acc, int64_t acc_stride, int64_t rows, int64_t cols, int64_t i0, int64_t j0,
                          const QOutput& o);
 
-// The output stage fused into a micro-kernel, for the convolution (rows are
-// output channels): the common case of requant_vector_ok Float
-// requantization to uint8 / int8. Per valid element, the same operations in
-// the same order as the vector q_finish stages (so the same bits):
-//   v = tile + row_add[r] - row_zp[r] * col_sum[c]   (row_zp may be null)
-//   y[r * ldy + c] = int(clamp(float(v) * row_scale[r], lo, hi)) + zero_point
-// stored as a byte (the value is inside the output range). The accumulators
-// never leave the registers, and everything constant per call is computed
-// once by the caller rather than per tile.
 // Where a fused kernel finds B's groups of four k. Packed panels (taps = 0):
 // group g at b + g * 64 * element bytes. A direct convolution (qconv_fast's
 // channel-interleaved planes, no packing): group (tap, quad) at
@@ -124,6 +115,15 @@ struct QLineStores {
   int count[2] = {};
 };
 
+// The output stage fused into a micro-kernel, for the convolution (rows are
+// output channels): the common case of requant_vector_ok Float
+// requantization to uint8 / int8. Per valid element, the same operations in
+// the same order as the vector q_finish stages (so the same bits):
+//   v = tile + row_add[r] - row_zp[r] * col_sum[c]   (row_zp may be null)
+//   y[r * ldy + c] = int(clamp(float(v) * row_scale[r], lo, hi)) + zero_point
+// stored as a byte (the value is inside the output range). The accumulators
+// never leave the registers, and everything constant per call is computed
+// once by the caller rather than per tile.
 struct QRequantTile {
   const int32_t* row_add = nullptr;    // rows entries
   const float* row_scale = nullptr;    // rows entries
