@@ -15,7 +15,9 @@
 # BENCH_CPUID=avx2 runs every process of every section (qrun, qprofile, ONNX
 # Runtime, PyTorch) with AVX-512, AVX-VNNI and AMX hidden from CPUID
 # (scripts/cpuid_avx2.c, preloaded), so that an AVX-512 host measures both
-# sides on the kernels each picks on an AVX2-only CPU.
+# sides on the kernels each picks on an AVX2-only CPU; BENCH_CPUID=avx512
+# hides AMX alone (CPUID_VIEW=avx512 of the same library): on a host with
+# AMX, ONNX Runtime's int8 GEMMs then run on VPDPBUSD as qrun's do.
 set -euo pipefail
 export LC_ALL=C  # "." decimal points in EPOCHREALTIME and printf, which awk reads
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,19 +28,23 @@ trap 'rm -rf "$work"' EXIT
 
 case ${BENCH_CPUID:-} in
   "") ;;
-  avx2)
+  avx2 | avx512)
     cc -O2 -shared -fPIC -o "$work/cpuid_avx2.so" "$repo/scripts/cpuid_avx2.c" -ldl
+    export CPUID_VIEW=$BENCH_CPUID
     # The library stops a process where CPUID cannot be hidden: stop here then.
     env LD_PRELOAD="$work/cpuid_avx2.so" true || exit 2
     export LD_PRELOAD="$work/cpuid_avx2.so"
     ;;
-  *) echo "error: BENCH_CPUID must be avx2 or unset, not '$BENCH_CPUID'" >&2; exit 2 ;;
+  *) echo "error: BENCH_CPUID must be avx2, avx512 or unset, not '$BENCH_CPUID'" >&2; exit 2 ;;
 esac
 
 # The host's vector ISA as /proc/cpuinfo names it, and what the processes see of it.
 host_isa() {
   grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' '
-  [ -z "${BENCH_CPUID:-}" ] || echo -n "(every process sees avx2 only: BENCH_CPUID=avx2, scripts/cpuid_avx2.c)"
+  case ${BENCH_CPUID:-} in
+    avx2) echo -n "(every process sees avx2 only: BENCH_CPUID=avx2, scripts/cpuid_avx2.c)" ;;
+    avx512) echo -n "(every process sees no AMX: BENCH_CPUID=avx512, scripts/cpuid_avx2.c)" ;;
+  esac
   echo
 }
 

@@ -7,6 +7,14 @@
 //   cc -O2 -shared -fPIC -o cpuid_avx2.so scripts/cpuid_avx2.c -ldl
 //   LD_PRELOAD=$PWD/cpuid_avx2.so node scripts/ort_bench.js ...
 //
+// CPUID_VIEW=avx512 in the environment hides AMX alone (AMX-TILE, -INT8,
+// -BF16, -FP16): the view of an AVX-512 VNNI CPU without AMX (Ice Lake,
+// Cascade Lake, Zen 4), whose int8 kernels are VPDPBUSD's. ONNX Runtime's
+// MLAS takes AMX tiles for its u8 x s8 GEMMs where CPUID lists them (4th
+// generation Xeon and later), and qrun has no AMX kernel: on such a host
+// this view compares the two on the same VNNI instructions. Any other value
+// of CPUID_VIEW stops the process (exit 2, one `error:` line).
+//
 // How: Linux can make CPUID fault in user space (arch_prctl ARCH_SET_CPUID,
 // on CPUs with "cpuid_fault" in /proc/cpuinfo; the setting is per thread and
 // threads inherit it). The fault arrives as SIGSEGV; the handler runs the real
@@ -27,6 +35,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -48,9 +57,18 @@ static int real_sigaction(int sig, const struct sigaction* act, struct sigaction
 
 static uint32_t bit(int i) { return (uint32_t)1 << i; }
 
+// What hide() clears: everything past AVX2 (the default), or AMX alone.
+static int amx_only;
+
 // Feature bits from the Intel SDM, vol. 2A, CPUID leaf 07H (and AMD's APM,
 // which uses the same ones for the features it has).
 static void hide(uint32_t leaf, uint32_t subleaf, uint32_t r[4]) {
+  if (amx_only) {
+    // Leaf 7.0 EDX: AMX-BF16 22, AMX-TILE 24, AMX-INT8 25; leaf 7.1 EAX: AMX-FP16 21.
+    if (leaf == 7 && subleaf == 0) r[3] &= ~(bit(22) | bit(24) | bit(25));
+    if (leaf == 7 && subleaf == 1) r[0] &= ~bit(21);
+    return;
+  }
   if (leaf == 7 && subleaf == 0) {
     // EBX: AVX512F 16, DQ 17, IFMA 21, PF 26, ER 27, CD 28, BW 30, VL 31.
     r[1] &= ~(bit(16) | bit(17) | bit(21) | bit(26) | bit(27) | bit(28) | bit(30) | bit(31));
@@ -120,6 +138,14 @@ sighandler_t signal(int sig, sighandler_t handler) {
 }
 
 __attribute__((constructor)) static void start(void) {
+  const char* view = getenv("CPUID_VIEW");
+  if (view && *view && strcmp(view, "avx2") != 0) {
+    if (strcmp(view, "avx512") != 0) {
+      fprintf(stderr, "error: cpuid_avx2: CPUID_VIEW must be avx2 or avx512, not '%s'\n", view);
+      _exit(2);
+    }
+    amx_only = 1;
+  }
   struct sigaction act;
   memset(&act, 0, sizeof act);
   act.sa_sigaction = on_segv;
@@ -127,7 +153,7 @@ __attribute__((constructor)) static void start(void) {
   if (real_sigaction(SIGSEGV, &act, NULL) != 0 ||
       syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0) != 0) {
     fprintf(stderr, "error: cpuid_avx2: CPUID cannot be made to fault here (arch_prctl ARCH_SET_CPUID: %s), "
-            "so AVX-512 cannot be hidden\n", strerror(errno));
+            "so %s cannot be hidden\n", strerror(errno), amx_only ? "AMX" : "AVX-512");
     _exit(2);
   }
 }

@@ -10,6 +10,10 @@
 # SIGSEGV the program ignores stays ignored.
 # Where CPUID cannot fault (no cpuid_fault), the library must refuse: exit 2
 # and one `error:` line, before the program runs.
+# CPUID_VIEW=avx512 hides AMX alone: a probe of CPUID leaf 7 then sees the
+# host's AVX2, AVX-512F and AVX-512 VNNI bits and no AMX, where the default
+# view sees AVX2 only; an unknown view is refused like a host without
+# cpuid_fault.
 set -euo pipefail
 source "${QTOOL_SOURCE_DIR:?}/tests/interop/ort_env.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -52,6 +56,37 @@ if grep -qw -e avx512_vnni -e avx_vnni /proc/cpuinfo; then
   [ "$saturating" -ge 10 ] || fail "only $saturating fixture cases differ on this VNNI host without the library"
 fi
 
+# What CPUID leaf 7 says, as the processes under the library ask it.
+cat >"$tmp/probe.c" <<'C'
+#include <cpuid.h>
+#include <stdio.h>
+int main(void) {
+  unsigned a, b, c, d;
+  __cpuid_count(7, 0, a, b, c, d);
+  printf("avx2=%u avx512f=%u avx512_vnni=%u amx_tile=%u amx_int8=%u\n", (b >> 5) & 1, (b >> 16) & 1, (c >> 11) & 1,
+         (d >> 24) & 1, (d >> 25) & 1);
+  return 0;
+}
+C
+cc -O2 -o "$tmp/probe" "$tmp/probe.c"
+host=$("$tmp/probe")
+flag() { sed -n "s/.*\b$1=\([01]\).*/\1/p" <<<"$2"; }
+[ "$(flag avx2 "$host")" = 1 ] || fail "the CPUID probe does not see AVX2 on this host: $host"
+view=$(LD_PRELOAD=$shim "$tmp/probe")
+[ "$view" = "avx2=1 avx512f=0 avx512_vnni=0 amx_tile=0 amx_int8=0" ] || fail "under cpuid_avx2 the probe saw: $view"
+view=$(CPUID_VIEW=avx512 LD_PRELOAD=$shim "$tmp/probe")
+want="avx2=1 avx512f=$(flag avx512f "$host") avx512_vnni=$(flag avx512_vnni "$host") amx_tile=0 amx_int8=0"
+[ "$view" = "$want" ] || fail "under CPUID_VIEW=avx512 the probe saw '$view', not '$want' (host: $host)"
+code=0
+CPUID_VIEW=avx10 LD_PRELOAD=$shim /usr/bin/true 2>"$tmp/err" || code=$?
+[ "$code" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^error: cpuid_avx2: CPUID_VIEW must be" "$tmp/err" ||
+  fail "an unknown CPUID_VIEW was not refused (exit $code): $(cat "$tmp/err")"
+
+code=0
+BENCH_CPUID=avx10 QTOOL_BIN="$bin" bash "$src/scripts/bench.sh" speed >/dev/null 2>"$tmp/err" || code=$?
+[ "$code" -eq 2 ] && grep -q "^error: BENCH_CPUID must be avx2, avx512 or unset, not 'avx10'" "$tmp/err" ||
+  fail "scripts/bench.sh took BENCH_CPUID=avx10 (exit $code): $(cat "$tmp/err")"
+
 isa=$(LD_PRELOAD=$shim env -u QTOOL_ISA "$bin/qrun" "$src/samples/digits_cnn.onnx" --data "$src/samples/digits/test" \
   --limit 1 --bench 1 --quiet | sed -n 's/.*, isa \([a-z0-9+-]*\)).*/\1/p')
 [ "$isa" = avx2 ] || fail "qrun under cpuid_avx2 ran its '$isa' kernels"
@@ -68,4 +103,4 @@ LD_PRELOAD=$shim /usr/bin/python3 -c 'import os, signal; signal.signal(signal.SI
 out=$(LD_PRELOAD=$shim /usr/bin/python3 -X faulthandler -c 'import ctypes; ctypes.string_at(0)' 2>&1 || true)
 grep -q 'Fatal Python error: Segmentation fault' <<<"$out" ||
   fail "Python's own SIGSEGV handler (faulthandler) was not called under cpuid_avx2: $out"
-echo "ONNX Runtime under cpuid_avx2 computed all $(ls -d "$fixtures"/*/ | wc -l) AVX2 fixtures exactly ($saturating differ without it); qrun chose avx2"
+echo "ONNX Runtime under cpuid_avx2 computed all $(ls -d "$fixtures"/*/ | wc -l) AVX2 fixtures exactly ($saturating differ without it); qrun chose avx2; CPUID_VIEW=avx512 hid AMX alone (host: $host)"
