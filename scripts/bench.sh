@@ -8,7 +8,8 @@
 # BENCH_ROUNDS (1) repeats speed's runs of each model that many times, qrun and
 # ORT alternating, and reports each side's best round and the median of the
 # rounds' ratios (on a host whose speed moves between runs, the ratio of two
-# adjacent runs moves much less than either run);
+# adjacent runs moves much less than either run), and so each side's
+# 2-thread speed-up: the median of the rounds' own (paired_speedups);
 # BENCH_QPROFILE=0 leaves out qprofile's timing (the longest part);
 # QTOOL_ISA=portable|avx2|avx512|vnni runs qrun's kernels capped at that ISA
 # (libquant/kernels/cpu.h), e.g. the AVX2 paths on an AVX-512 host;
@@ -228,6 +229,29 @@ paired_rounds() {
     }'
 }
 
+# paired_speedups < ROUNDS: from the lines "T qrun-f32 ORT-f32 qrun-int8 ORT-int8"
+# of thread counts 1 and 2, per side the median over the rounds of that
+# round's 1-thread / 2-thread median time. A round's two runs of one side
+# are seconds apart; the best rounds of each thread count may be minutes
+# apart, on a host whose speed moves by 1.5x in that time (stops 41-43).
+# Prints "QF OF QI OI".
+paired_speedups() {
+  awk '
+    function median(a, n,   i, j, x) {
+      for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    $1 == 1 { n1++; for (f = 0; f < 4; f++) one[f, n1] = $(2 + 3 * f) }
+    $1 == 2 { n2++; for (f = 0; f < 4; f++) two[f, n2] = $(2 + 3 * f) }
+    END {
+      n = n1 < n2 ? n1 : n2
+      for (f = 0; f < 4; f++) {
+        for (i = 1; i <= n; i++) r[i] = one[f, i] / two[f, i]
+        printf "%.2f%s", median(r, n), f < 3 ? " " : "\n"
+      }
+    }'
+}
+
 bench_speed() {
   local zoo=${ZOO_DIR:-$repo/.cache/zoo}
   local models=${BENCH_MODELS:-resnet18 mobilenet_v2} threads_list=${BENCH_THREADS:-1 2}
@@ -277,8 +301,10 @@ bench_speed() {
       [ -n "$ort1" ] || ort1=$4
     done
     if [[ " $threads_list " == *" 1 "* && " $threads_list " == *" 2 "* ]]; then
-      summary+=("$(printf '%-14s speed-up 2 vs 1 threads: qrun f32 %sx, ORT f32 %sx, qrun int8 %sx, ORT int8 %sx' "$model" \
-        "$(ratio "$qf_1" "$qf_2")" "$(ratio "$of_1" "$of_2")" "$(ratio "$qi_1" "$qi_2")" "$(ratio "$oi_1" "$oi_2")")")
+      local pq pof pqi poi
+      read -r pq pof pqi poi < <(paired_speedups <"$w/rounds")
+      summary+=("$(printf '%-14s speed-up 2 vs 1 threads, median of the rounds (of best rounds): qrun f32 %sx (%sx), ORT f32 %sx (%sx), qrun int8 %sx (%sx), ORT int8 %sx (%sx)' "$model" \
+        "$pq" "$(ratio "$qf_1" "$qf_2")" "$pof" "$(ratio "$of_1" "$of_2")" "$pqi" "$(ratio "$qi_1" "$qi_2")" "$poi" "$(ratio "$oi_1" "$oi_2")")")
     fi
     # qprofile, 1 thread: per sample (qprofile_per_sample).
     [ "${BENCH_QPROFILE:-1}" != 0 ] || continue

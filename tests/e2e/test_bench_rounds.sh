@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # scripts/bench.sh speed with BENCH_ROUNDS: each side's best round, the
 # largest RSS, and the median over the rounds of each round's qrun / ORT
-# ratio (paired_rounds), from round lines written out here; a bad
-# BENCH_ROUNDS is refused with exit code 2 before anything runs.
+# ratio (paired_rounds), and per side the median over the rounds of each
+# round's 1-thread / 2-thread time (paired_speedups), from round lines
+# written out here; a bad BENCH_ROUNDS is refused with exit code 2 before
+# anything runs.
 source "$(dirname "$0")/lib.sh"
 source <(sed -n '/^paired_rounds() {/,/^}/p' "$src/scripts/bench.sh")
+source <(sed -n '/^paired_speedups() {/,/^}/p' "$src/scripts/bench.sh")
 declare -F paired_rounds >/dev/null || fail "paired_rounds not found in scripts/bench.sh"
+declare -F paired_speedups >/dev/null || fail "paired_speedups not found in scripts/bench.sh"
 # Per line: threads, then qrun f32, ORT f32, qrun int8, ORT int8, each "median_ms cpu_ms rss_kib".
 cat >"$tmp/rounds" <<'ROUNDS'
 1 12 13 110 18 20 210 6 7 55 7 8 85
@@ -20,5 +24,12 @@ got=$(paired_rounds 1 <"$tmp/rounds")
 [[ "$got" =~ ^"9.00 0.50 110 18.00 0.50 210 4.00 0.67 55 7.00 0.6"[23]" 85" ]] || fail "paired_rounds 1: '$got'"
 got=$(paired_rounds 2 <"$tmp/rounds")
 [[ "$got" =~ ^"6.00 0.54 100 12.00 0.50 200 3.00 0.67 50 5.00 0.60 80" ]] || fail "paired_rounds 2: '$got'"
+# Rounds in order: thread-1 lines 1, 3, 4 pair with the thread-2 lines of rounds 1, 2, 3 (here one
+# thread-2 line and a second one below). qrun f32: 12/6, 10/5, 9/6 -> 2, 2, 1.5: median 2 (best
+# rounds: 9/5 = 1.8); ORT f32 18/12, 20/10, 21/14 -> 1.5, 2, 1.5: median 1.5; qrun int8 6/3, 5/2,
+# 4/4 -> 2, 2.5, 1: 2; ORT int8 7/5, 8/4, 10/5 -> 1.4, 2, 2: 2.
+{ cat "$tmp/rounds"; echo "2 5 6 100 10 11 200 2 3 50 4 5 80"; echo "2 6 7 100 14 15 200 4 5 50 5 6 80"; } >"$tmp/rounds3"
+got=$(paired_speedups <"$tmp/rounds3")
+[ "$got" = "2.00 1.50 2.00 2.00" ] || fail "paired_speedups: '$got'"
 expect_exit 2 "BENCH_ROUNDS must be a positive integer" env BENCH_ROUNDS=0 QTOOL_BIN="$bin" bash "$src/scripts/bench.sh" speed
-echo "paired_rounds sums up rounds as documented; BENCH_ROUNDS=0 refused"
+echo "paired_rounds and paired_speedups sum up rounds as documented; BENCH_ROUNDS=0 refused"
