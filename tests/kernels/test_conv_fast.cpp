@@ -144,13 +144,16 @@ TEST_CASE("depthwise 3x3 plane kernels match the reference conv_f32 on every ISA
   struct Pads {
     int64_t top, left, bottom, right;
   };
-  const Pads pads[] = {{1, 1, 1, 1}, {0, 0, 0, 0}, {0, 0, 1, 1}, {2, 1, 0, 2}, {1, 2, 2, 0}};
+  const Pads pads[] = {{1, 1, 1, 1}, {0, 0, 0, 0}, {0, 0, 1, 1}, {2, 1, 0, 2}, {1, 2, 2, 0}, {0, 0, 2, 2}, {3, 1, 0, 1}};
   // Heights and widths reach every band shape of the AVX-512 kernel: one
   // band or several sharing their edge rows in its ring of scratch rows,
   // bands of 1 to 8 rows (one vector per row) or 1 to 4 (more vectors),
   // rows of 1 to 9 vectors with the last partial or full, and row stride 3
   // (bands of one row). Padding up to 2 puts the first and last rows' loads
-  // on the masked path and the others on the in-plane path.
+  // on the masked path and the others on the in-plane path. Stride 1 with
+  // rows up to 16 wide that keep their width (left + right padding 2: one
+  // each, two on the left, two on the right) takes the AVX2 kernel's flat
+  // path, with top padding from 0 to 3.
   for (int64_t h : {1, 3, 6, 9, 14, 17}) {
     for (int64_t w_in = 1; w_in <= 135; w_in += (w_in < 20 ? 1 : w_in < 41 ? 7 : 23)) {
       for (int64_t sh : {1, 2, 3}) {
