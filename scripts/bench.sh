@@ -197,6 +197,17 @@ qprofile_per_sample() {
   echo "$per $startup $all_in $rss $count $small $cpu_per"
 }
 
+# The awk function median(a, n) that paired_rounds and paired_speedups
+# prepend to their programs: the median of a[1..n], which it sorts in place.
+awk_median() {
+  cat <<'AWK'
+    function median(a, n,   i, j, x) {
+      for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+AWK
+}
+
 # paired_rounds T < ROUNDS: the lines "T qrun-f32 ORT-f32 qrun-int8 ORT-int8"
 # (each side "MEDIAN_MS CPU_MS RSS_KIB") of thread count T, one per round,
 # summed up: per side its best round's median and largest RSS, and for each
@@ -204,11 +215,7 @@ qprofile_per_sample() {
 # and of CPU time. Prints "QF_BEST CPU_RATIO QF_RSS OF_BEST WALL_RATIO OF_RSS"
 # and the same six for int8 (QI..., OI...).
 paired_rounds() {
-  awk -v t="$1" '
-    function median(a, n,   i, j, x) {
-      for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
-      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-    }
+  awk -v t="$1" "$(awk_median)"'
     $1 == t {
       n++
       for (f = 0; f < 2; f++) {
@@ -236,11 +243,7 @@ paired_rounds() {
 # apart, on a host whose speed moves by 1.5x in that time (stops 41-43).
 # Prints "QF OF QI OI".
 paired_speedups() {
-  awk '
-    function median(a, n,   i, j, x) {
-      for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
-      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-    }
+  awk "$(awk_median)"'
     $1 == 1 { n1++; for (f = 0; f < 4; f++) one[f, n1] = $(2 + 3 * f) }
     $1 == 2 { n2++; for (f = 0; f < 4; f++) two[f, n2] = $(2 + 3 * f) }
     END {

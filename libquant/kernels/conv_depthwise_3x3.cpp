@@ -244,8 +244,9 @@ __attribute__((target("avx512f"))) void pack_row(const Depthwise3x3Plane& p, con
 // (`QTOOL_ISA=avx2`, best of 1000 calls).
 constexpr int64_t kFlatMaxWidth = 32;
 
+// (out_w == in_w with a 3-wide kernel at stride 1 means pad_left + pad_right == 2.)
 bool flat_plane_fits(const Depthwise3x3Plane& p) {
-  return p.stride_h == 1 && p.stride_w == 1 && p.out_w == p.in_w && p.in_w <= kFlatMaxWidth && p.pad_left <= 2;
+  return p.stride_h == 1 && p.stride_w == 1 && p.out_w == p.in_w && p.in_w <= kFlatMaxWidth;
 }
 
 // The column masks of a flat plane, per vector of `lanes` outputs and kernel

@@ -9,9 +9,10 @@
 // Conv does). Stride-1 planes up to 32 columns wide whose rows keep their
 // width are computed flat instead: the plane as one array, eight or sixteen
 // consecutive outputs per vector across row ends, a column mask zeroing the
-// taps that fall off a row (conv_depthwise_3x3_flat.inc). Every output is bias, then the nine taps in (kh, kw) order,
-// each a fused multiply-add, so the two ISAs give the same bits, and they
-// differ from the reference (which skips padding taps) only where w * 0
+// taps that fall off a row (conv_depthwise_3x3_flat.inc). Every output is
+// bias, then the nine taps in (kh, kw) order, each a fused multiply-add, so
+// the paths and the two ISAs give the same bits, and they differ from the
+// reference (which skips padding taps) only where w * 0
 // turns an exact -0 sum into +0, or an infinite weight gives NaN on a
 // padding tap; thread count does not matter (one plane is one task).
 #pragma once

@@ -6,6 +6,7 @@
 # written out here; a bad BENCH_ROUNDS is refused with exit code 2 before
 # anything runs.
 source "$(dirname "$0")/lib.sh"
+source <(sed -n '/^awk_median() {/,/^}/p' "$src/scripts/bench.sh")
 source <(sed -n '/^paired_rounds() {/,/^}/p' "$src/scripts/bench.sh")
 source <(sed -n '/^paired_speedups() {/,/^}/p' "$src/scripts/bench.sh")
 declare -F paired_rounds >/dev/null || fail "paired_rounds not found in scripts/bench.sh"
