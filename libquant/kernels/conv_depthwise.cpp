@@ -188,12 +188,41 @@ void conv_f32_depthwise(const ConvGeometry& g, const float* x, const float* w, c
       }
     }
   };
-  parallel_for(threads, g.batch * C, [&](int64_t plane) {
-    const int64_t c = plane % C;
+  const auto add_residual = [&](int64_t plane) {
     float* yp = y + plane * out_plane;
-    conv_plane(x + plane * in_plane, w + c * k_volume, yp, bias ? bias[c] : 0.0f);
     if (act_in.residual)
       add_f32(yp, act_in.residual + plane * out_plane, yp, out_plane, act_in.clamp, act_in.lo, act_in.hi, 1);
+  };
+  // Blocks of channels where the block kernel serves the geometry; the
+  // channels past the last whole block go plane by plane.
+  const detail::Depthwise3x3Plane shape{nullptr, nullptr, nullptr, s.in[1], s.in[2], s.out[1], s.out[2], s.strides[1],
+                                        s.strides[2], s.pads_begin[1], s.pads_begin[2], 0.0f, act.clamp, act.lo, act.hi};
+  const detail::Depthwise3x3Isa* isa = plane_3x3 ? isas_3x3.back() : nullptr;
+  const int64_t block = isa && isa->block_kernel && isa->block_fits(shape) ? isa->block : 0;
+  if (block > 0) {
+    const int64_t blocks = C / block, rest = C - blocks * block;
+    parallel_for(threads, g.batch * (blocks + rest), [&](int64_t task) {
+      const int64_t n = task / (blocks + rest), b = task % (blocks + rest);
+      if (b >= blocks) {
+        const int64_t c = blocks * block + (b - blocks), plane = n * C + c;
+        conv_plane(x + plane * in_plane, w + c * k_volume, y + plane * out_plane, bias ? bias[c] : 0.0f);
+        add_residual(plane);
+        return;
+      }
+      const int64_t c0 = b * block, plane0 = n * C + c0;
+      detail::Depthwise3x3Channels ch{shape, in_plane, out_plane, bias ? bias + c0 : nullptr};
+      ch.plane.x = x + plane0 * in_plane;
+      ch.plane.y = y + plane0 * out_plane;
+      ch.plane.w = w + c0 * k_volume;
+      isa->block_kernel(ch);
+      for (int64_t i = 0; i < block; ++i) add_residual(plane0 + i);
+    });
+    return;
+  }
+  parallel_for(threads, g.batch * C, [&](int64_t plane) {
+    const int64_t c = plane % C;
+    conv_plane(x + plane * in_plane, w + c * k_volume, y + plane * out_plane, bias ? bias[c] : 0.0f);
+    add_residual(plane);
   });
 }
 

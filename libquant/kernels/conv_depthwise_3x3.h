@@ -9,7 +9,10 @@
 // Conv does). Stride-1 planes up to 32 columns wide whose rows keep their
 // width are computed flat instead: the plane as one array, eight or sixteen
 // consecutive outputs per vector across row ends, a column mask zeroing the
-// taps that fall off a row (conv_depthwise_3x3_flat.inc). Every output is
+// taps that fall off a row (conv_depthwise_3x3_flat.inc). Small maps and
+// stride 2 go to the block kernel instead, eight channels at once
+// (conv_depthwise_3x3_blocked.cpp), which its ISA's block_fits picks per
+// geometry and the caller (conv_depthwise.cpp) calls. Every output is
 // bias, then the nine taps in (kh, kw) order, each a fused multiply-add, so
 // the paths and the two ISAs give the same bits, and they differ from the
 // reference (which skips padding taps) only where w * 0
@@ -36,10 +39,32 @@ struct Depthwise3x3Plane {
 
 using Depthwise3x3Kernel = void (*)(const Depthwise3x3Plane& p);
 
+// Several channels of one geometry at once (the block kernels): channel i
+// reads plane.x + i * in_stride, writes plane.y + i * out_stride, with the
+// weights plane.w + 9 * i and the bias bias[i] (bias null: zero);
+// plane.bias is not read.
+struct Depthwise3x3Channels {
+  Depthwise3x3Plane plane;
+  int64_t in_stride, out_stride;
+  const float* bias;
+};
+
+using Depthwise3x3BlockKernel = void (*)(const Depthwise3x3Channels& c);
+
 struct Depthwise3x3Isa {
   const char* name;
   Depthwise3x3Kernel kernel;
+  // `block` consecutive channels per call of block_kernel
+  // (conv_depthwise_3x3_blocked.cpp), for the geometries block_fits takes:
+  // small maps and stride 2, where the plane kernels spend more on packing
+  // rows (and, with stride 2, splitting them) than on the multiply-adds.
+  int64_t block;
+  Depthwise3x3BlockKernel block_kernel;
+  bool (*block_fits)(const Depthwise3x3Plane& p);
 };
+
+// The block kernel for AVX2 + FMA (8 channels), declared for the ISA table.
+void dwconv3x3_block_avx2(const Depthwise3x3Channels& c);
 
 // Every 3x3 kernel this CPU runs, fastest last (empty without AVX2 + FMA:
 // the generic depthwise loops serve then).

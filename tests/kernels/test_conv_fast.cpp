@@ -88,6 +88,11 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 3, 3, 3, {20, 23}, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},  // stride 3: the generic row update
       {1, 2, 2, 2, {9, 70}, {3, 4}, {1, 1}, {1, 3}, {1, 5}, {1, 4}},     // taps wholly in the padding
       {1, 2, 2, 2, {4, 5, 6}, {2, 2, 3}, {1, 1, 2}, {1, 1, 1}, {1, 0, 1}, {0, 1, 1}},
+      // depthwise 3x3 in blocks of channels (both blocked geometries, two
+      // images, a last block cut short: channels 16-18 go plane by plane)
+      {2, 19, 19, 19, {14, 14}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 16, 16, 16, {7, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 24, 24, 24, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {1, 1}},
       // channel multiplier (one input channel, two outputs per group): GEMM path
       {1, 3, 6, 3, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
       // More output channels than pixels, 3 column panels, K = 288: threads
@@ -184,6 +189,73 @@ TEST_CASE("depthwise 3x3 plane kernels match the reference conv_f32 on every ISA
                 if (first.empty()) first = got;
                 CHECK(got == first);  // border and interior, AVX2 and AVX-512: the same fused sums
               }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("depthwise 3x3 block kernels give the plane kernels' bits", "[kernels][conv]") {
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  struct Pads {
+    int64_t top, left, bottom, right;
+  };
+  // Pads that keep, grow and shrink the map (a pad at the end only: the
+  // last input rows and columns are read by no output), every row and
+  // column stride the plane kernels take, and sizes around the 8-pixel runs
+  // the transposes take (a plane of 1, 7, 8, 9 pixels...).
+  const Pads pads[] = {{1, 1, 1, 1}, {0, 0, 0, 0}, {0, 0, 1, 1}, {2, 1, 0, 2}, {3, 1, 0, 1}};
+  for (const auto* isa : detail::supported_depthwise_3x3_isas()) {
+    if (!isa->block_kernel) continue;
+    INFO(isa->name);
+    const int64_t channels = isa->block;
+    for (int64_t h : {1, 2, 3, 7, 14}) {
+      for (int64_t w_in : {1, 3, 4, 7, 9, 14, 17, 30}) {
+        for (int64_t sh : {1, 2, 3}) {
+          for (int64_t sw : {1, 2}) {
+            for (const Pads& pd : pads) {
+              if (h + pd.top + pd.bottom < 3 || w_in + pd.left + pd.right < 3) continue;
+              const int64_t out_h = (h + pd.top + pd.bottom - 3) / sh + 1, out_w = (w_in + pd.left + pd.right - 3) / sw + 1;
+              // Planes apart by more than their size, as in a batch's slice.
+              const int64_t in_stride = h * w_in + 5, out_stride = out_h * out_w + 3;
+              std::vector<float> x(static_cast<size_t>(channels * in_stride)), wt(static_cast<size_t>(9 * channels)),
+                  bias(static_cast<size_t>(channels));
+              for (float& v : x) v = dist(rng);
+              for (float& v : wt) v = dist(rng);
+              for (float& v : bias) v = dist(rng);
+              INFO("h=" << h << " w=" << w_in << " s=" << sh << "," << sw << " pads=" << pd.top << "," << pd.left
+                        << "," << pd.bottom << "," << pd.right);
+              for (bool clamp : {false, true}) {
+                std::vector<float> want(size_t(channels * out_stride), 7.0f), got(want.size(), 7.0f);
+                const detail::Depthwise3x3Plane shape{x.data(), got.data(), wt.data(), h, w_in, out_h, out_w, sh, sw,
+                                                      pd.top, pd.left, 0.0f, clamp, -0.25f, 0.5f};
+                for (int64_t ch = 0; ch < channels; ++ch) {
+                  detail::Depthwise3x3Plane one = shape;
+                  one.x = x.data() + ch * in_stride;
+                  one.y = want.data() + ch * out_stride;
+                  one.w = wt.data() + 9 * ch;
+                  one.bias = bias[size_t(ch)];
+                  isa->kernel(one);
+                }
+                isa->block_kernel(detail::Depthwise3x3Channels{shape, in_stride, out_stride, bias.data()});
+                CHECK(got == want);  // and the gaps between planes untouched (7)
+              }
+              // No bias: zero.
+              std::vector<float> want(size_t(channels * out_stride), 7.0f), got(want.size(), 7.0f);
+              const detail::Depthwise3x3Plane shape{x.data(), got.data(), wt.data(), h, w_in, out_h, out_w, sh, sw,
+                                                    pd.top, pd.left, 0.0f, false, 0.0f, 0.0f};
+              for (int64_t ch = 0; ch < channels; ++ch) {
+                detail::Depthwise3x3Plane one = shape;
+                one.x = x.data() + ch * in_stride;
+                one.y = want.data() + ch * out_stride;
+                one.w = wt.data() + 9 * ch;
+                isa->kernel(one);
+              }
+              isa->block_kernel(detail::Depthwise3x3Channels{shape, in_stride, out_stride, nullptr});
+              CHECK(got == want);
             }
           }
         }
