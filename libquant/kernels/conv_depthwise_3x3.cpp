@@ -464,21 +464,25 @@ __attribute__((target("avx2,fma"))) void dwconv3x3_f32_avx2(const Depthwise3x3Pl
       });
 }
 
-// Where the block kernel beat the plane kernels (one layer alone, best of
-// 300 calls, 1 thread, bits compared; AVX-512 host): under AVX2, stride 2
-// at 112 x 112 0.82x their time, 56 0.89x, 28 0.49x, 14 0.31x; stride 1 at
-// 24 0.88x, 14 0.72x, 7 0.56x, but 28 1.08x and 56 1.23x; stride 2 at
-// 224 x 224 1.95x (its scratch, 1.6 MB, leaves L2). Against the AVX-512
-// plane kernels: stride 2 at 28 0.60x and 14 0.38x, stride 1 at 14
-// 0.88-0.97x and 7 0.62x, but stride 2 at 56 1.02x and 112 1.14x, stride 1
-// at 21 1.00x.
+// Where the block kernels beat the plane kernels of their ISA: one layer
+// alone, 1 thread, calls of the two alternating, best of 200-300 each, bits
+// compared (dwblk harness, stop 44, AVX-512 host; block time / plane time).
+// AVX2, 8 channels: stride 2 at 14 x 14 0.31-0.35, 28 0.49-0.51, 42 0.65,
+// 56 0.89-0.94, but 112 1.19-1.23 and 224 1.95 (the scratch leaves L2);
+// stride 1 at 7 0.56-0.60, 14 0.71-0.73, 16-21 0.73-0.79, 24 0.88, but 28
+// 1.04-1.08 and 56 1.23 (the flat and band walks are quick there).
+// AVX-512, 16 channels: stride 2 at 14 0.30, 24 0.50, 28 0.74, 42 0.69-0.74,
+// but 56 1.36-1.41 and 112 1.66-1.71; stride 1 at 7 0.54, 14 0.87-0.92,
+// 16-21 0.75-0.84, 24 0.94, but 28 1.31.
 bool block_fits_avx2(const Depthwise3x3Plane& p) {
-  return p.in_h * p.in_w <= 112 * 112 && p.in_w <= (p.stride_w == 2 ? 112 : 24);
+  return p.in_h * p.in_w <= 56 * 56 && p.in_w <= (p.stride_w == 2 ? 56 : 24);
 }
-bool block_fits_avx512(const Depthwise3x3Plane& p) { return p.in_h * p.in_w <= 28 * 28 && p.in_w <= (p.stride_w == 2 ? 28 : 14); }
+bool block_fits_avx512(const Depthwise3x3Plane& p) {
+  return p.in_h * p.in_w <= 42 * 42 && p.in_w <= (p.stride_w == 2 ? 42 : 24);
+}
 
 const Depthwise3x3Isa kAvx2{"avx2", dwconv3x3_f32_avx2, 8, dwconv3x3_block_avx2, block_fits_avx2};
-const Depthwise3x3Isa kAvx512{"avx512", dwconv3x3_f32_avx512, 8, dwconv3x3_block_avx2, block_fits_avx512};
+const Depthwise3x3Isa kAvx512{"avx512", dwconv3x3_f32_avx512, 16, dwconv3x3_block_avx512, block_fits_avx512};
 
 }  // namespace
 

@@ -10,14 +10,15 @@
 // width are computed flat instead: the plane as one array, eight or sixteen
 // consecutive outputs per vector across row ends, a column mask zeroing the
 // taps that fall off a row (conv_depthwise_3x3_flat.inc). Small maps and
-// stride 2 go to the block kernel instead, eight channels at once
+// stride 2 go to the block kernels instead, 8 or 16 channels at once
 // (conv_depthwise_3x3_blocked.cpp), which its ISA's block_fits picks per
 // geometry and the caller (conv_depthwise.cpp) calls. Every output is
 // bias, then the nine taps in (kh, kw) order, each a fused multiply-add, so
 // the paths and the two ISAs give the same bits, and they differ from the
 // reference (which skips padding taps) only where w * 0
 // turns an exact -0 sum into +0, or an infinite weight gives NaN on a
-// padding tap; thread count does not matter (one plane is one task).
+// padding tap; thread count does not matter (one plane, or one block of
+// channels, is one task).
 #pragma once
 
 #include <cstdint>
@@ -63,8 +64,10 @@ struct Depthwise3x3Isa {
   bool (*block_fits)(const Depthwise3x3Plane& p);
 };
 
-// The block kernel for AVX2 + FMA (8 channels), declared for the ISA table.
+// The block kernels for AVX2 + FMA (8 channels) and AVX-512 (16), declared
+// for the ISA table.
 void dwconv3x3_block_avx2(const Depthwise3x3Channels& c);
+void dwconv3x3_block_avx512(const Depthwise3x3Channels& c);
 
 // Every 3x3 kernel this CPU runs, fastest last (empty without AVX2 + FMA:
 // the generic depthwise loops serve then).

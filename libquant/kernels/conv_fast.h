@@ -4,7 +4,7 @@
 // Paths, chosen per call from the geometry:
 //  - depthwise (one input and one output channel per group): direct loops per
 //    channel plane, vectorized along the output row (conv_depthwise.cpp);
-//    3x3 ones on small maps or with stride 2 eight channels at once, one per
+//    3x3 ones on small maps or with stride 2 8 or 16 channels at once, one per
 //    vector lane (conv_depthwise_3x3_blocked.cpp);
 //  - 1x1, stride 1, no padding: the input planes already are the GEMM's B
 //    matrix [C/group, H*W], no im2col at all;
