@@ -21,6 +21,20 @@ namespace quant::kernels {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 namespace {
 
+// Lanes [0, lanes) whose column col + lane lies in [0, w), as a bit mask.
+inline uint64_t inside_mask(int64_t col, int64_t w, int64_t lanes) {
+  const int64_t lo = std::clamp<int64_t>(-col, 0, lanes), hi = std::clamp<int64_t>(w - col, lo, lanes);
+  const uint64_t below_hi = hi == 64 ? ~uint64_t{0} : (uint64_t{1} << hi) - 1;
+  return below_hi & ~((uint64_t{1} << lo) - 1);
+}
+
+// row + col as an address for a masked load, formed as an integer: col may
+// be negative (the masked-off lanes are never read).
+template <class T>
+const T* shifted(const T* row, int64_t col) {
+  return reinterpret_cast<const T*>(reinterpret_cast<uintptr_t>(row) + static_cast<uintptr_t>(col) * sizeof(T));
+}
+
 // The vector operations the pool needs, per element type: 16 floats or 64 bytes.
 struct F32Lanes {
   using T = float;
@@ -34,6 +48,11 @@ struct F32Lanes {
     _mm512_mask_storeu_ps(p, static_cast<__mmask16>((uint32_t{1} << n) - 1), v);
   }
   __attribute__((target("avx512f"))) static Vec splat(T v) { return _mm512_set1_ps(v); }
+  // Elements [col, col + 16) of a row of w, low outside it (the edge
+  // buffer is for the types without masked loads).
+  __attribute__((target("avx512f"))) static Vec load_edge(const T* row, int64_t col, int64_t w, Vec low, T*) {
+    return _mm512_mask_loadu_ps(low, static_cast<__mmask16>(inside_mask(col, w, 16)), shifted(row, col));
+  }
   // v > m ? v : m: VMAXPS returns its second operand unless the first is greater (NaN included).
   __attribute__((target("avx512f"))) static Vec keep_max(Vec v, Vec m) { return _mm512_max_ps(v, m); }
   // Elements 0, 2, ..., 30 and 1, 3, ..., 31 of the 32 in a then b.
@@ -57,6 +76,9 @@ struct ByteLanes {
     _mm512_mask_storeu_epi8(p, n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1, v);
   }
   __attribute__((target("avx512f,avx512bw"))) static Vec splat(T v) { return _mm512_set1_epi8(static_cast<char>(v)); }
+  __attribute__((target("avx512f,avx512bw"))) static Vec load_edge(const T* row, int64_t col, int64_t w, Vec low, T*) {
+    return _mm512_mask_loadu_epi8(low, inside_mask(col, w, 64), shifted(row, col));
+  }
   __attribute__((target("avx512f,avx512bw"))) static Vec keep_max(Vec v, Vec m) {
     if constexpr (std::is_signed_v<T>) return _mm512_max_epi8(v, m);
     return _mm512_max_epu8(v, m);
@@ -85,6 +107,12 @@ struct F32Lanes8 {
     _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), iota), v);
   }
   __attribute__((target("avx2"))) static Vec splat(T v) { return _mm256_set1_ps(v); }
+  __attribute__((target("avx2"))) static Vec load_edge(const T* row, int64_t col, int64_t w, Vec low, T*) {
+    const __m256i c = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(col)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i inside = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), c),
+                                               _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(w)), c));
+    return _mm256_blendv_ps(low, _mm256_maskload_ps(shifted(row, col), inside), _mm256_castsi256_ps(inside));
+  }
   // VMAXPS ymm: the second operand unless the first is greater, as above.
   __attribute__((target("avx2"))) static Vec keep_max(Vec v, Vec m) { return _mm256_max_ps(v, m); }
   // VSHUFPS picks even (odd) elements within each 128-bit half of a and b; the
@@ -112,6 +140,12 @@ struct ByteLanes32 {
     std::memcpy(p, lanes, static_cast<size_t>(n));
   }
   __attribute__((target("avx2"))) static Vec splat(T v) { return _mm256_set1_epi8(static_cast<char>(v)); }
+  // No masked byte loads: the bytes inside the row are copied into `edge`.
+  __attribute__((target("avx2"))) static Vec load_edge(const T* row, int64_t col, int64_t w, Vec low, T* edge) {
+    store(edge, low);
+    for (int64_t l = std::max<int64_t>(0, -col); l < 32 && col + l < w; ++l) edge[l] = row[col + l];
+    return load(edge);
+  }
   __attribute__((target("avx2"))) static Vec keep_max(Vec v, Vec m) {
     if constexpr (std::is_signed_v<T>) return _mm256_max_epi8(v, m);
     return _mm256_max_epu8(v, m);
@@ -159,12 +193,14 @@ bool pool_planes(const PoolGeometry& g, const typename L::T* x, typename L::T* y
   const int64_t width = scratch_width<L>(g.out_spatial[1]);
   thread_local std::vector<typename L::T> scratch;
   scratch.resize(static_cast<size_t>(4 * width + g.kernel[0] * (width - L::kLanes)));
-  for (int64_t p = 0; p < planes; ++p) {
-    if constexpr (L::kLanes * sizeof(typename L::T) == 64)
-      pool_plane_avx512<L>(g, x + p * in_plane, y + p * out_plane, scratch.data());
-    else
-      pool_plane_avx2<L>(g, x + p * in_plane, y + p * out_plane, scratch.data());
+  constexpr bool wide = L::kLanes * sizeof(typename L::T) == 64;
+  using Plane = void (*)(const PoolGeometry&, const typename L::T*, typename L::T*, typename L::T*);
+  Plane plane = wide ? pool_plane_avx512<L> : pool_plane_avx2<L>;
+  if (g.kernel[1] == 3) {
+    if (g.strides[1] == 2) plane = wide ? pool_plane_avx512<L, 3, 2> : pool_plane_avx2<L, 3, 2>;
+    if (g.strides[1] == 1) plane = wide ? pool_plane_avx512<L, 3, 1> : pool_plane_avx2<L, 3, 1>;
   }
+  for (int64_t p = 0; p < planes; ++p) plane(g, x + p * in_plane, y + p * out_plane, scratch.data());
   return true;
 }
 
