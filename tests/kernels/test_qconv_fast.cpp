@@ -184,3 +184,38 @@ TEST_CASE("qconv_fast splits a heavy layer on a small map by output channels", "
   // thread, so one pixel block is packed once and shared by chunks of rows.
   check_large(Case{1, 256, 160, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, 5, 32, {1, 2, 3});
 }
+
+TEST_CASE("qconv_fast splits direct blocks the threads cannot share evenly by output channels too",
+          "[kernels][qconv_fast]") {
+  // A 14 x 14 map (224 wide pixels), K = 256 * 9 and 80 channels: enough
+  // work for seven 32-pixel direct blocks, which 2 and 3 threads cannot
+  // share evenly, so each block's output channels are cut in as many chunks
+  // as threads (resnet18's layer3, narrower).
+  std::mt19937 rng(33);
+  const Case c{1, 256, 80, 1, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  const ConvGeometry g = geometry(c);
+  const int64_t depth = g.in_channels * element_count(g.kernel), M = g.out_channels;
+  const auto x = random_values<uint8_t>(rng, static_cast<size_t>(g.in_channels * element_count(g.in_spatial)));
+  const auto w = random_values<int8_t>(rng, static_cast<size_t>(M * depth));
+  std::vector<int32_t> bias(static_cast<size_t>(M));
+  for (auto& b : bias) b = std::uniform_int_distribution<int32_t>(-30000, 30000)(rng);
+  std::vector<float> mult(static_cast<size_t>(M));
+  for (auto& v : mult) v = std::uniform_real_distribution<float>(0.00005f, 0.0002f)(rng);
+  const Requantizer r = make_requantizer(RequantMode::Float, mult, 77);
+  QConvArgs<uint8_t, int8_t> a;
+  a.x = x.data(), a.x_zero_point = 11, a.w = w.data();
+  std::vector<unsigned char> workspace(qconv_workspace_bytes(g));
+  const size_t out_size = static_cast<size_t>(M * element_count(g.out_spatial));
+  std::vector<uint8_t> want(out_size);
+  qlinear_conv<uint8_t, int8_t, uint8_t>(g, a, bias.data(), r, want.data(), workspace.data());
+  for (const detail::QGemmIsa* isa : detail::supported_qgemm_isas()) {
+    const PackedQConvWeights packed(w.data(), M, 1, depth, static_cast<const int8_t*>(nullptr), 0, *isa,
+                                    element_count(g.kernel));
+    for (int threads : {1, 2, 3}) {
+      std::vector<uint8_t> got(out_size, 1);
+      qconv_fast<uint8_t, uint8_t>(g, x.data(), 11, packed, bias.data(), &r, got.data(), threads);
+      INFO("isa=" << isa->name << " threads " << threads);
+      REQUIRE(got == want);
+    }
+  }
+}
