@@ -22,6 +22,7 @@
 #include <immintrin.h>
 #endif
 
+#include "libquant/kernels/qconv_depthwise_blocked.h"
 #include "libquant/kernels/qconv_fast.h"
 #include "libquant/kernels/spatial.h"
 #include "libquant/kernels/threadpool.h"
@@ -522,7 +523,7 @@ void qconv_depthwise(const ConvGeometry& g, const TX* x, TX x_zero_point, const 
   const FusedPlaneFn<TX> vnni = &packed.isa() == kQGemmIsaAvx512Vnni ? vnni_plane_fn<TX>(s) : nullptr;
   // The AVX2 3x3 plane where plane_avx2 would run (the CPU's widest plane).
   const FusedPlaneFn<TX> avx2 = plane == plane_avx2<TX> ? avx2_plane_fn<TX>(s) : nullptr;
-  parallel_for(threads, g.batch * channels, [&](int64_t task) {
+  const auto one_channel = [&](int64_t task) {
     thread_local std::vector<uint32_t> acc, wide;
     thread_local std::vector<TX> pad;
     thread_local std::vector<uint8_t> pad_u8;
@@ -555,6 +556,29 @@ void qconv_depthwise(const ConvGeometry& g, const TX* x, TX x_zero_point, const 
     QOutput ot = o;
     ot.y = y + n * channels * out_plane;
     finish(reinterpret_cast<const int32_t*>(acc.data()), out_plane, 1, out_plane, ch, 0, ot);
+  };
+  // Eight channels at once where the AVX2 plane would run fused and the
+  // block kernel is faster (qconv_depthwise_blocked.h); the channels past
+  // the last whole block go one by one.
+  const bool blocked = avx2 && fuse && s.kernel[2] == 3 && channels >= kQDepthwiseBlock &&
+                       qdepthwise_block_fits(s.in[1], s.in[2], s.strides[2]);
+  if (!blocked) return parallel_for(threads, g.batch * channels, one_channel);
+  const int64_t blocks = channels / kQDepthwiseBlock, rest = channels - blocks * kQDepthwiseBlock;
+  parallel_for(threads, g.batch * (blocks + rest), [&](int64_t task) {
+    const int64_t n = task / (blocks + rest), k = task % (blocks + rest);
+    if (k >= blocks) return one_channel(n * channels + blocks * kQDepthwiseBlock + (k - blocks));
+    const int64_t c0 = k * kQDepthwiseBlock;
+    QDepthwiseBlock b;
+    b.in_h = s.in[1], b.in_w = s.in[2], b.out_h = s.out[1], b.out_w = s.out[2];
+    b.stride_h = s.strides[1], b.stride_w = s.strides[2], b.pad_top = s.pads_begin[1], b.pad_left = s.pads_begin[2];
+    b.x = x + (n * channels + c0) * in_plane, b.in_plane = in_plane;
+    b.y = reinterpret_cast<uint8_t*>(y + (n * channels + c0) * out_plane), b.out_plane = out_plane;
+    b.w = packed.centered() + c0 * taps, b.zx = x_zero_point;
+    b.add = bias ? bias + c0 : nullptr;
+    b.per_channel = fp.per_channel;
+    b.scale = requant->scale.data() + (fp.per_channel ? c0 : 0);
+    b.zero_point = fp.zero_point, b.lo = static_cast<float>(fp.lo), b.hi = static_cast<float>(fp.hi);
+    qdepthwise_block_avx2<TX>(b);
   });
 }
 

@@ -38,6 +38,13 @@ std::vector<Case> cases() {
       {1, 3, 3, 3, {8, 10}, {3, 3}, {1, 2}, {2, 2}, {2, 1}, {1, 2}},     // depthwise 3x3, dilation 2, stride 2
       {1, 2, 2, 2, {3, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},      // depthwise, line narrower than the kernel
       {1, 3, 3, 3, {14, 14}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {1, 1}},    // depthwise 3x3 stride 2 (padded plane)
+      // depthwise 3x3 in blocks of 8 channels (AVX2, fused output stage):
+      // two blocks and 3 channels one by one, batch 2; pads that shrink,
+      // keep and grow the map; runs of 8 pixels with tails of 1 to 7
+      {2, 19, 19, 19, {14, 14}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 16, 16, 16, {5, 23}, {3, 3}, {1, 1}, {1, 1}, {0, 1}, {2, 0}},
+      {1, 8, 8, 8, {13, 9}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {1, 1}},
+      {1, 8, 8, 8, {1, 1}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
       {1, 3, 3, 3, {7, 9}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}},      // depthwise 5x5 stride 2 (padded plane)
       {1, 2, 2, 2, {6, 5}, {5, 5}, {1, 1}, {1, 1}, {2, 1}, {2, 3}},      // depthwise 5x5 stride 1, uneven pads
       {1, 3, 4, 1, {13}, {3}, {1}, {1}, {2}, {0}},                       // 1-D
