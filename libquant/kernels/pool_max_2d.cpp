@@ -193,12 +193,14 @@ bool pool_planes(const PoolGeometry& g, const typename L::T* x, typename L::T* y
   const int64_t width = scratch_width<L>(g.out_spatial[1]);
   thread_local std::vector<typename L::T> scratch;
   scratch.resize(static_cast<size_t>(4 * width + g.kernel[0] * (width - L::kLanes)));
-  constexpr bool wide = L::kLanes * sizeof(typename L::T) == 64;
+  // Each lane type's own ISA only (`if constexpr`: the other instance
+  // would pass its vectors without the ISA enabled).
   using Plane = void (*)(const PoolGeometry&, const typename L::T*, typename L::T*, typename L::T*);
-  Plane plane = wide ? pool_plane_avx512<L> : pool_plane_avx2<L>;
-  if (g.kernel[1] == 3) {
-    if (g.strides[1] == 2) plane = wide ? pool_plane_avx512<L, 3, 2> : pool_plane_avx2<L, 3, 2>;
-    if (g.strides[1] == 1) plane = wide ? pool_plane_avx512<L, 3, 1> : pool_plane_avx2<L, 3, 1>;
+  Plane plane = nullptr;
+  if constexpr (L::kLanes * sizeof(typename L::T) == 64) {
+    plane = g.kernel[1] != 3 ? pool_plane_avx512<L> : g.strides[1] == 2 ? pool_plane_avx512<L, 3, 2> : pool_plane_avx512<L, 3, 1>;
+  } else {
+    plane = g.kernel[1] != 3 ? pool_plane_avx2<L> : g.strides[1] == 2 ? pool_plane_avx2<L, 3, 2> : pool_plane_avx2<L, 3, 1>;
   }
   for (int64_t p = 0; p < planes; ++p) plane(g, x + p * in_plane, y + p * out_plane, scratch.data());
   return true;
