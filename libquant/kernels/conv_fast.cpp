@@ -1,9 +1,13 @@
 #include "libquant/kernels/conv_fast.h"
 
+#include <algorithm>
 #include <cassert>
+#include <vector>
 
+#include "libquant/kernels/eltwise_f32.h"
 #include "libquant/kernels/im2col.h"
 #include "libquant/kernels/spatial.h"
+#include "libquant/kernels/threadpool.h"
 
 namespace quant::kernels {
 namespace {
@@ -12,6 +16,60 @@ int64_t kernel_volume(const ConvGeometry& g) {
   int64_t v = 1;
   for (int64_t k : g.kernel) v *= k;
   return v;
+}
+
+// The direct path: a stride-1 2-D convolution reads the GEMM's B in place
+// from a zero-padded copy of its input instead of packing im2col panels.
+// Output (oh, ow) is "wide" column oh * wp + ow (wp: the padded row), so
+// that row k = (c, kh, kw) of B is the padded plane of c from offset
+// kh * dh * wp + kw * dw on; the columns ow >= out_w of each wide row are
+// computed and dropped. The K order, the depth blocks and the zeros of the
+// padding are the im2col path's, so the sums are its bits.
+struct DirectGeometry {
+  int64_t hp, wp, plane, wide;  // padded height, width, plane size; wide columns (out_h * wp)
+};
+
+// Where the direct path ran faster than im2col (one layer alone, 1 thread,
+// best of 150 calls, alternating, stop 44; direct / im2col time): 3x3
+// 64 -> 64 at 56 x 56 0.95-0.96 (AVX2) and 0.94-0.96 (AVX-512), 32 -> 32 at
+// 112 x 112 0.83 and 0.85; not at 28 x 28 (0.96-1.17, the wide columns
+// cost what packing saved) nor with 3 input channels (1.05-1.17: the copy
+// out weighs against K = 27). Packing costs in proportion to K x N against
+// M x K x N multiply-adds, so few output channels gain most.
+bool direct_fits(const detail::Spatial3& s, int64_t c, int64_t m, const detail::GemmIsa& isa) {
+  if (!isa.kernel_rows || s.in[0] != 1 || s.out[0] != 1 || s.kernel[0] != 1 || s.strides[1] != 1 ||
+      s.strides[2] != 1 || s.kernel[1] * s.kernel[2] == 1)
+    return false;
+  return m <= 64 && c >= 16 && s.out[2] >= 56;
+}
+
+DirectGeometry direct_geometry(const detail::Spatial3& s) {
+  DirectGeometry d;
+  d.hp = s.in[1] + s.pads_begin[1] + s.pads_end[1];
+  d.wp = s.in[2] + s.pads_begin[2] + s.pads_end[2];
+  d.plane = d.hp * d.wp;
+  d.wide = s.out[1] * d.wp;
+  return d;
+}
+
+// x's `channels` planes zero padded into dst (d.plane floats each), then
+// `slack` zeros.
+void pad_planes(const detail::Spatial3& s, const DirectGeometry& d, const float* x, int64_t channels, int64_t slack,
+                float* dst, int threads) {
+  const int64_t top = s.pads_begin[1], left = s.pads_begin[2], h = s.in[1], w = s.in[2];
+  parallel_for(threads, channels, [&](int64_t c) {
+    float* p = dst + c * d.plane;
+    const float* xc = x + c * h * w;
+    std::fill(p, p + top * d.wp, 0.0f);
+    for (int64_t r = 0; r < h; ++r) {
+      float* row = p + (top + r) * d.wp;
+      std::fill(row, row + left, 0.0f);
+      std::copy(xc + r * w, xc + (r + 1) * w, row + left);
+      std::fill(row + left + w, row + d.wp, 0.0f);
+    }
+    std::fill(p + (top + h) * d.wp, p + d.plane, 0.0f);
+  });
+  std::fill(dst + channels * d.plane, dst + channels * d.plane + slack, 0.0f);
 }
 
 }  // namespace
@@ -24,7 +82,7 @@ PackedConvWeights::PackedConvWeights(const float* w, int64_t out_channels, int64
 }
 
 void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const PackedConvWeights* packed,
-                   const float* bias, float* y, int threads, const ConvActivation& act) {
+                   const float* bias, float* y, int threads, const ConvActivation& act, bool allow_direct) {
   assert(g.group >= 1 && g.in_channels % g.group == 0 && g.out_channels % g.group == 0);
   const int64_t C = g.in_channels, M = g.out_channels;
   const int64_t c_per_group = C / g.group, m_per_group = M / g.group;
@@ -42,6 +100,59 @@ void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const 
   ep.clamp = act.clamp;
   ep.lo = act.lo;
   ep.hi = act.hi;
+  const detail::GemmIsa& isa = detail::best_gemm_isa();
+  if (allow_direct && !pointwise && direct_fits(s, c_per_group, m_per_group, isa)) {
+    const DirectGeometry d = direct_geometry(s);
+    const int64_t kv = kernel_volume(g);
+    // B's rows: k = c * kv + t, tap t = (kh, kw), as im2col orders them.
+    thread_local std::vector<int64_t> rows;
+    rows.resize(static_cast<size_t>(K));
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t t = k % kv;
+      rows[static_cast<size_t>(k)] =
+          k / kv * d.plane + t / s.kernel[2] * s.dilations[1] * d.wp + t % s.kernel[2] * s.dilations[2];
+    }
+    // The last row's reads reach past its plane by its tap offset and up to
+    // the end of the last NR panel of the wide columns.
+    const int64_t slack = (s.kernel[2] - 1) * s.dilations[2] + 2 * isa.nr;
+    thread_local AlignedFloats padded, wide;
+    if (padded.size() < c_per_group * d.plane + slack) padded = AlignedFloats(c_per_group * d.plane + slack);
+    if (wide.size() < m_per_group * d.wide) wide = AlignedFloats(m_per_group * d.wide);
+    GemmEpilogue wide_ep = ep;
+    // A fused residual is added (then the clamp) as the wide rows are copied
+    // out: (conv + bias) + residual, the fused epilogue's order.
+    wide_ep.clamp = act.clamp && !act.residual;
+    for (int64_t n = 0; n < g.batch; ++n) {
+      for (int64_t gi = 0; gi < g.group; ++gi) {
+        pad_planes(s, d, x + (n * C + gi * c_per_group) * in_plane, c_per_group, slack, padded.data(), threads);
+        GemmA a;
+        if (packed && !packed->empty())
+          a.packed = &packed->group(gi);
+        else
+          a.view = MatrixView{w + gi * m_per_group * K, K, 1};
+        GemmB b;
+        b.view.data = padded.data();
+        b.rows = rows.data();
+        wide_ep.row_bias = bias ? bias + gi * m_per_group : nullptr;
+        gemm_f32_packed(m_per_group, d.wide, K, a, b, wide.data(), d.wide, wide_ep, threads, isa);
+        float* yg = y + (n * M + gi * m_per_group) * out_plane;
+        const float* rg = act.residual ? act.residual + (n * M + gi * m_per_group) * out_plane : nullptr;
+        const int64_t oh = s.out[1], ow = s.out[2];
+        const float* const wide_rows = wide.data();  // this thread's buffer (the lambda runs on others too)
+        parallel_for(threads, m_per_group, [&](int64_t m) {
+          for (int64_t r = 0; r < oh; ++r) {
+            const float* src = wide_rows + m * d.wide + r * d.wp;
+            float* dst = yg + m * out_plane + r * ow;
+            if (rg)
+              add_f32(src, rg + m * out_plane + r * ow, dst, ow, act.clamp, act.lo, act.hi, 1);
+            else
+              std::copy(src, src + ow, dst);
+          }
+        });
+      }
+    }
+    return;
+  }
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t gi = 0; gi < g.group; ++gi) {
       const float* xg = x + (n * C + gi * c_per_group) * in_plane;

@@ -8,8 +8,13 @@
 //    vector lane (conv_depthwise_3x3_blocked.cpp);
 //  - 1x1, stride 1, no padding: the input planes already are the GEMM's B
 //    matrix [C/group, H*W], no im2col at all;
+//  - stride 1 in 2-D with few output channels on wide maps: GEMM reading B
+//    in place from a zero-padded copy of the input, one row offset per k
+//    (GemmB::rows), so nothing is packed per block (conv_fast.cpp, "direct");
 //  - otherwise: GEMM whose B panels are packed straight from the input with
 //    the im2col index map (PanelSource), never materializing the im2col matrix.
+// The direct and im2col paths give the same bits (same K order, depth blocks
+// and zeros).
 // The GEMM paths fuse the bias (and an optional clamp: Relu/Clip) into the
 // micro-kernel's store. Work is split over `threads` threads.
 #pragma once
@@ -46,9 +51,10 @@ struct ConvActivation {
 
 // As conv_f32, with `packed` (may be null: packed on the fly) holding w when
 // given, the activation fused, and the work split over `threads` threads.
-// y may not alias x or act.residual.
+// y may not alias x or act.residual. allow_direct false keeps the im2col
+// path where the direct one would run (for tests comparing the two).
 void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const PackedConvWeights* packed,
-                   const float* bias, float* y, int threads, const ConvActivation& act = {});
+                   const float* bias, float* y, int threads, const ConvActivation& act = {}, bool allow_direct = true);
 
 // The depthwise path alone (g.group == C == M), for conv_f32_fast and tests.
 void conv_f32_depthwise(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y, int threads,

@@ -92,8 +92,10 @@ void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1
     // (b_stride = its row stride); only a last, partial panel is copied, so
     // that nothing past a row is read.
     const bool in_place = !pr.b.packed && !pr.b_prepacked && !pr.b.source && pr.b.view.col_stride == 1;
-    const float* bp;
-    if (pr.b.packed) {
+    const float* bp = nullptr;
+    if (pr.b.rows) {
+      // Read in place through the row offsets (GemmB::rows): nothing to pack.
+    } else if (pr.b.packed) {
       bp = pr.b.packed->panel(k0, j0 / nr);
     } else if (pr.b_prepacked) {
       bp = pr.b_prepacked + k0 * pr.b_padded + j0 / nr * kc * nr;
@@ -120,7 +122,7 @@ void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1
     // ISA's column tail, several A panels at once, after the others (weights
     // packed at prepare time only: their panels all lie in memory).
     const int tail_cols = static_cast<int>(nc - (n_panels - 1) * nr);
-    const bool tail = pr.a.packed && pr.isa.column_tail && tail_cols <= pr.isa.column_tail_max;
+    const bool tail = pr.a.packed && pr.isa.column_tail && tail_cols <= pr.isa.column_tail_max && !pr.b.rows;
     const int64_t full_panels = tail ? n_panels - 1 : n_panels;
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t i0 = p * mr;
@@ -138,10 +140,16 @@ void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1
         const int64_t j = j0 + q * nr;
         mep.col_bias = pr.ep.col_bias ? pr.ep.col_bias + j : nullptr;
         mep.residual = pr.ep.residual ? pr.ep.residual + i0 * pr.ep.ldr + j : nullptr;
+        const int n_valid = static_cast<int>(std::min<int64_t>(nr, pr.N - j));
+        if (pr.b.rows) {
+          pr.isa.kernel_rows(kc, ap, pr.b.view.data + j, pr.b.rows + k0, pr.c + i0 * pr.ldc + j, pr.ldc, m_valid,
+                             n_valid, mep);
+          continue;
+        }
         const bool direct = in_place && (q + 1) * nr <= nc;
         const float* b = direct ? pr.b.view.data + k0 * pr.b.view.row_stride + j : bp + q * kc * nr;
-        pr.isa.kernel(kc, ap, b, direct ? pr.b.view.row_stride : nr, pr.c + i0 * pr.ldc + j, pr.ldc, m_valid,
-                      static_cast<int>(std::min<int64_t>(nr, pr.N - j)), mep);
+        pr.isa.kernel(kc, ap, b, direct ? pr.b.view.row_stride : nr, pr.c + i0 * pr.ldc + j, pr.ldc, m_valid, n_valid,
+                      mep);
       }
     }
     if (tail) run_column_tail(pr, k0, kc, j0 + full_panels * nr, bp + full_panels * kc * nr, tail_cols, p0, p1, mep);
@@ -211,6 +219,7 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const Gemm
   assert(M >= 0 && N >= 0 && K >= 0);
   assert(!a.packed || (a.packed->isa() == &isa && a.packed->outer() == M && a.packed->depth() == K));
   assert(!b.packed || (b.packed->isa() == &isa && b.packed->outer() == N && b.packed->depth() == K));
+  assert(!b.rows || isa.kernel_rows);
   if (M == 0 || N == 0) return;
   if (K == 0) return epilogue_only(M, N, c, ldc, ep);
   Problem pr{M, N, K, a, b, c, ldc, ep, isa};
@@ -236,7 +245,7 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const Gemm
   // Row parts would each pack the same B panels (an im2col matrix twice or
   // more): pack B once, in parallel, and share it. Whole rows of panels per
   // depth block, as PackedMatrix lays them out.
-  if (m_parts > 1 && !b.packed && (b.source || b.view.col_stride != 1)) {
+  if (m_parts > 1 && !b.packed && !b.rows && (b.source || b.view.col_stride != 1)) {
     thread_local AlignedFloats shared_b;  // the calling thread's; grows, never shrinks
     const int64_t padded = n_panels * isa.nr;
     float* dst = scratch(shared_b, padded * K);

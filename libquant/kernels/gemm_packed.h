@@ -83,7 +83,7 @@ class PanelSource {
   virtual void pack(int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, float* dst) const = 0;
 };
 
-// Exactly one of the members is set.
+// Exactly one of the members is set (GemmB: rows goes with view.data).
 struct GemmA {
   const PackedMatrix* packed = nullptr;
   MatrixView view{};
@@ -92,6 +92,10 @@ struct GemmB {
   const PackedMatrix* packed = nullptr;
   MatrixView view{};
   const PanelSource* source = nullptr;
+  // Element (k, j) at view.data[rows[k] + j], read in place by the ISA's
+  // kernel_rows (which the caller checks it has); each row must be readable
+  // up to the end of N's last NR panel. Same sums as packing B first.
+  const int64_t* rows = nullptr;
 };
 
 // C = alpha * A x B (+ C when accumulate) + row_bias[i] + col_bias[j]

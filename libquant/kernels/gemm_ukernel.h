@@ -48,12 +48,21 @@ inline constexpr int kColumnTailPanels = 4;
 using ColumnTailKernel = void (*)(int64_t kc, const float* const* a, int count, const float* b, int64_t b_stride,
                                   int n_valid, float* tiles);
 
+// As MicroKernel, with B's row k at b + b_rows[k] (element (k, j) at
+// b[b_rows[k] + j]): B read in place where its rows are not evenly spaced,
+// such as a zero-padded input whose rows for (channel, kh, kw) lie at
+// c * plane + kh * row + kw (conv_fast.cpp's direct path). All NR columns of
+// each row are read, whatever n_valid.
+using RowsMicroKernel = void (*)(int64_t kc, const float* a, const float* b, const int64_t* b_rows, float* c,
+                                 int64_t ldc, int m_valid, int n_valid, const MicroEpilogue& ep);
+
 struct GemmIsa {
   const char* name;
   int mr, nr;
   MicroKernel kernel;
   ColumnTailKernel column_tail = nullptr;  // null: the micro-kernel runs the last panel as any other
   int column_tail_max = 0;
+  RowsMicroKernel kernel_rows = nullptr;   // null: no such kernel (B must be packed or evenly spaced)
 };
 
 // The fastest kernel this CPU runs (chosen once).

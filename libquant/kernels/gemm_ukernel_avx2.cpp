@@ -81,10 +81,11 @@ struct Lanes8 {
 
 // The first R rows and 8 V columns of a 6 x 16 tile (the A panel is packed 6
 // rows high, B panels 16 wide whatever R and V).
-template <int R, int V>
+// With Rows, B's row k is at b + b_rows[k] instead (RowsMicroKernel).
+template <int R, int V, bool Rows>
 __attribute__((target("avx2,fma"))) void f32_gemm_avx2_rows(int64_t kc, const float* a, const float* b,
-                                                            int64_t b_stride, float* c, int64_t ldc, int n_valid,
-                                                            const MicroEpilogue& ep) {
+                                                            int64_t b_stride, const int64_t* b_rows, float* c,
+                                                            int64_t ldc, int n_valid, const MicroEpilogue& ep) {
   __m256 acc[R][V];
 #pragma GCC unroll 6
   for (int i = 0; i < R; ++i)
@@ -102,8 +103,9 @@ __attribute__((target("avx2,fma"))) void f32_gemm_avx2_rows(int64_t kc, const fl
   for (int64_t k = 0; k < kc; ++k) {
     if ((k & 1) == 0) prefetch_l2(a, a_next);
     __m256 bv[V];
+    const float* bk = Rows ? b + b_rows[k] : b;
 #pragma GCC unroll 2
-    for (int v = 0; v < V; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
+    for (int v = 0; v < V; ++v) bv[v] = _mm256_loadu_ps(bk + 8 * v);
 #pragma GCC unroll 6
     for (int i = 0; i < R; ++i) {
       const __m256 ai = _mm256_broadcast_ss(a + i);
@@ -111,7 +113,7 @@ __attribute__((target("avx2,fma"))) void f32_gemm_avx2_rows(int64_t kc, const fl
       for (int v = 0; v < V; ++v) acc[i][v] = _mm256_fmadd_ps(ai, bv[v], acc[i][v]);
     }
     a += kMr;
-    b += b_stride;
+    if constexpr (!Rows) b += b_stride;
   }
   // Partial tiles (edges of N) load and store through masks (VMASKMOVPS
   // neither reads nor writes a masked-off lane); whole tiles use plain
@@ -185,23 +187,32 @@ void f32_column_tail(int64_t kc, const float* const* a, int count, const float* 
   }
 }
 
-using RowsFn = void (*)(int64_t, const float*, const float*, int64_t, float*, int64_t, int, const MicroEpilogue&);
+using RowsFn = void (*)(int64_t, const float*, const float*, int64_t, const int64_t*, float*, int64_t, int,
+                        const MicroEpilogue&);
 
-template <int... Rs>
+template <bool Rows, int... Rs>
 constexpr std::array<RowsFn, 2 * sizeof...(Rs)> rows_table(std::integer_sequence<int, Rs...>) {
-  return {f32_gemm_avx2_rows<Rs + 1, 1>..., f32_gemm_avx2_rows<Rs + 1, 2>...};
+  return {f32_gemm_avx2_rows<Rs + 1, 1, Rows>..., f32_gemm_avx2_rows<Rs + 1, 2, Rows>...};
 }
 
-constexpr auto kRows = rows_table(std::make_integer_sequence<int, kMr>{});
+constexpr auto kRows = rows_table<false>(std::make_integer_sequence<int, kMr>{});
+constexpr auto kRowsOffsets = rows_table<true>(std::make_integer_sequence<int, kMr>{});
 
 // Dispatches a tile to the kernel for its valid rows (1..6) and vectors (1, 2).
 void f32_gemm_avx2_6x16(int64_t kc, const float* a, const float* b, int64_t b_stride, float* c, int64_t ldc,
                         int m_valid, int n_valid, const MicroEpilogue& ep) {
   const int v = n_valid > 8 ? 1 : 0;
-  kRows[static_cast<size_t>(v * kMr + std::clamp(m_valid, 1, kMr) - 1)](kc, a, b, b_stride, c, ldc, n_valid, ep);
+  kRows[static_cast<size_t>(v * kMr + std::clamp(m_valid, 1, kMr) - 1)](kc, a, b, b_stride, nullptr, c, ldc, n_valid,
+                                                                         ep);
+}
+void f32_gemm_avx2_6x16_rows(int64_t kc, const float* a, const float* b, const int64_t* b_rows, float* c, int64_t ldc,
+                             int m_valid, int n_valid, const MicroEpilogue& ep) {
+  const int v = n_valid > 8 ? 1 : 0;
+  kRowsOffsets[static_cast<size_t>(v * kMr + std::clamp(m_valid, 1, kMr) - 1)](kc, a, b, 0, b_rows, c, ldc, n_valid,
+                                                                                ep);
 }
 
-const GemmIsa kAvx2{"avx2", kMr, kNr, f32_gemm_avx2_6x16, f32_column_tail, 4};
+const GemmIsa kAvx2{"avx2", kMr, kNr, f32_gemm_avx2_6x16, f32_column_tail, 4, f32_gemm_avx2_6x16_rows};
 
 }  // namespace
 

@@ -63,10 +63,11 @@ struct Lanes16 {
 // The first R rows of an MR x (16 V) tile: a partial row panel (the last of
 // M) runs only the multiply-adds of its rows. `kMr` is the panel height the
 // A operand is packed with.
-template <int kMr, int R, int V>
+// With Rows, B's row k is at b + b_rows[k] (RowsMicroKernel).
+template <int kMr, int R, int V, bool Rows>
 __attribute__((target("avx512f"))) void f32_gemm_avx512_rows(int64_t kc, const float* a, const float* b,
-                                                              int64_t b_stride, float* c, int64_t ldc, int n_valid,
-                                                              const MicroEpilogue& ep) {
+                                                              int64_t b_stride, const int64_t* b_rows, float* c,
+                                                              int64_t ldc, int n_valid, const MicroEpilogue& ep) {
   __m512 acc[R][V];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
@@ -82,11 +83,17 @@ __attribute__((target("avx512f"))) void f32_gemm_avx512_rows(int64_t kc, const f
   const int64_t a_next = kc * kMr * static_cast<int64_t>(sizeof(float));
   for (int64_t k = 0; k < kc; ++k) {
     if ((k & 1) == 0) prefetch(a, a_next, true);
+    const float* bk = b;
+    if constexpr (Rows) {
+      bk = b + b_rows[k];
+    } else {
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) prefetch(b, (kPrefetchB * b_stride + 16 * v) * static_cast<int64_t>(sizeof(float)), false);
+      for (int v = 0; v < V; ++v)
+        prefetch(b, (kPrefetchB * b_stride + 16 * v) * static_cast<int64_t>(sizeof(float)), false);
+    }
     __m512 bv[V];
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
+    for (int v = 0; v < V; ++v) bv[v] = _mm512_loadu_ps(bk + 16 * v);
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       const __m512 ai = _mm512_set1_ps(a[i]);
@@ -94,7 +101,7 @@ __attribute__((target("avx512f"))) void f32_gemm_avx512_rows(int64_t kc, const f
       for (int v = 0; v < V; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
     }
     a += kMr;
-    b += b_stride;
+    if constexpr (!Rows) b += b_stride;
   }
   // Partial tiles (edges of M and N) load and store through masks: no
   // scalar tail. Whole tiles do not: a masked load or store costs several
@@ -110,18 +117,26 @@ __attribute__((target("avx512f"))) void f32_gemm_avx512_rows(int64_t kc, const f
 }
 
 // Dispatches a tile to the kernel for its valid rows, 1..kMr.
-template <int kMr, int V, int... Rs>
+template <int kMr, int V, bool Rows, int... Rs>
 void dispatch_rows(std::integer_sequence<int, Rs...>, int64_t kc, const float* a, const float* b, int64_t b_stride,
-                   float* c, int64_t ldc, int m_valid, int n_valid, const MicroEpilogue& ep) {
-  using Fn = void (*)(int64_t, const float*, const float*, int64_t, float*, int64_t, int, const MicroEpilogue&);
-  static constexpr Fn kRows[] = {f32_gemm_avx512_rows<kMr, Rs + 1, V>...};
-  kRows[std::clamp(m_valid, 1, kMr) - 1](kc, a, b, b_stride, c, ldc, n_valid, ep);
+                   const int64_t* b_rows, float* c, int64_t ldc, int m_valid, int n_valid, const MicroEpilogue& ep) {
+  using Fn = void (*)(int64_t, const float*, const float*, int64_t, const int64_t*, float*, int64_t, int,
+                      const MicroEpilogue&);
+  static constexpr Fn kRows[] = {f32_gemm_avx512_rows<kMr, Rs + 1, V, Rows>...};
+  kRows[std::clamp(m_valid, 1, kMr) - 1](kc, a, b, b_stride, b_rows, c, ldc, n_valid, ep);
 }
 
 template <int kMr, int V>
 void f32_gemm_avx512(int64_t kc, const float* a, const float* b, int64_t b_stride, float* c, int64_t ldc, int m_valid,
                      int n_valid, const MicroEpilogue& ep) {
-  dispatch_rows<kMr, V>(std::make_integer_sequence<int, kMr>{}, kc, a, b, b_stride, c, ldc, m_valid, n_valid, ep);
+  dispatch_rows<kMr, V, false>(std::make_integer_sequence<int, kMr>{}, kc, a, b, b_stride, nullptr, c, ldc, m_valid,
+                               n_valid, ep);
+}
+template <int kMr, int V>
+void f32_gemm_avx512_b_rows(int64_t kc, const float* a, const float* b, const int64_t* b_rows, float* c, int64_t ldc,
+                            int m_valid, int n_valid, const MicroEpilogue& ep) {
+  dispatch_rows<kMr, V, true>(std::make_integer_sequence<int, kMr>{}, kc, a, b, 0, b_rows, c, ldc, m_valid, n_valid,
+                              ep);
 }
 
 // 8 x 32: 16 accumulators, two B loads and eight broadcasts per k. MR = 8
@@ -129,7 +144,7 @@ void f32_gemm_avx512(int64_t kc, const float* a, const float* b, int64_t b_strid
 // few rows are wasted on padding. 6 x 64, 12 x 32 and 14 x 32 tiles ran no
 // faster on resnet18's and mobilenet_v2's layer shapes (a local benchmark of
 // gemm_f32_packed, 2026-11-26).
-const GemmIsa kAvx512{"avx512", 8, 32, f32_gemm_avx512<8, 2>};
+const GemmIsa kAvx512{"avx512", 8, 32, f32_gemm_avx512<8, 2>, nullptr, 0, f32_gemm_avx512_b_rows<8, 2>};
 
 }  // namespace
 

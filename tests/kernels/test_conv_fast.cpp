@@ -103,6 +103,16 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 16, 20, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
       {1, 24, 13, 1, {14, 14}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
       {1, 40, 7, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+      // The direct path (stride 1, 2-D, at least 16 input and at most 64
+      // output channels per group, rows of 56 or more): K in one depth
+      // block and over two (32 * 9 = 288), dilation with uneven pads, a
+      // 1 x 3 kernel, groups, a batch of two; wide rows of 58 to 64 columns,
+      // so panels end inside a row and across rows.
+      {1, 16, 12, 1, {6, 58}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {2, 32, 20, 1, {5, 57}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 16, 7, 1, {6, 60}, {3, 3}, {1, 1}, {2, 2}, {2, 1}, {0, 3}},
+      {1, 16, 6, 1, {4, 62}, {1, 3}, {1, 1}, {1, 1}, {0, 1}, {0, 1}},
+      {1, 32, 4, 2, {5, 56}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
   };
   for (const Case& c : cases) {
     const ConvGeometry g = geometry(c);
@@ -138,6 +148,14 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
     conv_f32_fast(g, x.data(), w.data(), &packed, bias.data(), fused.data(), 2,
                   ConvActivation{true, -0.3f, 0.4f, residual.data()});
     for (size_t i = 0; i < out_size; ++i) REQUIRE(fused[i] == std::clamp(one[i] + residual[i], -0.3f, 0.4f));
+    // The direct path (where it runs) against im2col: the same bits, the
+    // fused residual and clamp included.
+    std::vector<float> im2col(out_size, 99.0f), im2col_fused(out_size, 99.0f);
+    conv_f32_fast(g, x.data(), w.data(), &packed, bias.data(), im2col.data(), 2, {}, false);
+    CHECK(im2col == one);
+    conv_f32_fast(g, x.data(), w.data(), &packed, bias.data(), im2col_fused.data(), 2,
+                  ConvActivation{true, -0.3f, 0.4f, residual.data()}, false);
+    CHECK(im2col_fused == fused);
   }
 }
 
