@@ -58,8 +58,11 @@ __attribute__((target("avx2"), always_inline)) inline void transpose8x8_bytes(co
 __attribute__((target("avx2"), always_inline)) inline void store_low(uint8_t* p, __m128i v) {
   _mm_storel_epi64(reinterpret_cast<__m128i*>(p), v);
 }
+// MOVQ and MOVHPS, unaligned stores, as qgemm_ukernel_avx2.cpp's (GCC's
+// _mm_storeh_pd is a plain double store, undefined at an odd address, which
+// UBSan reports).
 __attribute__((target("avx2"), always_inline)) inline void store_high(uint8_t* p, __m128i v) {
-  _mm_storeh_pd(reinterpret_cast<double*>(p), _mm_castsi128_pd(v));
+  _mm_storeh_pi(reinterpret_cast<__m64*>(p), _mm_castsi128_ps(v));
 }
 __attribute__((target("avx2"), always_inline)) inline __m128i load8(const uint8_t* p) {
   return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
