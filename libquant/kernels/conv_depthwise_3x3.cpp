@@ -13,6 +13,14 @@
 #include <immintrin.h>
 
 namespace quant::kernels::detail {
+
+float* depthwise_scratch(size_t floats, size_t align) {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < floats + align) scratch.resize(floats + align);
+  float* s = scratch.data();
+  return s + (align - (reinterpret_cast<uintptr_t>(s) / sizeof(float)) % align) % align;
+}
+
 namespace {
 
 // Bands of at most `most` output rows, all of one height but the last:
@@ -46,15 +54,6 @@ template <class Pack, class Tile>
     for (int64_t r = 0; r < rows_here; ++r) yrows[r] = p.y + (oh0 + r) * p.out_w;
     tile(rows, yrows, rows_here);
   }
-}
-
-// A ring of `slots` scratch rows of row_floats each, aligned to `align`
-// floats, per thread.
-float* scratch_ring(size_t floats, size_t align) {
-  thread_local std::vector<float> scratch;
-  if (scratch.size() < floats + align) scratch.resize(floats + align);
-  float* ring = scratch.data();
-  return ring + (align - (reinterpret_cast<uintptr_t>(ring) / sizeof(float)) % align) % align;
 }
 
 // Lanes [lo, hi) of 16 (empty when hi <= lo).
@@ -349,7 +348,7 @@ __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3P
     cache.pad_left = p.pad_left;
   }
   const PackMasks& masks = cache.masks;
-  float* ring = scratch_ring(static_cast<size_t>(((R - 1) * sh + 3) * b.row), 16);  // 64-byte aligned
+  float* ring = depthwise_scratch(static_cast<size_t>(((R - 1) * sh + 3) * b.row), 16);  // 64-byte aligned
   for_each_band(
       p, R, sh, b.row, ring,
       [&](int64_t ih, float* row) __attribute__((target("avx512f"))) {
@@ -451,7 +450,7 @@ __attribute__((target("avx2,fma"))) void dwconv3x3_f32_avx2(const Depthwise3x3Pl
   const int64_t sh = banded ? p.stride_h : 1;
   const BandTileFn<Ymm>* const* by_v = p.stride_w == 1 ? (sh == 1 ? kAvx2TilesByV<1, 1> : kAvx2TilesByV<2, 1>)
                                                   : (sh == 1 ? kAvx2TilesByV<1, 2> : kAvx2TilesByV<2, 2>);
-  float* ring = scratch_ring(static_cast<size_t>(((R - 1) * sh + 3) * b.row), 8);  // 32-byte aligned
+  float* ring = depthwise_scratch(static_cast<size_t>(((R - 1) * sh + 3) * b.row), 8);  // 32-byte aligned
   for_each_band(
       p, R, sh, b.row, ring,
       [&](int64_t ih, float* row) __attribute__((target("avx2,fma"))) { pack_row_avx2(p, b, ih, row); },

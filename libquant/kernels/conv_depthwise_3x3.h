@@ -21,6 +21,7 @@
 // channels, is one task).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -63,6 +64,11 @@ struct Depthwise3x3Isa {
   Depthwise3x3BlockKernel block_kernel;
   bool (*block_fits)(const Depthwise3x3Plane& p);
 };
+
+// This thread's scratch of at least `floats`, aligned to `align` floats: one
+// buffer per thread for the band, flat and block walks (a thread runs one
+// plane or block at a time), grown as needed, never shrunk.
+float* depthwise_scratch(size_t floats, size_t align);
 
 // The block kernels for AVX2 + FMA (8 channels) and AVX-512 (16), declared
 // for the ISA table.

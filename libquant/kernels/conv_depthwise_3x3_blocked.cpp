@@ -127,14 +127,6 @@ struct Lanes16 {
   }
 };
 
-// Per-thread scratch of at least `floats`, aligned to `align` floats.
-float* block_scratch(size_t floats, size_t align) {
-  thread_local std::vector<float> scratch;
-  if (scratch.size() < floats + align) scratch.resize(floats + align);
-  float* s = scratch.data();
-  return s + (align - (reinterpret_cast<uintptr_t>(s) / sizeof(float)) % align) % align;
-}
-
 #define QTOOL_BLOCK_TARGET __attribute__((target("avx2,fma")))
 #define QTOOL_BLOCK_LANES Lanes8
 #define QTOOL_BLOCK_NAME block_kernel_avx2

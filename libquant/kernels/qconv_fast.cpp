@@ -774,8 +774,9 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   if (by_channel) chunks = std::min<int64_t>(row_panels, threads);
   // Direct blocks (nothing packed per task) that do not divide among the
   // threads split their output channels too: resnet18's 14 x 14 layers made
-  // 7 blocks, 4 for one thread and 3 for the other, and ran 1.66-1.68x
-  // faster on 2 threads than on 1 where the 7 x 7 ones ran 2.1x.
+  // 7 blocks, 4 for one thread and 3 for the other, and ran 1.63-1.68x
+  // faster on 2 threads than on 1 where the 7 x 7 ones ran 2.1x (after:
+  // 1.88-1.93x, QTOOL_ISA=avx2, per-step minima).
   if (direct && !shared && !by_channel && threads > 1 && outer % threads != 0)
     chunks = std::min<int64_t>(row_panels, threads);
   const int64_t per_chunk = (row_panels + chunks - 1) / chunks;
