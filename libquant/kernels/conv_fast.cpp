@@ -101,6 +101,15 @@ void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const 
   ep.lo = act.lo;
   ep.hi = act.hi;
   const detail::GemmIsa& isa = detail::best_gemm_isa();
+  // Group gi's weights: packed at prepare time, or read as they lie.
+  const auto weights_of = [&](int64_t gi) {
+    GemmA a;
+    if (packed && !packed->empty())
+      a.packed = &packed->group(gi);
+    else
+      a.view = MatrixView{w + gi * m_per_group * K, K, 1};
+    return a;
+  };
   if (allow_direct && !pointwise && direct_fits(s, c_per_group, m_per_group, isa)) {
     const DirectGeometry d = direct_geometry(s);
     const int64_t kv = kernel_volume(g);
@@ -125,11 +134,7 @@ void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const 
     for (int64_t n = 0; n < g.batch; ++n) {
       for (int64_t gi = 0; gi < g.group; ++gi) {
         pad_planes(s, d, x + (n * C + gi * c_per_group) * in_plane, c_per_group, slack, padded.data(), threads);
-        GemmA a;
-        if (packed && !packed->empty())
-          a.packed = &packed->group(gi);
-        else
-          a.view = MatrixView{w + gi * m_per_group * K, K, 1};
+        const GemmA a = weights_of(gi);
         GemmB b;
         b.view.data = padded.data();
         b.rows = rows.data();
@@ -156,11 +161,7 @@ void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const 
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t gi = 0; gi < g.group; ++gi) {
       const float* xg = x + (n * C + gi * c_per_group) * in_plane;
-      GemmA a;
-      if (packed && !packed->empty())
-        a.packed = &packed->group(gi);
-      else
-        a.view = MatrixView{w + gi * m_per_group * K, K, 1};
+      const GemmA a = weights_of(gi);
       const Im2colSource im2col(s, xg);
       GemmB b;
       if (pointwise)
