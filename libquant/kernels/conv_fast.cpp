@@ -18,15 +18,24 @@ int64_t kernel_volume(const ConvGeometry& g) {
   return v;
 }
 
-// The direct path: a stride-1 2-D convolution reads the GEMM's B in place
-// from a zero-padded copy of its input instead of packing im2col panels.
-// Output (oh, ow) is "wide" column oh * wp + ow (wp: the padded row), so
-// that row k = (c, kh, kw) of B is the padded plane of c from offset
-// kh * dh * wp + kw * dw on; the columns ow >= out_w of each wide row are
-// computed and dropped. The K order, the depth blocks and the zeros of the
-// padding are the im2col path's, so the sums are its bits.
+// The direct path: a 2-D convolution reads the GEMM's B in place from a
+// zero-padded copy of its input instead of packing im2col panels. With
+// strides sh x sw the copy is split into sh * sw phase planes per channel
+// (phase (py, px) holds padded rows py, py + sh, ... and columns px,
+// px + sw, ...), so that every tap reads one phase at stride 1: padded
+// pixel (oh * sh + ih, ow * sw + iw) is phase (ih % sh, iw % sw) at
+// (oh + ih / sh, ow + iw / sw). Output (oh, ow) is "wide" column
+// oh * wq + ow (wq: a phase row), so that row k = (c, kh, kw) of B is that
+// phase of c from offset (ih / sh) * wq + iw / sw on (ih = kh * dh,
+// iw = kw * dw); the columns ow >= out_w of each wide row are computed and
+// dropped. The K order, the depth blocks and the zeros of the padding are
+// the im2col path's, so the sums are its bits.
 struct DirectGeometry {
-  int64_t hp, wp, plane, wide;  // padded height, width, plane size; wide columns (out_h * wp)
+  int64_t sh, sw;   // strides: phases per padded row and column
+  int64_t hq, wq;   // a phase plane's height and width (ceil of the padded ones / stride)
+  int64_t phase;    // hq * wq
+  int64_t plane;    // one channel: sh * sw phases
+  int64_t wide;     // wide columns (out_h * wq)
 };
 
 // Where the direct path ran faster than im2col (one layer alone, 1 thread,
@@ -36,38 +45,68 @@ struct DirectGeometry {
 // cost what packing saved) nor with 3 input channels (1.05-1.17: the copy
 // out weighs against K = 27). Packing costs in proportion to K x N against
 // M x K x N multiply-adds, so few output channels gain most.
+// Strided, the phase copy gathers every sh-th column one by one, which pays
+// only where many taps read each copied value (kv / (sh * sw) of them):
+// resnet18's stem, 7x7/2 3 -> 64 at 224 x 224 (12 taps per value), ran at
+// 0.89-0.96 of im2col's time on AVX2 (80 calls alternating, 1 and 2 threads,
+// stop 45) and at 1.0-1.03 on AVX-512, whose packer is faster; 3x3/2 convs
+// (2.25 taps per value) lost everywhere: 3 -> 32 at 224 1.27-1.56, 32 -> 32
+// at 112 1.03-1.5, 64 -> 128 at 56 1.08-1.54.
 bool direct_fits(const detail::Spatial3& s, int64_t c, int64_t m, const detail::GemmIsa& isa) {
-  if (!isa.kernel_rows || s.in[0] != 1 || s.out[0] != 1 || s.kernel[0] != 1 || s.strides[1] != 1 ||
-      s.strides[2] != 1 || s.kernel[1] * s.kernel[2] == 1)
+  if (!isa.kernel_rows || s.in[0] != 1 || s.out[0] != 1 || s.kernel[0] != 1 || s.kernel[1] * s.kernel[2] == 1)
     return false;
-  return m <= 64 && c >= 16 && s.out[2] >= 56;
+  const int64_t phases = s.strides[1] * s.strides[2];
+  if (phases == 1) return m <= 64 && c >= 16 && s.out[2] >= 56;
+  return &isa == detail::kGemmIsaAvx2 && m <= 64 && s.out[2] >= 56 && s.kernel[1] * s.kernel[2] >= 6 * phases;
 }
 
 DirectGeometry direct_geometry(const detail::Spatial3& s) {
   DirectGeometry d;
-  d.hp = s.in[1] + s.pads_begin[1] + s.pads_end[1];
-  d.wp = s.in[2] + s.pads_begin[2] + s.pads_end[2];
-  d.plane = d.hp * d.wp;
-  d.wide = s.out[1] * d.wp;
+  d.sh = s.strides[1];
+  d.sw = s.strides[2];
+  const int64_t hp = s.in[1] + s.pads_begin[1] + s.pads_end[1];
+  const int64_t wp = s.in[2] + s.pads_begin[2] + s.pads_end[2];
+  d.hq = (hp + d.sh - 1) / d.sh;
+  d.wq = (wp + d.sw - 1) / d.sw;
+  d.phase = d.hq * d.wq;
+  d.plane = d.sh * d.sw * d.phase;
+  d.wide = s.out[1] * d.wq;
   return d;
 }
 
-// x's `channels` planes zero padded into dst (d.plane floats each), then
-// `slack` zeros.
+// Where B's row for tap (ih, iw) of channel c starts (see DirectGeometry).
+int64_t direct_row(const DirectGeometry& d, int64_t c, int64_t ih, int64_t iw) {
+  return c * d.plane + (ih % d.sh * d.sw + iw % d.sw) * d.phase + ih / d.sh * d.wq + iw / d.sw;
+}
+
+// x's `channels` planes zero padded and split into phases in dst (d.plane
+// floats each), then `slack` zeros.
 void pad_planes(const detail::Spatial3& s, const DirectGeometry& d, const float* x, int64_t channels, int64_t slack,
                 float* dst, int threads) {
   const int64_t top = s.pads_begin[1], left = s.pads_begin[2], h = s.in[1], w = s.in[2];
-  parallel_for(threads, channels, [&](int64_t c) {
-    float* p = dst + c * d.plane;
+  parallel_for(threads, channels * d.sh * d.sw, [&](int64_t cp) {
+    const int64_t c = cp / (d.sh * d.sw), py = cp / d.sw % d.sh, px = cp % d.sw;
+    float* p = dst + cp * d.phase;
     const float* xc = x + c * h * w;
-    std::fill(p, p + top * d.wp, 0.0f);
-    for (int64_t r = 0; r < h; ++r) {
-      float* row = p + (top + r) * d.wp;
-      std::fill(row, row + left, 0.0f);
-      std::copy(xc + r * w, xc + (r + 1) * w, row + left);
-      std::fill(row + left + w, row + d.wp, 0.0f);
+    // Phase columns q with left <= q * sw + px < left + w hold input columns
+    // q * sw + px - left: [q0, q1).
+    const int64_t q0 = std::min(d.wq, (std::max<int64_t>(0, left - px) + d.sw - 1) / d.sw);
+    const int64_t q1 = std::max(q0, std::min(d.wq, (left + w - px + d.sw - 1) / d.sw));
+    for (int64_t r = 0; r < d.hq; ++r) {
+      float* row = p + r * d.wq;
+      const int64_t ir = r * d.sh + py - top;
+      if (ir < 0 || ir >= h) {
+        std::fill(row, row + d.wq, 0.0f);
+        continue;
+      }
+      std::fill(row, row + q0, 0.0f);
+      const float* src = xc + ir * w + q0 * d.sw + px - left;
+      if (d.sw == 1)
+        std::copy(src, src + (q1 - q0), row + q0);
+      else
+        for (int64_t q = q0; q < q1; ++q) row[q] = src[(q - q0) * d.sw];
+      std::fill(row + q1, row + d.wq, 0.0f);
     }
-    std::fill(p + (top + h) * d.wp, p + d.plane, 0.0f);
   });
   std::fill(dst + channels * d.plane, dst + channels * d.plane + slack, 0.0f);
 }
@@ -119,11 +158,11 @@ void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const 
     for (int64_t k = 0; k < K; ++k) {
       const int64_t t = k % kv;
       rows[static_cast<size_t>(k)] =
-          k / kv * d.plane + t / s.kernel[2] * s.dilations[1] * d.wp + t % s.kernel[2] * s.dilations[2];
+          direct_row(d, k / kv, t / s.kernel[2] * s.dilations[1], t % s.kernel[2] * s.dilations[2]);
     }
-    // The last row's reads reach past its plane by its tap offset and up to
-    // the end of the last NR panel of the wide columns.
-    const int64_t slack = (s.kernel[2] - 1) * s.dilations[2] + 2 * isa.nr;
+    // The last row's reads reach past its phase by its tap's column offset
+    // and up to the end of the last NR panel of the wide columns.
+    const int64_t slack = (s.kernel[2] - 1) * s.dilations[2] / d.sw + 2 * isa.nr;
     thread_local AlignedFloats padded, wide;
     if (padded.size() < c_per_group * d.plane + slack) padded = AlignedFloats(c_per_group * d.plane + slack);
     if (wide.size() < m_per_group * d.wide) wide = AlignedFloats(m_per_group * d.wide);
@@ -146,7 +185,7 @@ void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const 
         const float* const wide_rows = wide.data();  // this thread's buffer (the lambda runs on others too)
         parallel_for(threads, m_per_group, [&](int64_t m) {
           for (int64_t r = 0; r < oh; ++r) {
-            const float* src = wide_rows + m * d.wide + r * d.wp;
+            const float* src = wide_rows + m * d.wide + r * d.wq;
             float* dst = yg + m * out_plane + r * ow;
             if (rg)
               add_f32(src, rg + m * out_plane + r * ow, dst, ow, act.clamp, act.lo, act.hi, 1);

@@ -103,8 +103,8 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 16, 20, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
       {1, 24, 13, 1, {14, 14}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
       {1, 40, 7, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
-      // The direct path (stride 1, 2-D, at least 16 input and at most 64
-      // output channels per group, rows of 56 or more): K in one depth
+      // The direct path (2-D, at most 64 output channels per group, rows
+      // of 56 or more; stride 1 with at least 16 input channels): K in one depth
       // block and over two (32 * 9 = 288), dilation with uneven pads, a
       // 1 x 3 kernel, groups, a batch of two; wide rows of 58 to 64 columns,
       // so panels end inside a row and across rows.
@@ -113,6 +113,13 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 16, 7, 1, {6, 60}, {3, 3}, {1, 1}, {2, 2}, {2, 1}, {0, 3}},
       {1, 16, 6, 1, {4, 62}, {1, 3}, {1, 1}, {1, 1}, {0, 1}, {0, 1}},
       {1, 32, 4, 2, {5, 56}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      // Strided, on AVX2 (kernels with at least 6 taps per phase): phase
+      // planes of a stem-like 7x7/2, odd sizes with uneven pads, strides
+      // 2 x 3, dilation 2 on stride 2 (every tap in one phase).
+      {1, 3, 10, 1, {20, 120}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {3, 3}},
+      {1, 2, 5, 1, {15, 117}, {5, 5}, {2, 2}, {1, 1}, {2, 1}, {1, 2}},
+      {1, 3, 4, 1, {9, 175}, {5, 8}, {2, 3}, {1, 1}, {2, 3}, {2, 3}},
+      {2, 2, 6, 1, {12, 124}, {5, 5}, {2, 2}, {2, 2}, {4, 4}, {4, 4}},
   };
   for (const Case& c : cases) {
     const ConvGeometry g = geometry(c);
