@@ -122,8 +122,36 @@ void qgemm_packed(int64_t m, const TA* a, int64_t lda, TA a_zero_point, const Pa
   o.vector_ok = detail::requant_vector_ok(out.requant);
   o.type = out.type;
   o.ldy = out.ldy;
+  const int64_t col_panels = (n + kQNr - 1) / kQNr;
+  // One row (a classifier at batch 1, a decoder's token): the micro-kernel
+  // would compute MR rows to keep one; the row kernel takes the row alone
+  // against each B panel. mobilenet_v2's 1280 -> 1000 QGemm alone (1 thread,
+  // weights in L2, unbounded pairs, medians of 1000 calls, three runs
+  // alternating, stop 45): AVX2 105-221 -> 62-66 us, AVX-512 VNNI 71-72 ->
+  // 27-29 us; in the model (per-step minima) AVX2 350-388 -> 213-246 us.
+  if (m == 1 && isa.a_unsigned_row) {
+    thread_local AlignedBytes row_buf;
+    const int64_t kp = q_padded_k(k);
+    // The row as bytes, then widened after them (kp is a multiple of 4).
+    uint8_t* row = row_buf.reserve(static_cast<size_t>(3 * kp));
+    int32_t row_sum[1];
+    detail::pack_q_rows(a, lda, 1, k, 1, flip, row, o.col_zp ? row_sum : nullptr);
+    int16_t* const wide = reinterpret_cast<int16_t*>(row + kp);
+    detail::widen_q_panels(row, kp, wide, false);
+    const uint8_t* const a8 = row;  // this thread's buffers, read by every worker
+    const int16_t* const a16 = wide;
+    detail::QOutput ot = o;
+    ot.row_sum = o.col_zp ? row_sum : nullptr;
+    ot.y = out.y;
+    parallel_for(threads, col_panels, [&](int64_t q) {
+      alignas(64) int32_t tile[kQNr];
+      isa.a_unsigned_row(groups, a8, a16, b.panel(q), tile);
+      isa.finish(tile, kQNr, 1, std::min<int64_t>(kQNr, n - q * kQNr), 0, q * kQNr, ot);
+    });
+    return;
+  }
   const int mr = isa.mr;
-  const int64_t row_panels = (m + mr - 1) / mr, col_panels = (n + kQNr - 1) / kQNr;
+  const int64_t row_panels = (m + mr - 1) / mr;
   // Few row panels (a matrix-vector product): split the columns too.
   int64_t chunks = 1;
   if (threads > 1 && row_panels < 2 * threads)

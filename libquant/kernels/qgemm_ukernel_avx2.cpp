@@ -352,6 +352,36 @@ __attribute__((target("avx2"))) void q8_conv_requant_avx2(int64_t groups, const 
   if (t.cols > kQNr) requant_panel<kForm>(groups, a, b1, t, kQNr, t.cols - kQNr);
 }
 
+// One widened A row against one B panel. Per group of four k: the row's
+// four int16 values in every 64-bit lane; the panel's 64 bytes (16 columns x
+// 4 k) sign-extended to int16 four columns at a time (VPMOVSXBW); VPMADDWD
+// then leaves two int32 partial sums per column (k0 + k1, k2 + k3), added up
+// over the groups and pairwise at the end (VPHADDD). Products of int16 pairs
+// fit int32, and int32 sums wrap alike in any order: the reference's bits.
+// A row makes 1 / MR of the micro-kernel's multiply-adds useful and reads B
+// once either way; here each weight byte costs three instructions.
+__attribute__((target("avx2"))) void q8_row_avx2(int64_t groups, const uint8_t*, const int16_t* a, const uint8_t* b,
+                                                 int32_t* out) {
+  __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+  for (int64_t g = 0; g < groups; ++g) {
+    int64_t a4;
+    std::memcpy(&a4, a + g * kQKGroup, sizeof(a4));
+    const __m256i av = _mm256_set1_epi64x(a4);
+    const uint8_t* bg = b + g * kQNr * kQKGroup;
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const __m256i bw = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bg + 16 * i)));
+      acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(av, bw));
+    }
+  }
+  // acc[i]: columns 4i..4i+3 as [c0 c0 c1 c1 | c2 c2 c3 c3]; VPHADDD of two
+  // gives [c0 c1 c4 c5 | c2 c3 c6 c7], its 64-bit quarters reordered 0 2 1 3.
+  const __m256i lo = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[0], acc[1]), 0xD8);
+  const __m256i hi = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[2], acc[3]), 0xD8);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), lo);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8), hi);
+}
+
 }  // namespace
 
 __attribute__((target("avx2"))) void q_finish_avx2(const int32_t* acc, int64_t acc_stride, int64_t rows, int64_t cols,
@@ -413,7 +443,8 @@ const QGemmIsa kAvx2{"avx2",
                      q8_gemm_avx2_4x16<false, true>,
                      q8_conv_requant_avx2<AForm::Wide>,
                      q8_gemm_avx2_4x16<true, true>,
-                     q8_conv_requant_avx2<AForm::WideBoth>};
+                     q8_conv_requant_avx2<AForm::WideBoth>,
+                     q8_row_avx2};
 }  // namespace
 
 const QGemmIsa* const kQGemmIsaAvx2 = &kAvx2;

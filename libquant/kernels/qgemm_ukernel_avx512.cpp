@@ -208,10 +208,34 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void q_finish_avx512(const 
 }
 #pragma GCC diagnostic pop
 
+// One A row against one B panel (QRowKernel): per group of four k the row's
+// four bytes in every lane and one VPDPBUSD on the panel's 64 bytes, each
+// int32 lane one column. Two chains over alternate groups hide the latency.
+__attribute__((target("avx512f,avx512vnni"), always_inline)) inline __m512i row_step(__m512i acc, const uint8_t* a,
+                                                                                      const uint8_t* b, int64_t g) {
+  int32_t word;
+  std::memcpy(&word, a + g * kQKGroup, 4);
+  return dpbusd(acc, _mm512_set1_epi32(word), _mm512_loadu_si512(b + g * kQNr * kQKGroup));
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_row_avx512vnni(int64_t groups, const uint8_t* a,
+                                                                               const int16_t*, const uint8_t* b,
+                                                                               int32_t* out) {
+  __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
+  int64_t g = 0;
+  for (; g + 2 <= groups; g += 2) {
+    acc0 = row_step(acc0, a, b, g);
+    acc1 = row_step(acc1, a, b, g + 1);
+  }
+  if (g < groups) acc0 = row_step(acc0, a, b, g);
+  _mm512_storeu_si512(out, _mm512_add_epi32(acc0, acc1));
+}
+
 const QGemmIsa kIsa = [] {
   QGemmIsa isa{"avx512vnni", kMr, q8_gemm_avx512vnni_8x16<true>, q8_gemm_avx512vnni_8x16<false>,
                q_finish_avx512, q8_gemm_avx512vnni_8x32_a_signed, q8_conv_requant_avx512vnni};
   isa.requant_lines = true;
+  isa.a_unsigned_row = q8_row_avx512vnni;
   return isa;
 }();
 

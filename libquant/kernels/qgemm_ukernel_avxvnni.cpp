@@ -45,7 +45,38 @@ __attribute__((target("avx2,avxvnni"))) void q8_gemm_avxvnni_4x16(int64_t groups
   }
 }
 
-const QGemmIsa kIsa{"avxvnni", kMr, q8_gemm_avxvnni_4x16<true>, q8_gemm_avxvnni_4x16<false>, q_finish_avx2, nullptr};
+// One A row against one B panel (QRowKernel): per group of four k the row's
+// four bytes in every lane, two VPDPBUSD on the panel's 64 bytes, each int32
+// lane one column. Two chains over alternate groups hide the latency.
+__attribute__((target("avx2,avxvnni"), always_inline)) inline void row_step(__m256i& c0, __m256i& c1, const uint8_t* a,
+                                                                             const uint8_t* b, int64_t g) {
+  int32_t word;
+  std::memcpy(&word, a + g * kQKGroup, 4);
+  const __m256i ar = _mm256_set1_epi32(word);
+  const uint8_t* bg = b + g * kQNr * kQKGroup;
+  c0 = _mm256_dpbusd_avx_epi32(c0, ar, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bg)));
+  c1 = _mm256_dpbusd_avx_epi32(c1, ar, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bg + 32)));
+}
+
+__attribute__((target("avx2,avxvnni"))) void q8_row_avxvnni(int64_t groups, const uint8_t* a, const int16_t*,
+                                                            const uint8_t* b, int32_t* out) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();  // columns 0-7, 8-15: even groups
+  __m256i b0 = _mm256_setzero_si256(), b1 = _mm256_setzero_si256();  // odd groups
+  int64_t g = 0;
+  for (; g + 2 <= groups; g += 2) {
+    row_step(a0, a1, a, b, g);
+    row_step(b0, b1, a, b, g + 1);
+  }
+  if (g < groups) row_step(a0, a1, a, b, g);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_add_epi32(a0, b0));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8), _mm256_add_epi32(a1, b1));
+}
+
+const QGemmIsa kIsa = [] {
+  QGemmIsa isa{"avxvnni", kMr, q8_gemm_avxvnni_4x16<true>, q8_gemm_avxvnni_4x16<false>, q_finish_avx2, nullptr};
+  isa.a_unsigned_row = q8_row_avxvnni;
+  return isa;
+}();
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // The fast integer GEMM (qgemm_packed.h) against the reference kernels, bit
 // for bit: every ISA this CPU runs (forced one at a time), every 8-bit type
-// pair, odd M / N / K (panel and k-group tails), zero points per tensor, per
+// pair, odd M / N / K (panel and k-group tails; M = 1 takes the ISA's row
+// kernel), zero points per tensor, per
 // column and absent, int32 and requantized outputs in both requantization
 // modes, 1 and 3 threads.
 #include <catch2/catch.hpp>
@@ -103,6 +104,8 @@ void sweep(std::mt19937& rng) {
           check_shape<TA, TB>(rng, *isa, m, n, k, zb_kind, false, (m + k) % 2 ? BLayout::KxN : BLayout::NxK);
         }
     check_shape<TA, TB>(rng, *isa, 9, 20, 1000, 0, true, BLayout::KxN);
+    // One row (the row kernel): extreme bytes over a long K, 3 panels.
+    check_shape<TA, TB>(rng, *isa, 1, 40, 1001, 1, true, BLayout::KxN);
     check_shape<TA, TB>(rng, *isa, 9, 20, 257, 2, true, BLayout::NxK);
   }
 }
