@@ -111,6 +111,63 @@ void pad_planes(const detail::Spatial3& s, const DirectGeometry& d, const float*
   std::fill(dst + channels * d.plane, dst + channels * d.plane + slack, 0.0f);
 }
 
+// One group of one image on the direct path: x its c input planes, y its m
+// output planes, ep with its bias (the residual, if any, is y's twin).
+// On AVX2 the GEMM writes y itself, one output row per segment of panels
+// (GemmB::seg_len; a row's last panel partial), with the fused residual and
+// clamp in its epilogue. Elsewhere it computes rows as wide as a phase row
+// and copies the first out_w of each out, adding the residual then: the
+// (conv + bias) + residual order of the fused epilogue. Segments against wide
+// rows (one layer, alternating calls, stop 45): AVX2 7x7/2 3 -> 64 at 224
+// 0.86-0.88 of the time (2 threads 0.89-0.94), 32 -> 32 at 112 0.92-0.94,
+// 64 -> 64 at 56 1.0-1.02; AVX-512 (panels of 32: a 56-pixel row ends in one
+// of 24) 64 -> 64 at 56 1.06-1.09, 32 -> 32 at 112 1.03.
+void conv_direct(const detail::Spatial3& s, int64_t c, int64_t m, const float* x, const GemmA& a, GemmEpilogue ep,
+                 const float* residual, float* y, int threads, const detail::GemmIsa& isa) {
+  const DirectGeometry d = direct_geometry(s);
+  const int64_t kv = s.kernel[1] * s.kernel[2], K = c * kv, oh = s.out[1], ow = s.out[2], out_plane = oh * ow;
+  // B's rows: k = c * kv + t, tap t = (kh, kw), as im2col orders them.
+  thread_local std::vector<int64_t> rows;
+  rows.resize(static_cast<size_t>(K));
+  for (int64_t k = 0; k < K; ++k) {
+    const int64_t t = k % kv;
+    rows[static_cast<size_t>(k)] =
+        direct_row(d, k / kv, t / s.kernel[2] * s.dilations[1], t % s.kernel[2] * s.dilations[2]);
+  }
+  // The last row's reads reach past its phase by its tap's column offset
+  // and up to the end of the last NR panel of the wide columns.
+  const int64_t slack = (s.kernel[2] - 1) * s.dilations[2] / d.sw + 2 * isa.nr;
+  thread_local AlignedFloats padded, wide;
+  if (padded.size() < c * d.plane + slack) padded = AlignedFloats(c * d.plane + slack);
+  pad_planes(s, d, x, c, slack, padded.data(), threads);
+  GemmB b;
+  b.view.data = padded.data();
+  b.rows = rows.data();
+  if (&isa == detail::kGemmIsaAvx2) {
+    b.seg_len = ow;
+    b.seg_pitch = d.wq;
+    ep.residual = residual;
+    ep.ldr = out_plane;
+    gemm_f32_packed(m, out_plane, K, a, b, y, out_plane, ep, threads, isa);
+    return;
+  }
+  if (wide.size() < m * d.wide) wide = AlignedFloats(m * d.wide);
+  const bool clamp = ep.clamp;
+  ep.clamp = clamp && !residual;
+  gemm_f32_packed(m, d.wide, K, a, b, wide.data(), d.wide, ep, threads, isa);
+  const float* const wide_rows = wide.data();  // this thread's buffer (the lambda runs on others too)
+  parallel_for(threads, m, [&](int64_t i) {
+    for (int64_t r = 0; r < oh; ++r) {
+      const float* src = wide_rows + i * d.wide + r * d.wq;
+      float* dst = y + i * out_plane + r * ow;
+      if (residual)
+        add_f32(src, residual + i * out_plane + r * ow, dst, ow, clamp, ep.lo, ep.hi, 1);
+      else
+        std::copy(src, src + ow, dst);
+    }
+  });
+}
+
 }  // namespace
 
 PackedConvWeights::PackedConvWeights(const float* w, int64_t out_channels, int64_t group, int64_t depth_per_group) {
@@ -150,51 +207,15 @@ void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const 
     return a;
   };
   if (allow_direct && !pointwise && direct_fits(s, c_per_group, m_per_group, isa)) {
-    const DirectGeometry d = direct_geometry(s);
-    const int64_t kv = kernel_volume(g);
-    // B's rows: k = c * kv + t, tap t = (kh, kw), as im2col orders them.
-    thread_local std::vector<int64_t> rows;
-    rows.resize(static_cast<size_t>(K));
-    for (int64_t k = 0; k < K; ++k) {
-      const int64_t t = k % kv;
-      rows[static_cast<size_t>(k)] =
-          direct_row(d, k / kv, t / s.kernel[2] * s.dilations[1], t % s.kernel[2] * s.dilations[2]);
-    }
-    // The last row's reads reach past its phase by its tap's column offset
-    // and up to the end of the last NR panel of the wide columns.
-    const int64_t slack = (s.kernel[2] - 1) * s.dilations[2] / d.sw + 2 * isa.nr;
-    thread_local AlignedFloats padded, wide;
-    if (padded.size() < c_per_group * d.plane + slack) padded = AlignedFloats(c_per_group * d.plane + slack);
-    if (wide.size() < m_per_group * d.wide) wide = AlignedFloats(m_per_group * d.wide);
-    GemmEpilogue wide_ep = ep;
-    // A fused residual is added (then the clamp) as the wide rows are copied
-    // out: (conv + bias) + residual, the fused epilogue's order.
-    wide_ep.clamp = act.clamp && !act.residual;
-    for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t n = 0; n < g.batch; ++n)
       for (int64_t gi = 0; gi < g.group; ++gi) {
-        pad_planes(s, d, x + (n * C + gi * c_per_group) * in_plane, c_per_group, slack, padded.data(), threads);
-        const GemmA a = weights_of(gi);
-        GemmB b;
-        b.view.data = padded.data();
-        b.rows = rows.data();
-        wide_ep.row_bias = bias ? bias + gi * m_per_group : nullptr;
-        gemm_f32_packed(m_per_group, d.wide, K, a, b, wide.data(), d.wide, wide_ep, threads, isa);
-        float* yg = y + (n * M + gi * m_per_group) * out_plane;
-        const float* rg = act.residual ? act.residual + (n * M + gi * m_per_group) * out_plane : nullptr;
-        const int64_t oh = s.out[1], ow = s.out[2];
-        const float* const wide_rows = wide.data();  // this thread's buffer (the lambda runs on others too)
-        parallel_for(threads, m_per_group, [&](int64_t m) {
-          for (int64_t r = 0; r < oh; ++r) {
-            const float* src = wide_rows + m * d.wide + r * d.wq;
-            float* dst = yg + m * out_plane + r * ow;
-            if (rg)
-              add_f32(src, rg + m * out_plane + r * ow, dst, ow, act.clamp, act.lo, act.hi, 1);
-            else
-              std::copy(src, src + ow, dst);
-          }
-        });
+        const int64_t first_in = n * C + gi * c_per_group, first_out = n * M + gi * m_per_group;
+        GemmEpilogue gep = ep;
+        gep.row_bias = bias ? bias + gi * m_per_group : nullptr;
+        conv_direct(s, c_per_group, m_per_group, x + first_in * in_plane, weights_of(gi), gep,
+                    act.residual ? act.residual + first_out * out_plane : nullptr, y + first_out * out_plane, threads,
+                    isa);
       }
-    }
     return;
   }
   for (int64_t n = 0; n < g.batch; ++n) {

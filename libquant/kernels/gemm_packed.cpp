@@ -81,6 +81,57 @@ void run_column_tail(const Problem& pr, int64_t k0, int64_t kc, int64_t j, const
   }
 }
 
+// The epilogue of the depth block [k0, k0 + kc), before the row and column
+// terms of each tile.
+detail::MicroEpilogue micro_epilogue(const Problem& pr, int64_t k0, int64_t kc) {
+  detail::MicroEpilogue mep;
+  mep.alpha = pr.ep.alpha;
+  mep.accumulate = k0 > 0 || pr.ep.accumulate;
+  mep.last = k0 + kc == pr.K;
+  mep.ldr = pr.ep.ldr;
+  mep.clamp = pr.ep.clamp;
+  mep.lo = pr.ep.lo;
+  mep.hi = pr.ep.hi;
+  return mep;
+}
+
+// A's panel p for the depth block at k0: packed, or packed now into buf.
+const float* a_panel(const Problem& pr, int64_t k0, int64_t kc, int64_t p, AlignedFloats& buf) {
+  const int mr = pr.isa.mr;
+  if (pr.a.packed) return pr.a.packed->panel(k0, p);
+  float* dst = scratch(buf, kc * mr);
+  pack_panel(pr.a.view.data, pr.a.view.row_stride, pr.a.view.col_stride, p * mr,
+             std::min<int64_t>(mr, pr.M - p * mr), k0, kc, mr, dst);
+  return dst;
+}
+
+// B read in place through row offsets (GemmB::rows): panels [t0, t1) of the
+// segments (a segment's panels, then the next segment's) against A panels
+// [p0, p1). Nothing is packed but A panels that were not.
+void run_rows_block(const Problem& pr, int64_t t0, int64_t t1, int64_t p0, int64_t p1) {
+  thread_local AlignedFloats a_buf;
+  const int mr = pr.isa.mr, nr = pr.isa.nr;
+  const int64_t seg = pr.b.seg_len ? pr.b.seg_len : pr.N, pitch = pr.b.seg_len ? pr.b.seg_pitch : pr.N;
+  const int64_t per_seg = ceil_div(seg, nr);
+  for (int64_t k0 = 0; k0 < pr.K; k0 += kGemmKc) {
+    const int64_t kc = std::min(kGemmKc, pr.K - k0);
+    detail::MicroEpilogue mep = micro_epilogue(pr, k0, kc);
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t i0 = p * mr;
+      const int m_valid = static_cast<int>(std::min<int64_t>(mr, pr.M - i0));
+      const float* ap = a_panel(pr, k0, kc, p, a_buf);
+      mep.row_bias = pr.ep.row_bias ? pr.ep.row_bias + i0 : nullptr;
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t s = t / per_seg, x = t % per_seg * nr, j = s * seg + x;
+        mep.col_bias = pr.ep.col_bias ? pr.ep.col_bias + j : nullptr;
+        mep.residual = pr.ep.residual ? pr.ep.residual + i0 * pr.ep.ldr + j : nullptr;
+        pr.isa.kernel_rows(kc, ap, pr.b.view.data + s * pitch + x, pr.b.rows + k0, pr.c + i0 * pr.ldc + j, pr.ldc,
+                           m_valid, static_cast<int>(std::min<int64_t>(nr, seg - x)), mep);
+      }
+    }
+  }
+}
+
 // Columns [j0, j0+nc) and A panels [p0, p1) of the product.
 void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1) {
   thread_local AlignedFloats a_buf, b_buf;
@@ -93,9 +144,7 @@ void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1
     // that nothing past a row is read.
     const bool in_place = !pr.b.packed && !pr.b_prepacked && !pr.b.source && pr.b.view.col_stride == 1;
     const float* bp = nullptr;
-    if (pr.b.rows) {
-      // Read in place through the row offsets (GemmB::rows): nothing to pack.
-    } else if (pr.b.packed) {
+    if (pr.b.packed) {
       bp = pr.b.packed->panel(k0, j0 / nr);
     } else if (pr.b_prepacked) {
       bp = pr.b_prepacked + k0 * pr.b_padded + j0 / nr * kc * nr;
@@ -110,42 +159,23 @@ void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1
       }
       bp = dst;
     }
-    detail::MicroEpilogue mep;
-    mep.alpha = pr.ep.alpha;
-    mep.accumulate = k0 > 0 || pr.ep.accumulate;
-    mep.last = k0 + kc == pr.K;
-    mep.ldr = pr.ep.ldr;
-    mep.clamp = pr.ep.clamp;
-    mep.lo = pr.ep.lo;
-    mep.hi = pr.ep.hi;
+    detail::MicroEpilogue mep = micro_epilogue(pr, k0, kc);
     // A last panel of at most column_tail_max valid columns goes through the
     // ISA's column tail, several A panels at once, after the others (weights
     // packed at prepare time only: their panels all lie in memory).
     const int tail_cols = static_cast<int>(nc - (n_panels - 1) * nr);
-    const bool tail = pr.a.packed && pr.isa.column_tail && tail_cols <= pr.isa.column_tail_max && !pr.b.rows;
+    const bool tail = pr.a.packed && pr.isa.column_tail && tail_cols <= pr.isa.column_tail_max;
     const int64_t full_panels = tail ? n_panels - 1 : n_panels;
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t i0 = p * mr;
       const int m_valid = static_cast<int>(std::min<int64_t>(mr, pr.M - i0));
-      const float* ap;
-      if (pr.a.packed) {
-        ap = pr.a.packed->panel(k0, p);
-      } else {
-        float* dst = scratch(a_buf, kc * mr);
-        pack_panel(pr.a.view.data, pr.a.view.row_stride, pr.a.view.col_stride, i0, m_valid, k0, kc, mr, dst);
-        ap = dst;
-      }
+      const float* ap = a_panel(pr, k0, kc, p, a_buf);
       mep.row_bias = pr.ep.row_bias ? pr.ep.row_bias + i0 : nullptr;
       for (int64_t q = 0; q < full_panels; ++q) {
         const int64_t j = j0 + q * nr;
         mep.col_bias = pr.ep.col_bias ? pr.ep.col_bias + j : nullptr;
         mep.residual = pr.ep.residual ? pr.ep.residual + i0 * pr.ep.ldr + j : nullptr;
         const int n_valid = static_cast<int>(std::min<int64_t>(nr, pr.N - j));
-        if (pr.b.rows) {
-          pr.isa.kernel_rows(kc, ap, pr.b.view.data + j, pr.b.rows + k0, pr.c + i0 * pr.ldc + j, pr.ldc, m_valid,
-                             n_valid, mep);
-          continue;
-        }
         const bool direct = in_place && (q + 1) * nr <= nc;
         const float* b = direct ? pr.b.view.data + k0 * pr.b.view.row_stride + j : bp + q * kc * nr;
         pr.isa.kernel(kc, ap, b, direct ? pr.b.view.row_stride : nr, pr.c + i0 * pr.ldc + j, pr.ldc, m_valid, n_valid,
@@ -223,7 +253,10 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const Gemm
   if (M == 0 || N == 0) return;
   if (K == 0) return epilogue_only(M, N, c, ldc, ep);
   Problem pr{M, N, K, a, b, c, ldc, ep, isa};
-  const int64_t m_panels = ceil_div(M, isa.mr), n_panels = ceil_div(N, isa.nr);
+  // With B read through row offsets, panels follow its segments (GemmB::seg_len).
+  const int64_t seg = b.rows && b.seg_len ? b.seg_len : N;
+  assert(N % seg == 0);
+  const int64_t m_panels = ceil_div(M, isa.mr), n_panels = N / seg * ceil_div(seg, isa.nr);
   // Threads split the larger operand, so that each streams its own part of
   // it: with more rows than columns (late conv layers, whose weights
   // outweigh their small feature maps), the rows, sharing B packed once;
@@ -237,7 +270,7 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const Gemm
   const bool split_rows = threads > 1 && (M > N || split == GemmSplit::Rows);
   int64_t nc = kGemmNc;
   if (threads > 1 && !split_rows) nc = std::min(nc, ceil_div(n_panels, std::min<int64_t>(n_panels, threads)) * isa.nr);
-  const int64_t n_blocks = ceil_div(N, nc);
+  const int64_t n_blocks = b.rows ? ceil_div(n_panels, nc / isa.nr) : ceil_div(N, nc);
   // Fewer column panels than threads (small N: a Gemm on one row) also
   // split the rows.
   const int64_t m_parts =
@@ -276,8 +309,10 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const Gemm
   // rows (GemmSplit).
   parallel_for(threads, n_blocks * m_parts, [&](int64_t t) {
     const int64_t mp = t / n_blocks, nb = t % n_blocks;
+    const int64_t p0 = mp * m_panels / m_parts, p1 = (mp + 1) * m_panels / m_parts;
+    if (b.rows) return run_rows_block(pr, nb * (nc / isa.nr), std::min(n_panels, (nb + 1) * (nc / isa.nr)), p0, p1);
     const int64_t j0 = nb * nc;
-    run_block(pr, j0, std::min(nc, N - j0), mp * m_panels / m_parts, (mp + 1) * m_panels / m_parts);
+    run_block(pr, j0, std::min(nc, N - j0), p0, p1);
   });
 }
 

@@ -96,6 +96,12 @@ struct GemmB {
   // kernel_rows (which the caller checks it has); each row must be readable
   // up to the end of N's last NR panel. Same sums as packing B first.
   const int64_t* rows = nullptr;
+  // With rows: the columns come in segments of seg_len (a convolution's
+  // output row) lying seg_pitch apart in B (its padded input row): (k, j) at
+  // view.data[rows[k] + j / seg_len * seg_pitch + j % seg_len]. No panel
+  // straddles two segments: each segment's last panel may be partial (N a
+  // multiple of seg_len). 0: one segment.
+  int64_t seg_len = 0, seg_pitch = 0;
 };
 
 // C = alpha * A x B (+ C when accumulate) + row_bias[i] + col_bias[j]

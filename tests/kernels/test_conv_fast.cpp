@@ -113,6 +113,8 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 16, 7, 1, {6, 60}, {3, 3}, {1, 1}, {2, 2}, {2, 1}, {0, 3}},
       {1, 16, 6, 1, {4, 62}, {1, 3}, {1, 1}, {1, 1}, {0, 1}, {0, 1}},
       {1, 32, 4, 2, {5, 56}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      // Rows of 67: on AVX2 each ends in a panel of 3 columns (one vector).
+      {1, 16, 9, 1, {4, 67}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
       // Strided, on AVX2 (kernels with at least 6 taps per phase): phase
       // planes of a stem-like 7x7/2, odd sizes with uneven pads, strides
       // 2 x 3, dilation 2 on stride 2 (every tap in one phase).
