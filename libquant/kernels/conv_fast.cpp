@@ -4,6 +4,10 @@
 #include <cassert>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "libquant/kernels/eltwise_f32.h"
 #include "libquant/kernels/im2col.h"
 #include "libquant/kernels/spatial.h"
@@ -45,19 +49,21 @@ struct DirectGeometry {
 // cost what packing saved) nor with 3 input channels (1.05-1.17: the copy
 // out weighs against K = 27). Packing costs in proportion to K x N against
 // M x K x N multiply-adds, so few output channels gain most.
-// Strided, the phase copy gathers every sh-th column one by one, which pays
-// only where many taps read each copied value (kv / (sh * sw) of them):
-// resnet18's stem, 7x7/2 3 -> 64 at 224 x 224 (12 taps per value), ran at
-// 0.89-0.96 of im2col's time on AVX2 (80 calls alternating, 1 and 2 threads,
-// stop 45) and at 1.0-1.03 on AVX-512, whose packer is faster; 3x3/2 convs
-// (2.25 taps per value) lost everywhere: 3 -> 32 at 224 1.27-1.56, 32 -> 32
-// at 112 1.03-1.5, 64 -> 128 at 56 1.08-1.54.
+// Strided (phase planes; on AVX2, where rows go straight into y): the phase
+// copy costs c x H x W against packing's K x N, so kernels with many taps
+// per phase gain, and so do few output channels (packing weighs against
+// M x K x N multiply-adds) and an image's few input channels (a small copy). One layer, AVX2, alternating calls, stop 45, direct /
+// im2col at 1 | 2 threads: 7x7/2 3 -> 64 at 224 0.79-0.83 | 0.81-0.92;
+// 3x3/2 3 -> 32 at 224 0.83-0.88 | 0.95-0.99, 16 -> 16 at 112 0.73-0.78 |
+// 0.81-1.05, 32 -> 32 at 112 0.96-1.05 | 0.99-1.18, 64 -> 128 at 56
+// 1.14-1.26 | 1.29-1.33. On AVX-512 (wide rows) the stem ran at 1.0-1.03.
 bool direct_fits(const detail::Spatial3& s, int64_t c, int64_t m, const detail::GemmIsa& isa) {
   if (!isa.kernel_rows || s.in[0] != 1 || s.out[0] != 1 || s.kernel[0] != 1 || s.kernel[1] * s.kernel[2] == 1)
     return false;
   const int64_t phases = s.strides[1] * s.strides[2];
   if (phases == 1) return m <= 64 && c >= 16 && s.out[2] >= 56;
-  return &isa == detail::kGemmIsaAvx2 && m <= 64 && s.out[2] >= 56 && s.kernel[1] * s.kernel[2] >= 6 * phases;
+  return &isa == detail::kGemmIsaAvx2 && s.out[2] >= 56 && m <= 64 &&
+         (m <= 16 || c <= 4 || s.kernel[1] * s.kernel[2] >= 6 * phases);
 }
 
 DirectGeometry direct_geometry(const detail::Spatial3& s) {
@@ -77,6 +83,19 @@ DirectGeometry direct_geometry(const detail::Spatial3& s) {
 // Where B's row for tap (ih, iw) of channel c starts (see DirectGeometry).
 int64_t direct_row(const DirectGeometry& d, int64_t c, int64_t ih, int64_t iw) {
   return c * d.plane + (ih % d.sh * d.sw + iw % d.sw) * d.phase + ih / d.sh * d.wq + iw / d.sw;
+}
+
+// dst[i] = src[2 i] for i < count, reading no further than src[2 count - 2]
+// (the phase copy of a stride-2 convolution). SSE2, part of every x86-64:
+// two loads, one shuffle per four values; a scalar loop elsewhere.
+void every_other(const float* src, int64_t count, float* dst) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  for (; i + 5 <= count; i += 4)  // reads src[2 i .. 2 i + 7], 2 i + 7 <= 2 count - 3
+    _mm_storeu_ps(dst + i, _mm_shuffle_ps(_mm_loadu_ps(src + 2 * i), _mm_loadu_ps(src + 2 * i + 4),
+                                          _MM_SHUFFLE(2, 0, 2, 0)));
+#endif
+  for (; i < count; ++i) dst[i] = src[2 * i];
 }
 
 // x's `channels` planes zero padded and split into phases in dst (d.plane
@@ -103,6 +122,8 @@ void pad_planes(const detail::Spatial3& s, const DirectGeometry& d, const float*
       const float* src = xc + ir * w + q0 * d.sw + px - left;
       if (d.sw == 1)
         std::copy(src, src + (q1 - q0), row + q0);
+      else if (d.sw == 2)
+        every_other(src, q1 - q0, row + q0);
       else
         for (int64_t q = q0; q < q1; ++q) row[q] = src[(q - q0) * d.sw];
       std::fill(row + q1, row + d.wq, 0.0f);

@@ -115,13 +115,17 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 32, 4, 2, {5, 56}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
       // Rows of 67: on AVX2 each ends in a panel of 3 columns (one vector).
       {1, 16, 9, 1, {4, 67}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
-      // Strided, on AVX2 (kernels with at least 6 taps per phase): phase
+      // Strided, on AVX2 (direct_fits says which): phase
       // planes of a stem-like 7x7/2, odd sizes with uneven pads, strides
       // 2 x 3, dilation 2 on stride 2 (every tap in one phase).
       {1, 3, 10, 1, {20, 120}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {3, 3}},
       {1, 2, 5, 1, {15, 117}, {5, 5}, {2, 2}, {1, 1}, {2, 1}, {1, 2}},
       {1, 3, 4, 1, {9, 175}, {5, 8}, {2, 3}, {1, 1}, {2, 3}, {2, 3}},
       {2, 2, 6, 1, {12, 124}, {5, 5}, {2, 2}, {2, 2}, {4, 4}, {4, 4}},
+      // 3x3/2 with an image's 3 channels (mobilenet_v2's stem) and with 16
+      // or fewer output channels, odd widths and one-sided pads.
+      {1, 3, 8, 1, {6, 116}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 8, 6, 1, {7, 113}, {3, 3}, {2, 2}, {1, 1}, {0, 1}, {1, 0}},
   };
   for (const Case& c : cases) {
     const ConvGeometry g = geometry(c);
