@@ -100,7 +100,8 @@ struct GemmB {
   // output row) lying seg_pitch apart in B (its padded input row): (k, j) at
   // view.data[rows[k] + j / seg_len * seg_pitch + j % seg_len]. No panel
   // straddles two segments: each segment's last panel may be partial (N a
-  // multiple of seg_len). 0: one segment.
+  // multiple of seg_len), and rows must be readable up to the end of the
+  // last segment's last NR panel. 0: one segment.
   int64_t seg_len = 0, seg_pitch = 0;
 };
 
