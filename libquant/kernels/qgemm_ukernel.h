@@ -79,14 +79,14 @@ struct QOutput {
 // reproduce requantize_one exactly (all finite, so no NaN reaches the clamp).
 bool requant_vector_ok(const Requantizer* r);
 
-// Applies the output stage to rows [i0, i0+rows) x columns [j0, j0+cols);
-// acc(i - i0, j - j0) at acc[(i - i0) * acc_stride + (j - j0)].
 // One row of A (q_padded_k(k) uint8 values, as bytes and widened to int16)
 // against one B panel: out[j] = sum_k a[k] b[k][j] for the panel's kQNr
 // columns, exact for any bytes (no int16 pair sums). For M = 1, where a
 // micro-kernel would compute MR rows to keep one.
 using QRowKernel = void (*)(int64_t groups, const uint8_t* a, const int16_t* a_wide, const uint8_t* b, int32_t* out);
 
+// Applies the output stage to rows [i0, i0+rows) x columns [j0, j0+cols);
+// acc(i - i0, j - j0) at acc[(i - i0) * acc_stride + (j - j0)].
 using QFinish = void (*)(const int32_t* acc, int64_t acc_stride, int64_t rows, int64_t cols, int64_t i0, int64_t j0,
                          const QOutput& o);
 
