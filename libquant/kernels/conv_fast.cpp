@@ -32,8 +32,9 @@ int64_t kernel_volume(const ConvGeometry& g) {
 // oh * wq + ow (wq: a phase row), so that row k = (c, kh, kw) of B is that
 // phase of c from offset (ih / sh) * wq + iw / sw on (ih = kh * dh,
 // iw = kw * dw); the columns ow >= out_w of each wide row are computed and
-// dropped. The K order, the depth blocks and the zeros of the padding are
-// the im2col path's, so the sums are its bits.
+// dropped (on AVX2 each output row is a run of panels of its own instead:
+// conv_direct). The K order, the depth blocks and the zeros of the padding
+// are the im2col path's, so the sums are its bits.
 struct DirectGeometry {
   int64_t sh, sw;   // strides: phases per padded row and column
   int64_t hq, wq;   // a phase plane's height and width (ceil of the padded ones / stride)
@@ -52,8 +53,9 @@ struct DirectGeometry {
 // Strided (phase planes; on AVX2, where rows go straight into y): the phase
 // copy costs c x H x W against packing's K x N, so kernels with many taps
 // per phase gain, and so do few output channels (packing weighs against
-// M x K x N multiply-adds) and an image's few input channels (a small copy). One layer, AVX2, alternating calls, stop 45, direct /
-// im2col at 1 | 2 threads: 7x7/2 3 -> 64 at 224 0.79-0.83 | 0.81-0.92;
+// M x K x N multiply-adds) and an image's few input channels (a small
+// copy). One layer, AVX2, alternating calls, stop 45, direct / im2col at
+// 1 | 2 threads: 7x7/2 3 -> 64 at 224 0.79-0.83 | 0.81-0.92;
 // 3x3/2 3 -> 32 at 224 0.83-0.88 | 0.95-0.99, 16 -> 16 at 112 0.73-0.78 |
 // 0.81-1.05, 32 -> 32 at 112 0.96-1.05 | 0.99-1.18, 64 -> 128 at 56
 // 1.14-1.26 | 1.29-1.33. On AVX-512 (wide rows) the stem ran at 1.0-1.03.
