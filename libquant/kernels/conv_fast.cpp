@@ -59,12 +59,17 @@ struct DirectGeometry {
 // 3x3/2 3 -> 32 at 224 0.83-0.88 | 0.95-0.99, 16 -> 16 at 112 0.73-0.78 |
 // 0.81-1.05, 32 -> 32 at 112 0.96-1.05 | 0.99-1.18, 64 -> 128 at 56
 // 1.14-1.26 | 1.29-1.33. On AVX-512 (wide rows) the stem ran at 1.0-1.03.
+// Whether the direct path writes output rows straight into y (segments of
+// panels) rather than wide rows copied out: on AVX2 (see conv_direct). The
+// strided rule below was measured with it.
+bool rows_into_y(const detail::GemmIsa& isa) { return &isa == detail::kGemmIsaAvx2; }
+
 bool direct_fits(const detail::Spatial3& s, int64_t c, int64_t m, const detail::GemmIsa& isa) {
   if (!isa.kernel_rows || s.in[0] != 1 || s.out[0] != 1 || s.kernel[0] != 1 || s.kernel[1] * s.kernel[2] == 1)
     return false;
   const int64_t phases = s.strides[1] * s.strides[2];
   if (phases == 1) return m <= 64 && c >= 16 && s.out[2] >= 56;
-  return &isa == detail::kGemmIsaAvx2 && s.out[2] >= 56 && m <= 64 &&
+  return rows_into_y(isa) && s.out[2] >= 56 && m <= 64 &&
          (m <= 16 || c <= 4 || s.kernel[1] * s.kernel[2] >= 6 * phases);
 }
 
@@ -166,7 +171,7 @@ void conv_direct(const detail::Spatial3& s, int64_t c, int64_t m, const float* x
   GemmB b;
   b.view.data = padded.data();
   b.rows = rows.data();
-  if (&isa == detail::kGemmIsaAvx2) {
+  if (rows_into_y(isa)) {
     b.seg_len = ow;
     b.seg_pitch = d.wq;
     ep.residual = residual;
