@@ -122,8 +122,9 @@ void transpose_rows(const uint8_t* const rows[4], int64_t n, uint8_t flip, int64
 //  - wide (other 2-D / 1-D convolutions, unless it computes many more
 //    panels): each input channel copied once per call into planes padded
 //    with the zero point and split by phase for strides S1 x S2: phase
-//    (a, b) holds padded element (S1 i + a, S2 j + b) at i * pw + j, pw =
-//    ceil(padded width / S2) (S = 1: one phase, the padded plane). Output (oy,
+//    (a, b) holds padded element (S1 i + a, S2 j + b) at i * pw + j, pw at
+//    most ceil(padded width / S2) (wide_line_width: neighbouring lines may
+//    share their padding; S = 1: one phase, the padded plane). Output (oy,
 //    ox) is computed at the "wide" pixel q = oy * pw + ox, whose tap (ky, kx)
 //    (padded row S1 oy + d1 ky, column S2 ox + d2 kx) reads phase
 //    (d1 ky % S1, d2 kx % S2) at q + (d1 ky / S1) * pw + d2 kx / S2: every
@@ -150,6 +151,32 @@ struct Shape : detail::QConvShape {
   bool scratch = false;       // wide with columns to drop: computed into a scratch block, copied to y
 };
 
+// The phase planes' line width pw: the narrowest that holds every input
+// column of a line and lets each valid output read its padding as well. A
+// line's right padding and the next line's left padding are one run of
+// zero-point columns, so they may overlap: a read past the line's end lands
+// in the next line's left padding, which holds the zero point as the right
+// padding would. (resnet18's 7 x 7 maps, 3 x 3 pad 1: pw = 8, not 9; the
+// AVX2 kernels compute 56 columns where they computed 64.)
+// Per column phase b (phase column j = padded column S2 j + b), with input
+// columns at phase columns [j0, j1) and valid outputs reading up to column
+// jmax, pw must reach j1, cover out_w outputs, and keep jmax - pw (a read
+// wrapped onto the next line) under j0.
+int64_t wide_line_width(const detail::Spatial3& s) {
+  const int64_t s2 = s.strides[2], d2 = s.dilations[2], iw = s.in[2], pb = s.pads_begin[2];
+  int64_t pw = s.out[2];
+  for (int64_t b = 0; b < s2; ++b) {
+    const int64_t j0 = pb > b ? (pb - b + s2 - 1) / s2 : 0;
+    const int64_t j1 = iw - 1 + pb - b >= 0 ? (iw - 1 + pb - b) / s2 + 1 : 0;
+    int64_t reach = -1;  // the furthest column offset of a tap in this phase
+    for (int64_t kx = 0; kx < s.kernel[2]; ++kx)
+      if (d2 * kx % s2 == b) reach = std::max(reach, d2 * kx / s2);
+    pw = std::max(pw, j1);
+    if (reach >= 0) pw = std::max(pw, s.out[2] + reach - j0);
+  }
+  return pw;
+}
+
 Shape conv_shape(const ConvGeometry& g) {
   Shape c{detail::qconv_shape(g)};
   const detail::Spatial3& s = c.s;
@@ -161,7 +188,7 @@ Shape conv_shape(const ConvGeometry& g) {
       s.out[1] <= 0 || s.out[2] <= 0 || s.strides[1] > 4 || s.strides[2] > 4)
     return c;
   const int64_t s1 = s.strides[1], s2 = s.strides[2];
-  const int64_t pw = (s.in[2] + s.pads_begin[2] + s.pads_end[2] + s2 - 1) / s2;
+  const int64_t pw = wide_line_width(s);
   const int64_t ph = (s.in[1] + s.pads_begin[1] + s.pads_end[1] + s1 - 1) / s1;
   const int64_t panels = (c.out_plane + kQNr - 1) / kQNr, wide_panels = (s.out[1] * pw + kQNr - 1) / kQNr;
   if (wide_panels > panels + panels / 4 + 1) return c;  // the dropped columns would cost more than gathering
@@ -751,8 +778,10 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   const bool own_lines = fused && c.scratch && isa.requant_lines && c.pw >= 6 && groups >= 16;
   const bool scratch = c.scratch && !own_lines;
   // Direct blocks pack nothing: whole 32-pixel tiles, none split into a
-  // tile and a lone (slower) 16-pixel panel at every block's end.
-  if (direct) nc = (nc + 2 * kQNr - 1) / (2 * kQNr) * (2 * kQNr);
+  // tile and a lone (slower) 16-pixel panel at every block's end. Rounded
+  // down: blocks sized for the threads (48 pixels of a 14 x 14 map's 210)
+  // rounded up had made fewer, uneven ones (64, 64, 64, 18).
+  if (direct) nc = std::max<int64_t>(2 * kQNr, nc / (2 * kQNr) * (2 * kQNr));
   const int64_t blocks = (c.plane + nc - 1) / nc, row_panels = (c.group_out + mr - 1) / mr;
   const int64_t outer = g.batch * g.group * blocks;
   // Fewer pixel blocks than threads (late, small layers): split the output
@@ -776,8 +805,10 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   // threads split their output channels too: resnet18's 14 x 14 layers made
   // 7 blocks, 4 for one thread and 3 for the other, and ran 1.63-1.68x
   // faster on 2 threads than on 1 where the 7 x 7 ones ran 2.1x (after:
-  // 1.88-1.93x, QTOOL_ISA=avx2, per-step minima).
-  if (direct && !shared && !by_channel && threads > 1 && outer % threads != 0)
+  // 1.88-1.93x, QTOOL_ISA=avx2, per-step minima). So do blocks whose last
+  // one is short: 14 x 14 maps (210 wide pixels) made blocks of 64, 64, 64
+  // and 18 pixels, 128 for one thread and 82 for the other.
+  if (direct && !shared && !by_channel && threads > 1 && (outer % threads != 0 || c.plane % nc != 0))
     chunks = std::min<int64_t>(row_panels, threads);
   const int64_t per_chunk = (row_panels + chunks - 1) / chunks;
   // Pixel block b: its pixels and where its input starts.
