@@ -2,9 +2,10 @@
 // (pool_fast.h, qpool_max.h); the reference max_pool of pool.h defines the
 // result, and the tests compare with it bit for bit.
 //
-// Each input row is copied into a scratch row with the padding written out
-// as the type's lowest value (stride 2: split into its even and odd
-// columns), and folded across the window's columns into one value per
+// Each input row is loaded in place, the padding read as the type's lowest
+// value (masked loads at the row's ends; AVX2 bytes, which have none, load
+// across the row's end and blend), stride 2 split into its even and odd
+// columns in scratch, and folded across the window's columns into one value per
 // output column; an output row is then the fold of its window's rows. Every
 // fold keeps the running value m unless the next one v has v > m (NaN never
 // replaces m, a tie keeps the earlier), starting from lowest(), as the
