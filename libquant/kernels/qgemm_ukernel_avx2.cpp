@@ -270,6 +270,44 @@ __attribute__((target("avx2"), always_inline)) inline void requant8x4(const __m2
 // used, or B as well widened when packed: WideBoth).
 enum class AForm { Pairs, Bytes, Wide, WideBoth };
 
+// The first N (1 to 4) columns of a B panel widened when packed, against an
+// A panel widened when packed (WideBoth), with the output stage fused. A map
+// of 7 x 7 or 14 x 14 pixels (49, 196 columns) ends in a panel of 1 or 4
+// valid columns, which the 8-column half of the widening kernel computed as
+// 8. Here the roles turn: per group of four k one load of A's 4 x 4 int16
+// and, per column, its four int16 in every 64-bit lane (VPBROADCASTQ from
+// memory), then one VPMADDWD: N multiplies where the half spent 8. The int32
+// sums are the same (pairs of int16 products, added up modulo 2^32 in any
+// order), so the bits are the half's.
+template <int N>
+__attribute__((target("avx2"))) void requant_narrow(int64_t groups, const uint8_t* a, const uint8_t* b,
+                                                    const QRequantTile& t, int col) {
+  static_assert(N >= 1 && N <= 4 && kMr == 4);
+  __m256i acc[N];
+#pragma GCC unroll 4
+  for (int c = 0; c < N; ++c) acc[c] = _mm256_setzero_si256();
+  const QDirectB w = b_walk(groups, 2 * kQNr * kQKGroup, t.direct);
+  for (int64_t tap = 0; tap < w.taps; ++tap) {
+    for (int64_t q = 0, o = w.tap_off[tap]; q < w.quads; ++q, o += w.quad_pitch) {
+      // Row r's four k at a + 8 r: lanes (r, k0 k1), (r, k2 k3) after VPMADDWD.
+      const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a));
+#pragma GCC unroll 4
+      for (int c = 0; c < N; ++c)
+        acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(av, broadcast_a_wide(b + o + 8 * c)));
+      a += kMr * a_row_bytes(true);
+    }
+  }
+  // Column c of row r: lanes 2r and 2r + 1 of acc[c], added as uint32 (wraps).
+  alignas(32) uint32_t lanes[N][8];
+  alignas(32) int32_t tile[kMr][8] = {};
+#pragma GCC unroll 4
+  for (int c = 0; c < N; ++c) _mm256_store_si256(reinterpret_cast<__m256i*>(lanes[c]), acc[c]);
+  for (int r = 0; r < kMr; ++r)
+    for (int c = 0; c < N; ++c) tile[r][c] = static_cast<int32_t>(lanes[c][2 * r] + lanes[c][2 * r + 1]);
+  for (int r = 0; r < t.rows; ++r)
+    requant8(_mm256_load_si256(reinterpret_cast<const __m256i*>(tile[r])), r, col, N, t);
+}
+
 // One B panel (16 columns) of the a_signed kernel of that form, with the
 // output stage fused: columns col..col+cols-1 of the tile. The accumulators
 // never leave the registers.
@@ -327,6 +365,15 @@ __attribute__((target("avx2"))) void requant_panel(int64_t groups, const uint8_t
       if (n1 > 0) requant8(hi[r], r, col + 8, n1, t);
     }
     return;
+  }
+  if constexpr (kForm == AForm::WideBoth) {
+    switch (cols) {
+      case 1: return requant_narrow<1>(groups, a, b, t, col);
+      case 2: return requant_narrow<2>(groups, a, b, t, col);
+      case 3: return requant_narrow<3>(groups, a, b, t, col);
+      case 4: return requant_narrow<4>(groups, a, b, t, col);
+      default: break;
+    }
   }
   // The widening kernel's two halves of 8 columns each (q8_gemm_avx2_4x16).
   for (int half = 0; half < 2 && 8 * half < cols; ++half) {

@@ -67,6 +67,11 @@ std::vector<Case> cases() {
       {1, 8, 5, 1, {9, 14}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},     // direct strided 1x1 (one tap, to y)
       {1, 8, 6, 1, {37}, {3}, {2}, {1}, {1}, {1}},                       // direct 1-D, stride 2
       {1, 8, 10, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},     // direct, lines of 5 (pw 6): four line stores per panel
+      {1, 8, 12, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},     // pointwise 7 x 7: a last panel of 1 column
+      {1, 8, 9, 1, {5, 10}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},     // pointwise, 50 pixels: a last panel of 2
+      {1, 4, 6, 1, {3, 17}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},     // pointwise, 51 pixels: a last panel of 3
+      {1, 8, 8, 1, {14, 14}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},    // pointwise 14 x 14: a last panel of 4
+      {1, 8, 8, 1, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},    // direct 14 x 14, 210 wide pixels: last panel 2
       {1, 8, 7, 1, {6, 9}, {5, 5}, {1, 1}, {1, 1}, {2, 1}, {1, 2}},     // direct 5x5, uneven pads: lines share padding (pw 11 of 12)
       {1, 8, 6, 1, {5, 9}, {3, 3}, {1, 1}, {1, 2}, {3, 1}, {1, 3}},     // direct, dilation 2: reads wrap into the next line's left padding
       // 1x1 stride 2 on lines of 4, 5, 8, 9, 15, 17, 29 and 34 output pixels:
