@@ -126,15 +126,25 @@ void dispatch_rows(std::integer_sequence<int, Rs...>, int64_t kc, const float* a
   kRows[std::clamp(m_valid, 1, kMr) - 1](kc, a, b, b_stride, b_rows, c, ldc, n_valid, ep);
 }
 
+// A panel with at most 16 valid columns runs one vector per row: its 8
+// multiply-add chains still cover the FMA latency, and the second vector's
+// multiply-adds were all wasted (a 14 x 14 map, 196 = 6 x 32 + 4 columns,
+// ends in such a panel). Each lane's chain is the same, so the same bits.
 template <int kMr, int V>
 void f32_gemm_avx512(int64_t kc, const float* a, const float* b, int64_t b_stride, float* c, int64_t ldc, int m_valid,
                      int n_valid, const MicroEpilogue& ep) {
+  if (V > 1 && n_valid <= 16)
+    return dispatch_rows<kMr, 1, false>(std::make_integer_sequence<int, kMr>{}, kc, a, b, b_stride, nullptr, c, ldc,
+                                        m_valid, n_valid, ep);
   dispatch_rows<kMr, V, false>(std::make_integer_sequence<int, kMr>{}, kc, a, b, b_stride, nullptr, c, ldc, m_valid,
                                n_valid, ep);
 }
 template <int kMr, int V>
 void f32_gemm_avx512_b_rows(int64_t kc, const float* a, const float* b, const int64_t* b_rows, float* c, int64_t ldc,
                             int m_valid, int n_valid, const MicroEpilogue& ep) {
+  if (V > 1 && n_valid <= 16)
+    return dispatch_rows<kMr, 1, true>(std::make_integer_sequence<int, kMr>{}, kc, a, b, 0, b_rows, c, ldc, m_valid,
+                                       n_valid, ep);
   dispatch_rows<kMr, V, true>(std::make_integer_sequence<int, kMr>{}, kc, a, b, 0, b_rows, c, ldc, m_valid, n_valid,
                               ep);
 }
