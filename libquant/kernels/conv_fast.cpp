@@ -32,8 +32,8 @@ int64_t kernel_volume(const ConvGeometry& g) {
 // oh * wq + ow (wq: a phase row), so that row k = (c, kh, kw) of B is that
 // phase of c from offset (ih / sh) * wq + iw / sw on (ih = kh * dh,
 // iw = kw * dw); the columns ow >= out_w of each wide row are computed and
-// dropped (on AVX2 each output row is a run of panels of its own instead:
-// conv_direct). The K order, the depth blocks and the zeros of the padding
+// dropped (where rows_into_y, each output row is a run of panels of its
+// own instead: conv_direct). The K order, the depth blocks and the zeros of the padding
 // are the im2col path's, so the sums are its bits.
 struct DirectGeometry {
   int64_t sh, sw;   // strides: phases per padded row and column
@@ -50,7 +50,7 @@ struct DirectGeometry {
 // cost what packing saved) nor with 3 input channels (1.05-1.17: the copy
 // out weighs against K = 27). Packing costs in proportion to K x N against
 // M x K x N multiply-adds, so few output channels gain most.
-// Strided (phase planes; on AVX2, where rows go straight into y): the phase
+// Strided (phase planes; where rows go straight into y): the phase
 // copy costs c x H x W against packing's K x N, so kernels with many taps
 // per phase gain, and so do few output channels (packing weighs against
 // M x K x N multiply-adds) and an image's few input channels (a small
@@ -58,18 +58,31 @@ struct DirectGeometry {
 // 1 | 2 threads: 7x7/2 3 -> 64 at 224 0.79-0.83 | 0.81-0.92;
 // 3x3/2 3 -> 32 at 224 0.83-0.88 | 0.95-0.99, 16 -> 16 at 112 0.73-0.78 |
 // 0.81-1.05, 32 -> 32 at 112 0.96-1.05 | 0.99-1.18, 64 -> 128 at 56
-// 1.14-1.26 | 1.29-1.33. On AVX-512 (wide rows) the stem ran at 1.0-1.03.
+// 1.14-1.26 | 1.29-1.33. On AVX-512 with wide rows the stem ran at
+// 1.0-1.03; with its rows straight into y (below), stop 46, 1 | 2 threads:
+// 7x7/2 3 -> 64 at 224 0.83-0.84 | 0.92-0.93, 3x3/2 3 -> 32 at 224
+// 0.89-0.91 | 0.89.
 // Whether the direct path writes output rows straight into y (segments of
-// panels) rather than wide rows copied out: on AVX2 (see conv_direct). The
-// strided rule below was measured with it.
-bool rows_into_y(const detail::GemmIsa& isa) { return &isa == detail::kGemmIsaAvx2; }
+// panels, conv_direct) rather than wide rows copied out: on AVX2 always
+// (measured there); with wider panels where a row's last panel wastes no
+// more columns than a wide row does (AVX-512: a panel of at most 16 valid
+// columns runs one vector, so rows of 112 waste none, rows of 56 end in 24
+// of 32 and keep the wide rows, which span row ends). The strided rule
+// below was measured with segments.
+DirectGeometry direct_geometry(const detail::Spatial3& s);
+bool rows_into_y(const detail::GemmIsa& isa, const detail::Spatial3& s) {
+  if (&isa == detail::kGemmIsaAvx2) return true;
+  const int64_t ow = s.out[2], r = ow % isa.nr, wq = direct_geometry(s).wq;
+  const int64_t segment_waste = r == 0 ? 0 : r <= isa.nr / 2 ? isa.nr / 2 - r : isa.nr - r;
+  return segment_waste <= wq - ow;
+}
 
 bool direct_fits(const detail::Spatial3& s, int64_t c, int64_t m, const detail::GemmIsa& isa) {
   if (!isa.kernel_rows || s.in[0] != 1 || s.out[0] != 1 || s.kernel[0] != 1 || s.kernel[1] * s.kernel[2] == 1)
     return false;
   const int64_t phases = s.strides[1] * s.strides[2];
   if (phases == 1) return m <= 64 && c >= 16 && s.out[2] >= 56;
-  return rows_into_y(isa) && s.out[2] >= 56 && m <= 64 &&
+  return rows_into_y(isa, s) && s.out[2] >= 56 && m <= 64 &&
          (m <= 16 || c <= 4 || s.kernel[1] * s.kernel[2] >= 6 * phases);
 }
 
@@ -141,15 +154,17 @@ void pad_planes(const detail::Spatial3& s, const DirectGeometry& d, const float*
 
 // One group of one image on the direct path: x its c input planes, y its m
 // output planes, ep with its bias (the residual, if any, is y's twin).
-// On AVX2 the GEMM writes y itself, one output row per segment of panels
-// (GemmB::seg_len; a row's last panel partial), with the fused residual and
-// clamp in its epilogue. Elsewhere it computes rows as wide as a phase row
-// and copies the first out_w of each out, adding the residual then: the
-// (conv + bias) + residual order of the fused epilogue. Segments against wide
-// rows (one layer, alternating calls, stop 45): AVX2 7x7/2 3 -> 64 at 224
-// 0.86-0.88 of the time (2 threads 0.89-0.94), 32 -> 32 at 112 0.92-0.94,
-// 64 -> 64 at 56 1.0-1.02; AVX-512 (panels of 32: a 56-pixel row ends in one
-// of 24) 64 -> 64 at 56 1.06-1.09, 32 -> 32 at 112 1.03.
+// Where rows_into_y (AVX2; AVX-512 for rows whose last panel wastes no more
+// than a wide row) the GEMM writes y itself, one output row per segment of
+// panels (GemmB::seg_len; a row's last panel partial), with the fused
+// residual and clamp in its epilogue. Elsewhere it computes rows as wide as a
+// phase row and copies the first out_w of each out, adding the residual then:
+// the (conv + bias) + residual order of the fused epilogue. Segments against
+// wide rows (one layer, alternating calls, stop 45): AVX2 7x7/2 3 -> 64 at
+// 224 0.86-0.88 of the time (2 threads 0.89-0.94), 32 -> 32 at 112
+// 0.92-0.94, 64 -> 64 at 56 1.0-1.02; AVX-512 (panels of 32: a 56-pixel row
+// ends in one of 24) 64 -> 64 at 56 1.06-1.09, 32 -> 32 at 112 1.03 (stop 46,
+// with a last panel of 16 run as one vector: 16 -> 16 at 112 0.94).
 void conv_direct(const detail::Spatial3& s, int64_t c, int64_t m, const float* x, const GemmA& a, GemmEpilogue ep,
                  const float* residual, float* y, int threads, const detail::GemmIsa& isa) {
   const DirectGeometry d = direct_geometry(s);
@@ -171,7 +186,7 @@ void conv_direct(const detail::Spatial3& s, int64_t c, int64_t m, const float* x
   GemmB b;
   b.view.data = padded.data();
   b.rows = rows.data();
-  if (rows_into_y(isa)) {
+  if (rows_into_y(isa, s)) {
     b.seg_len = ow;
     b.seg_pitch = d.wq;
     ep.residual = residual;

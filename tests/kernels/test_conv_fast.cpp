@@ -115,7 +115,7 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 32, 4, 2, {5, 56}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
       // Rows of 67: on AVX2 each ends in a panel of 3 columns (one vector).
       {1, 16, 9, 1, {4, 67}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
-      // Strided, on AVX2 (direct_fits says which): phase
+      // Strided, where rows go straight into y (direct_fits says which): phase
       // planes of a stem-like 7x7/2, odd sizes with uneven pads, strides
       // 2 x 3, dilation 2 on stride 2 (every tap in one phase).
       {1, 3, 10, 1, {20, 120}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {3, 3}},
@@ -126,6 +126,10 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       // or fewer output channels, odd widths and one-sided pads.
       {1, 3, 8, 1, {6, 116}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
       {1, 8, 6, 1, {7, 113}, {3, 3}, {2, 2}, {1, 1}, {0, 1}, {1, 0}},
+      // Rows of 112 and 80 (mobilenet_v2's stem; 2 x 32 + 16): on AVX-512
+      // too each row goes straight into y, ending in a one-vector panel.
+      {1, 3, 8, 1, {6, 224}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 16, 9, 1, {4, 80}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
   };
   for (const Case& c : cases) {
     const ConvGeometry g = geometry(c);
