@@ -15,8 +15,9 @@ namespace qtool {
 // unfused, every value computed) without an observer and with every value
 // added to histograms of `bins` bins, one warm-up run of each, then `runs`
 // times each, alternating, so that a slow spell of a shared host hits both
-// alike. Prints one line: CPU ms per sample of both, the difference, and the
-// difference per profiled value. Writes no profile.
+// alike. Prints one line: the median CPU ms per sample of both, the median
+// over neighbouring pairs of runs of their difference (in ms per sample and
+// per profiled value), and the observer's own time. Writes no profile.
 quant::Status bench_profile(const quant::interp::Session& session, const DataReader& data, int bins, int runs,
                             const std::string& model_path);
 
