@@ -602,8 +602,8 @@ constexpr Section kSections[] = {{"int8-avx2", section_int8_avx2}, {"float-avx2"
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (!quant::kernels::isa_env_error().empty()) {
-    std::fprintf(stderr, "error: %s\n", quant::kernels::isa_env_error().c_str());
+  if (!quant::kernels::kernel_env_error().empty()) {
+    std::fprintf(stderr, "error: %s\n", quant::kernels::kernel_env_error().c_str());
     return 2;
   }
   if (argc < 2) {

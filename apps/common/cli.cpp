@@ -55,9 +55,10 @@ void describe_tool(CLI::App& app, const std::string& name, const std::string& ex
 bool parse_flags(CLI::App& app, int argc, char** argv, int& exit_now) {
   try {
     app.parse(argc, argv);
-    // QTOOL_ISA caps the kernels' ISA (libquant/kernels/cpu.h): a typo must
-    // not silently run another path than the one asked for.
-    if (std::string bad = quant::kernels::isa_env_error(); !bad.empty()) {
+    // QTOOL_ISA caps the kernels' ISA, QTOOL_L2_KB sets the cache size their
+    // blocking assumes (libquant/kernels/cpu.h): a typo must not silently run
+    // another path than the one asked for.
+    if (std::string bad = quant::kernels::kernel_env_error(); !bad.empty()) {
       std::fprintf(stderr, "error: %s\n", bad.c_str());
       exit_now = kExitBadInput;
       return false;

@@ -1,5 +1,8 @@
 #include "libquant/kernels/cpu.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -53,12 +56,36 @@ IsaCap level_of(const char* f) {
   return IsaCap::Avx2;
 }
 
+// QTOOL_L2_KB's value in bytes: a whole number of KiB in [64, 65536].
+bool parse_l2_kb(const char* s, int64_t& bytes) {
+  if (!s || !*s) return false;
+  char* end = nullptr;
+  errno = 0;
+  const long long kb = std::strtoll(s, &end, 10);
+  if (errno != 0 || *end != '\0' || kb < 64 || kb > 65536) return false;
+  bytes = static_cast<int64_t>(kb) << 10;
+  return true;
+}
+
 }  // namespace
+
+int64_t l2_cache_bytes() {
+  static const int64_t bytes = [] {
+    int64_t b = 0;
+    if (const char* s = std::getenv("QTOOL_L2_KB"); s && *s) return parse_l2_kb(s, b) ? b : kDefaultL2Bytes;
+#if defined(_SC_LEVEL2_CACHE_SIZE)
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (l2 > 0) return static_cast<int64_t>(l2);
+#endif
+    return kDefaultL2Bytes;
+  }();
+  return bytes;
+}
 
 IsaCap isa_cap() {
   static const IsaCap cap = [] {
     IsaCap c = IsaCap::Vnni;
-    if (!parse_cap(std::getenv("QTOOL_ISA"), c)) c = IsaCap::Vnni;  // reported by isa_env_error()
+    if (!parse_cap(std::getenv("QTOOL_ISA"), c)) c = IsaCap::Vnni;  // reported by kernel_env_error()
     return c;
   }();
   return cap;
@@ -86,11 +113,15 @@ std::string effective_isa() {
   return "portable";
 }
 
-std::string isa_env_error() {
+std::string kernel_env_error() {
   const char* s = std::getenv("QTOOL_ISA");
   IsaCap cap;
-  if (parse_cap(s, cap)) return "";
-  return std::string("QTOOL_ISA=") + s + " is not one of portable, avx2, avx512, vnni";
+  if (!parse_cap(s, cap)) return std::string("QTOOL_ISA=") + s + " is not one of portable, avx2, avx512, vnni";
+  const char* l2 = std::getenv("QTOOL_L2_KB");
+  int64_t bytes = 0;
+  if (l2 && *l2 && !parse_l2_kb(l2, bytes))
+    return std::string("QTOOL_L2_KB=") + l2 + " is not a whole number of KiB from 64 to 65536";
+  return "";
 }
 
 }  // namespace quant::kernels

@@ -7,9 +7,11 @@
 //   QTOOL_ISA=vnni      everything the host has (the default when unset)
 // The cap only removes features: asking for more than the host has gives
 // the host's. It is read once, at the first question; every kernel's
-// dispatch asks here instead of __builtin_cpu_supports.
+// dispatch asks here instead of __builtin_cpu_supports. QTOOL_L2_KB (below)
+// does the same for the cache size the blocking is worked out for.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace quant::kernels {
@@ -30,8 +32,18 @@ const char* isa_cap_name(IsaCap cap);
 // "avx512-vnni" or "avx-vnni").
 std::string effective_isa();
 
+// The per-core L2 cache in bytes, which sizes the GEMMs' column blocks
+// (gemm_packed.h, qconv_fast.cpp): the OS's figure (sysconf, from CPUID),
+// kDefaultL2Bytes where it gives none, or QTOOL_L2_KB (KiB, 64 to 65536) set,
+// so that the blocking of a smaller-cache CPU (256 KiB on Intel client cores
+// before Ice Lake, 512 KiB on AMD Zen 1-3) can be run and tested on any
+// host. Read once.
+inline constexpr int64_t kDefaultL2Bytes = int64_t{256} << 10;
+int64_t l2_cache_bytes();
+
 // An error message when QTOOL_ISA is set to something else than the four
-// names above (the apps turn it into exit code 2), else empty.
-std::string isa_env_error();
+// names above, or QTOOL_L2_KB to something else than a whole number of KiB in
+// its range (the apps turn it into exit code 2), else empty.
+std::string kernel_env_error();
 
 }  // namespace quant::kernels

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 
+#include "libquant/kernels/cpu.h"
 #include "libquant/kernels/threadpool.h"
 
 namespace quant::kernels {
@@ -244,6 +245,11 @@ const float* PackedMatrix::panel(int64_t k0, int64_t p) const {
   return data_.data() + k0 * padded_ + p * kc * width_;
 }
 
+int64_t gemm_block_columns(int64_t kc, int64_t nr, int64_t l2_bytes) {
+  const int64_t fit = l2_bytes / 2 / (std::max<int64_t>(kc, 1) * int64_t{sizeof(float)}) / nr * nr;
+  return std::clamp(fit, kGemmNcMin / nr * nr, kGemmNc / nr * nr);
+}
+
 void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const GemmB& b, float* c, int64_t ldc,
                      const GemmEpilogue& ep, int threads, const detail::GemmIsa& isa, GemmSplit split) {
   assert(M >= 0 && N >= 0 && K >= 0);
@@ -268,7 +274,7 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const Gemm
   // more each, and more tasks than panels split the rows as well, which
   // packed B whole beforehand, outside any cache.
   const bool split_rows = threads > 1 && (M > N || split == GemmSplit::Rows);
-  int64_t nc = kGemmNc;
+  int64_t nc = gemm_block_columns(std::min(K, kGemmKc), isa.nr, l2_cache_bytes());
   if (threads > 1 && !split_rows) nc = std::min(nc, ceil_div(n_panels, std::min<int64_t>(n_panels, threads)) * isa.nr);
   const int64_t n_blocks = b.rows ? ceil_div(n_panels, nc / isa.nr) : ceil_div(N, nc);
   // Fewer column panels than threads (small N: a Gemm on one row) also

@@ -3,8 +3,9 @@
 // reference (gemm_f32_reference) that tests compare this against.
 //
 // C[M,N] = epilogue(A[M,K] x B[K,N]). Loop nest (GotoBLAS/BLIS): columns in
-// blocks of kGemmNc, depth in blocks of kGemmKc; a B block (kc x nc, packed in
-// NR-wide panels) stays in L2 while every MR-row A panel (L1) sweeps it.
+// blocks of gemm_block_columns, depth in blocks of kGemmKc; a B block (kc x
+// nc, packed in NR-wide panels) stays in L2 while every MR-row A panel (L1)
+// sweeps it.
 //
 // Every element of C is computed by one thread with the same summation order
 // whatever the thread count (work is split over M and N, never over K), so
@@ -19,7 +20,18 @@
 namespace quant::kernels {
 
 inline constexpr int64_t kGemmKc = 256;
-inline constexpr int64_t kGemmNc = 512;
+inline constexpr int64_t kGemmNc = 512;     // the widest column block
+inline constexpr int64_t kGemmNcMin = 128;  // the narrowest (ONNX Runtime's MLAS_SGEMM_STRIDEN, mlasi.h)
+
+// Columns per B block for depth blocks of `kc` rows and an L2 of `l2_bytes`
+// (cpu.h, l2_cache_bytes): the block (kc x nc floats) takes at most half of
+// the L2, leaving the rest to the A panels streaming through and to C, in
+// whole panels of `nr`, from kGemmNcMin to kGemmNc. 512 columns of 256 rows
+// on this project's 2 MiB-L2 hosts; 128 on a 256 KiB L2, where 512 would
+// spill every B block to L3 once per A panel; a short depth (a 1x1 conv of 16
+// channels) keeps wide blocks anywhere. Column blocks change no result (each
+// C element's sum runs over the same depth blocks).
+int64_t gemm_block_columns(int64_t kc, int64_t nr, int64_t l2_bytes);
 
 // Storage aligned for the widest vector loads (64 bytes).
 class AlignedFloats {

@@ -17,8 +17,9 @@
 //
 // Blocking is gemm_packed's, shared with AVX-512: depth blocks of kGemmKc =
 // 256 keep an A panel (6 x 256 floats, 6 KB) and a B panel (256 x 16, 16 KB)
-// in a 32-48 KB L1, and a B block (256 x kGemmNc = 512, 512 KB) in a 1-2 MB
-// L2 while the A panels sweep it. BLIS's order for Haswell (each B panel
+// in a 32-48 KB L1, and a B block in L2 while the A panels sweep it (256 x
+// 512 columns, 512 KB, in a 1-2 MB L2; 128 columns in a 256 KB one:
+// gemm_block_columns). BLIS's order for Haswell (each B panel
 // kept in L1 across a block of A panels held in L2, MC = 96 rows) ran slower
 // on this host: resnet18's convs at 67% of the FMA peak against 73%,
 // mobilenet_v2's pointwise ones 62% against 69% (kernel_bench float-avx2,

@@ -3,7 +3,8 @@
 # and portable paths run on hosts that have AVX-512 (issue 22). Integer
 # results are the same bits on every path; float outputs and profiles stay
 # within rounding of each other; the bench line names the ISA used; a value
-# that is not an ISA is refused.
+# that is not an ISA is refused. QTOOL_L2_KB (the cache size the blocking
+# assumes) changes no output and refuses what is not a size.
 source "$(dirname "$0")/lib.sh"
 py=/usr/bin/python3
 "$bin/qprofile" "$model" --data "$samples/digits/calib" -o "$tmp/p.json" --quiet
@@ -51,6 +52,16 @@ for isa in ("portable", "avx2"):
         for field in ("min", "max"):
             assert abs(got[k][field] - t[field]) <= 1e-4 * max(1.0, abs(t[field])), (isa, k, field, got[k][field], t[field])
 PY
+# QTOOL_L2_KB: the column blocks of a 256 KiB L2 give the same bits.
+for m in u8 s8 f32; do
+  src=$tmp/$m.onnx
+  [ "$m" = f32 ] && src=$model
+  QTOOL_L2_KB=256 "$bin/qrun" "$src" --data "$samples/digits/test" --limit 40 -o "$tmp/l2.$m" --quiet >/dev/null
+  diff -r "$tmp/vnni.$m" "$tmp/l2.$m" >/dev/null || fail "QTOOL_L2_KB=256 changed the $m outputs"
+done
+expect_exit 2 "QTOOL_L2_KB=32 is not a whole number of KiB from 64 to 65536" env QTOOL_L2_KB=32 "$bin/qrun" "$model" --data "$samples/digits/test" --limit 1
+expect_exit 2 "QTOOL_L2_KB=1M is not a whole number" env QTOOL_L2_KB=1M "$bin/qconvert" "$model" --profile "$tmp/p.json" -o "$tmp/x.onnx"
+[ ! -e "$tmp/x.onnx" ] || fail "qconvert wrote a model under a bad QTOOL_L2_KB"
 expect_exit 2 "QTOOL_ISA=sse4 is not one of portable, avx2, avx512, vnni" env QTOOL_ISA=sse4 "$bin/qrun" "$model" --data "$samples/digits/test" --limit 1
 expect_exit 2 "QTOOL_ISA=AVX2 is not one of" env QTOOL_ISA=AVX2 "$bin/qprofile" "$model" --data "$samples/digits/calib" -o "$tmp/x.json"
 [ ! -e "$tmp/x.json" ] || fail "qprofile wrote a profile under a bad QTOOL_ISA"

@@ -52,7 +52,11 @@ TEST_CASE("gemm_f32_packed matches the reference for every ISA, shape and packin
       {19, 49, 64}, {101, 40, 33}, {25, 7, 520}, {1, 17, 5},
       // Last panels of 2, 3 and 4 columns (the AVX2 column tail, which runs
       // up to 4 A panels at once: row panel counts off a multiple of 4).
-      {29, 18, 300}, {37, 35, 40}, {23, 20, 270}, {6, 2, 5}, {61, 52, 19}};
+      {29, 18, 300}, {37, 35, 40}, {23, 20, 270}, {6, 2, 5}, {61, 52, 19},
+      // Column blocks narrower than 512 where the L2 is small (the suite runs
+      // again under QTOOL_L2_KB=256: 128 columns for K >= 256, 240 or 224
+      // for K = 130; gemm_block_columns).
+      {9, 300, 260}, {14, 700, 130}};
   for (const detail::GemmIsa* isa : detail::supported_gemm_isas()) {
     for (const auto& [M, N, K] : shapes) {
       for (int mode = 0; mode < 4; ++mode) {
@@ -128,6 +132,19 @@ TEST_CASE("gemm_f32_packed matches the reference for every ISA, shape and packin
       }
     }
   }
+}
+
+TEST_CASE("gemm column blocks fill half the L2 in whole panels, 128 to 512 columns", "[kernels][gemm]") {
+  constexpr int64_t KiB = 1024;
+  CHECK(gemm_block_columns(256, 16, 2048 * KiB) == 512);  // this project's hosts: unchanged
+  CHECK(gemm_block_columns(256, 32, 1024 * KiB) == 512);  // 512 KB of B in a 1 MB L2
+  CHECK(gemm_block_columns(256, 16, 512 * KiB) == 256);   // AMD Zen 1-3
+  CHECK(gemm_block_columns(256, 16, 256 * KiB) == 128);   // Intel client cores before Ice Lake
+  CHECK(gemm_block_columns(256, 32, 64 * KiB) == 128);    // never under 128
+  CHECK(gemm_block_columns(16, 16, 256 * KiB) == 512);    // a short depth keeps wide blocks
+  CHECK(gemm_block_columns(130, 16, 256 * KiB) == 240);   // 252 columns fit: whole panels of 16
+  CHECK(gemm_block_columns(130, 32, 256 * KiB) == 224);
+  CHECK(gemm_block_columns(0, 16, 256 * KiB) == 512);
 }
 
 TEST_CASE("gemm micro-kernels compute every edge tile and leave the rest of C alone", "[kernels][gemm]") {
