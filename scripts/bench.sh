@@ -42,6 +42,9 @@ esac
 # The host's vector ISA as /proc/cpuinfo names it, and what the processes see of it.
 host_isa() {
   grep -o -E 'avx512[a-z_]*|avx_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' '
+  # The L2 qtool's blocking is worked out for (kernels/cpu.h): the OS's, or QTOOL_L2_KB.
+  local l2=${QTOOL_L2_KB:-$(( $(getconf LEVEL2_CACHE_SIZE 2>/dev/null || echo 0) / 1024 ))}
+  [ "$l2" = 0 ] || echo -n "(L2 $l2 KiB${QTOOL_L2_KB:+, QTOOL_L2_KB}) "
   case ${BENCH_CPUID:-} in
     avx2) echo -n "(every process sees avx2 only: BENCH_CPUID=avx2, scripts/cpuid_avx2.c)" ;;
     avx512) echo -n "(every process sees no AMX: BENCH_CPUID=avx512, scripts/cpuid_avx2.c)" ;;
@@ -277,7 +280,7 @@ bench_speed() {
       # Which ISA each side ran: qrun's from its bench line (QTOOL_ISA caps it),
       # ONNX Runtime's from the host's flags (it picks its own kernels).
       local qisa
-      qisa=$("$bin/qrun" "$w/int8.onnx" --data "$w/data" --limit 1 --bench 1 --quiet | sed -n 's/.*, isa \([a-z0-9+-]*\)).*/\1/p')
+      qisa=$("$bin/qrun" "$w/int8.onnx" --data "$w/data" --limit 1 --bench 1 --quiet | sed -n 's/.*, isa \([a-z0-9+-]*\), l2 .*/\1/p')
       echo "ISA: qrun ${qisa:-?}${QTOOL_ISA:+ (QTOOL_ISA=$QTOOL_ISA)}; ONNX Runtime: host $(host_isa)"
       isa_said=1
     fi
@@ -365,7 +368,7 @@ bench_qprofile() {
         values=$(sed -n 's/.*(\([0-9]*\) values per sample;.*/\1/p' <<<"$line")
         per_value=$(sed -n 's/.* = \(-\{0,1\}[0-9.]*\) ns per profiled value.*/\1/p' <<<"$line")
         observer=$(sed -n 's/.*; observer alone [0-9.]* ms = \([0-9.]*\) ns).*/\1/p' <<<"$line")
-        used=$(sed -n 's/.*, isa \([a-z0-9+-]*\)$/\1/p' <<<"$line")
+        used=$(sed -n 's/.*, isa \([a-z0-9+-]*\), l2 [0-9]* KiB$/\1/p' <<<"$line")
         qrun_ms=$($pin "$bin/qrun" "$dir/model.onnx" --data "$w/data" --bench "$runs" --threads 1 --no-fuse --quiet |
           sed -n 's/.* cpu \([0-9.]*\) ms per sample.*/\1/p')
         verdict=$(awk -v a="$per_value" 'BEGIN { print (a <= 0.5 ? "PASS" : "MISS") }')

@@ -23,7 +23,7 @@ for isa in portable avx2 avx512 vnni; do
     avx2) want=$([[ $host == *avx2* ]] && echo avx2 || echo portable) ;;
     *) want="" ;;  # depends on the host's AVX-512 flavour
   esac
-  [ -z "$want" ] || grep -q "isa $want)" <<<"$line" || fail "QTOOL_ISA=$isa: bench line says: $line"
+  [ -z "$want" ] || grep -q "isa $want, l2 [0-9]* KiB)" <<<"$line" || fail "QTOOL_ISA=$isa: bench line says: $line"
 done
 $py - "$tmp" <<'PY' || fail "the ISA paths disagree"
 import glob, json, os, sys
@@ -59,6 +59,8 @@ for m in u8 s8 f32; do
   QTOOL_L2_KB=256 "$bin/qrun" "$src" --data "$samples/digits/test" --limit 40 -o "$tmp/l2.$m" --quiet >/dev/null
   diff -r "$tmp/vnni.$m" "$tmp/l2.$m" >/dev/null || fail "QTOOL_L2_KB=256 changed the $m outputs"
 done
+line=$(QTOOL_L2_KB=256 "$bin/qrun" "$tmp/u8.onnx" --data "$samples/digits/test" --limit 2 --bench 1 --quiet)
+grep -q ", l2 256 KiB)\$" <<<"$line" || fail "QTOOL_L2_KB=256: bench line says: $line"
 expect_exit 2 "QTOOL_L2_KB=32 is not a whole number of KiB from 64 to 65536" env QTOOL_L2_KB=32 "$bin/qrun" "$model" --data "$samples/digits/test" --limit 1
 expect_exit 2 "QTOOL_L2_KB=1M is not a whole number" env QTOOL_L2_KB=1M "$bin/qconvert" "$model" --profile "$tmp/p.json" -o "$tmp/x.onnx"
 [ ! -e "$tmp/x.onnx" ] || fail "qconvert wrote a model under a bad QTOOL_L2_KB"

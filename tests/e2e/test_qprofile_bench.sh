@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 
 "$bin/qprofile" "$model" --data "$samples/digits/test" --limit 3 --bench 2 --threads 1 --quiet >"$tmp/bench.txt"
 num='[0-9]+(\.[0-9]+)?'
-grep -Eq "^bench: profiled $num ms per sample \(cpu; wall median $num ms per run\), unprofiled $num ms \(cpu; wall median $num ms\), profiling -?$num ms per sample = -?$num ns per profiled value \([0-9]+ values per sample; median of 6 paired runs; observer alone $num ms = $num ns\), 6 runs, 1 threads, isa (portable|avx2|avx512|avx512-vnni|avx512\+avx-vnni|avx-vnni)\$" \
+grep -Eq "^bench: profiled $num ms per sample \(cpu; wall median $num ms per run\), unprofiled $num ms \(cpu; wall median $num ms\), profiling -?$num ms per sample = -?$num ns per profiled value \([0-9]+ values per sample; median of 6 paired runs; observer alone $num ms = $num ns\), 6 runs, 1 threads, isa (portable|avx2|avx512|avx512-vnni|avx512\+avx-vnni|avx-vnni), l2 [0-9]+ KiB\$" \
   "$tmp/bench.txt" || fail "bench line missing or malformed: $(cat "$tmp/bench.txt")"
 values=$(sed -n 's/.*(\([0-9]*\) values per sample;.*/\1/p' "$tmp/bench.txt")
 
@@ -19,7 +19,7 @@ print(sum(t["count"] + t.get("nan", 0) + t.get("inf", 0) for t in p["tensors"].v
 [ "$values" = "$want" ] || fail "--bench counted $values values per sample, a profile of the same samples $want"
 # Under the portable cap too (no scan_block: the two-pass histogram code).
 QTOOL_ISA=portable "$bin/qprofile" "$model" --data "$samples/digits/test" --limit 1 --bench 1 --quiet >"$tmp/p.txt"
-grep -q "($want values per sample; median of 1 paired runs; .*), 1 runs, .* isa portable\$" "$tmp/p.txt" || fail "portable bench: $(cat "$tmp/p.txt")"
+grep -q "($want values per sample; median of 1 paired runs; .*), 1 runs, .* isa portable, l2 [0-9]* KiB\$" "$tmp/p.txt" || fail "portable bench: $(cat "$tmp/p.txt")"
 
 expect_exit 2 "--bench writes no profile" "$bin/qprofile" "$model" --data "$samples/digits/test" --bench 1 -o "$tmp/x.json"
 [ ! -e "$tmp/x.json" ] || fail "--bench with -o wrote a file"

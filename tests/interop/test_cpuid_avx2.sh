@@ -88,7 +88,7 @@ BENCH_CPUID=avx10 QTOOL_BIN="$bin" bash "$src/scripts/bench.sh" speed >/dev/null
   fail "scripts/bench.sh took BENCH_CPUID=avx10 (exit $code): $(cat "$tmp/err")"
 
 isa=$(LD_PRELOAD=$shim env -u QTOOL_ISA "$bin/qrun" "$src/samples/digits_cnn.onnx" --data "$src/samples/digits/test" \
-  --limit 1 --bench 1 --quiet | sed -n 's/.*, isa \([a-z0-9+-]*\)).*/\1/p')
+  --limit 1 --bench 1 --quiet | sed -n 's/.*, isa \([a-z0-9+-]*\), l2 .*/\1/p')
 [ "$isa" = avx2 ] || fail "qrun under cpuid_avx2 ran its '$isa' kernels"
 
 # Faults other than CPUID keep their meaning.
