@@ -49,10 +49,11 @@ __attribute__((target("avx2"))) inline __m256i fold_pairs(__m256i x, __m256i y) 
   return _mm256_permute4x64_epi64(_mm256_hadd_epi32(x, y), 0xD8);
 }
 
-// Four int16 of one A row (widened when packed), repeated in every 64-bit
-// lane: one VPBROADCASTQ from memory, a load-port operation, where
-// broadcast_a spends two shuffles on the one shuffle port.
-__attribute__((target("avx2"))) inline __m256i broadcast_a_wide(const uint8_t* p) {
+// Four int16 (8 bytes) repeated in every 64-bit lane: one VPBROADCASTQ from
+// memory, a load-port operation. For a row of A widened when packed, where
+// broadcast_a spends two shuffles on the one shuffle port; requant_narrow
+// broadcasts a column of widened B with it.
+__attribute__((target("avx2"))) inline __m256i broadcast_words(const uint8_t* p) {
   int64_t words;
   std::memcpy(&words, p, 8);
   return _mm256_set1_epi64x(words);
@@ -65,7 +66,7 @@ constexpr int a_row_bytes(bool wide) { return wide ? 8 : 4; }
 // for VPMADDWD (widened now, or when packed: kWideA).
 template <bool kAUnsigned, bool kWideA>
 __attribute__((target("avx2"), always_inline)) inline __m256i a_row(const uint8_t* a, int r) {
-  return kWideA ? broadcast_a_wide(a + r * a_row_bytes(true)) : broadcast_a(a + r * a_row_bytes(false), kAUnsigned);
+  return kWideA ? broadcast_words(a + r * a_row_bytes(true)) : broadcast_a(a + r * a_row_bytes(false), kAUnsigned);
 }
 
 // The widening kernels: A and B widened to int16, pairs of k summed into
@@ -293,7 +294,7 @@ __attribute__((target("avx2"))) void requant_narrow(int64_t groups, const uint8_
       const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a));
 #pragma GCC unroll 4
       for (int c = 0; c < N; ++c)
-        acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(av, broadcast_a_wide(b + o + 8 * c)));
+        acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(av, broadcast_words(b + o + 8 * c)));
       a += kMr * a_row_bytes(true);
     }
   }
