@@ -13,12 +13,6 @@
 namespace qtool {
 namespace {
 
-double process_cpu_ms() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return 1e3 * static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_nsec);
-}
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -33,11 +27,11 @@ struct Times {
 
   template <class Run>
   quant::Status add(size_t samples, Run&& run) {
-    const double cpu = process_cpu_ms();
+    const std::clock_t cpu = std::clock();
     const auto wall = std::chrono::steady_clock::now();
     QT_RETURN_IF_ERROR(run());
     wall_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall).count());
-    cpu_ms.push_back((process_cpu_ms() - cpu) / static_cast<double>(samples));
+    cpu_ms.push_back(1000.0 * static_cast<double>(std::clock() - cpu) / CLOCKS_PER_SEC / static_cast<double>(samples));
     return quant::Status::ok();
   }
 };
