@@ -71,8 +71,9 @@ bool parse_l2_kb(const char* s, int64_t& bytes) {
 
 int64_t l2_cache_bytes() {
   static const int64_t bytes = [] {
-    int64_t b = 0;
-    if (const char* s = std::getenv("QTOOL_L2_KB"); s && *s) return parse_l2_kb(s, b) ? b : kDefaultL2Bytes;
+    // A value that does not parse counts as unset, as QTOOL_ISA's does
+    // (reported by kernel_env_error()).
+    if (int64_t b = 0; parse_l2_kb(std::getenv("QTOOL_L2_KB"), b)) return b;
 #if defined(_SC_LEVEL2_CACHE_SIZE)
     const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
     if (l2 > 0) return static_cast<int64_t>(l2);
