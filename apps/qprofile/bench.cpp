@@ -89,11 +89,10 @@ quant::Status bench_profile(const quant::interp::Session& session, const DataRea
   std::printf(
       "bench: profiled %.3f ms per sample (cpu; wall median %.3f ms per run), unprofiled %.3f ms (cpu; wall median "
       "%.3f ms), profiling %.3f ms per sample = %.3f ns per profiled value (%.0f values per sample; median of %zu "
-      "paired runs; observer alone %.3f ms = %.3f ns), %zu runs, %d threads, isa %s, l2 %lld KiB\n",
+      "paired runs; observer alone %.3f ms = %.3f ns), %zu runs, %d threads, %s\n",
       median(profiled.cpu_ms), median(profiled.wall_ms), median(plain.cpu_ms), median(plain.wall_ms), extra,
       1e6 * extra / values_per_sample, values_per_sample, extra_ms.size(), observer, 1e6 * observer / values_per_sample,
-      profiled.wall_ms.size(), session.options().threads, quant::kernels::effective_isa().c_str(),
-      static_cast<long long>(quant::kernels::l2_cache_bytes() >> 10));
+      profiled.wall_ms.size(), session.options().threads, quant::kernels::kernel_setup().c_str());
   return quant::Status::ok();
 }
 

@@ -91,9 +91,9 @@ void print_bench(BenchTimes t, int threads, size_t steps, bool json) {
   const double n = static_cast<double>(ms.size());
   std::fprintf(json ? stderr : stdout,
                "bench: %.3f ms per sample (median %.3f ms, min %.3f ms, cpu %.3f ms per sample, %zu runs, %d threads, "
-               "%zu steps, isa %s, l2 %lld KiB)\n",
+               "%zu steps, %s)\n",
                sum / n, ms[ms.size() / 2], ms.front(), t.cpu_ms / n, ms.size(), threads, steps,
-               quant::kernels::effective_isa().c_str(), static_cast<long long>(quant::kernels::l2_cache_bytes() >> 10));
+               quant::kernels::kernel_setup().c_str());
 }
 
 // Counts of correct predictions for one model.

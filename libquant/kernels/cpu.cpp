@@ -114,6 +114,10 @@ std::string effective_isa() {
   return "portable";
 }
 
+std::string kernel_setup() {
+  return "isa " + effective_isa() + ", l2 " + std::to_string(l2_cache_bytes() >> 10) + " KiB";
+}
+
 std::string kernel_env_error() {
   const char* s = std::getenv("QTOOL_ISA");
   IsaCap cap;

@@ -41,6 +41,11 @@ std::string effective_isa();
 inline constexpr int64_t kDefaultL2Bytes = int64_t{256} << 10;
 int64_t l2_cache_bytes();
 
+// "isa <effective_isa()>, l2 <l2_cache_bytes() in KiB> KiB": what the bench
+// lines of qrun and qprofile print of the kernels they ran (scripts/bench.sh
+// parses it).
+std::string kernel_setup();
+
 // An error message when QTOOL_ISA is set to something else than the four
 // names above, or QTOOL_L2_KB to something else than a whole number of KiB in
 // its range (the apps turn it into exit code 2), else empty.
