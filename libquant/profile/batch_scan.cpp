@@ -83,7 +83,7 @@ BlockScan finish_block(ScalarScan& tail, const float* x, int64_t i, int64_t n, c
     if (clamp && std::isfinite(v)) clamp->lanes[i % kLanes] += clip(v, clamp->lo, clamp->hi);
     if (bins && std::isfinite(v)) {
       const int32_t bin = static_cast<int32_t>(bin_of(v, scale_d, lat.first, lat.bins - 1));
-      if (bin == lat.hot)
+      if (lat.count_hot && bin == lat.hot)
         ++hot;
       else
         cold_bins[cold++] = bin;
@@ -255,8 +255,10 @@ constexpr std::array<uint32_t, 256> kPackTable = make_pack_table();
 // scan_batch_avx2 takes them, the bins as count_cells_avx2 computes them
 // (floor, then the fix-up of a negative value whose cell underflows to -0),
 // the bin of 0 counted and the others left-packed through kPackTable; with
-// kClamp, the clamped values summed as scan_batch_clamped sums them.
-template <bool kBins, bool kChecked, bool kClamp>
+// kClamp, the clamped values summed as scan_batch_clamped sums them. kHot is
+// lat.count_hot; kUpper false when the upper bound is +inf (Relu), where
+// min(+inf, y) is y for every y, NaN included, and is left out.
+template <bool kBins, bool kChecked, bool kClamp, bool kHot, bool kUpper>
 __attribute__((target("avx2,fma,popcnt"))) BlockScan scan_block_avx2_pass(const float* x, int64_t n, double* lanes,
                                                                           const BinLattice& lat, int32_t* cold_bins,
                                                                           const ClampSum* clamp) {
@@ -315,8 +317,9 @@ __attribute__((target("avx2,fma,popcnt"))) BlockScan scan_block_avx2_pass(const 
       // y = min(max(x, lo), hi) in double: x converts exactly, so this is the
       // float clamp's value, which converts exactly too (max then min, x
       // second: a NaN passes, as clip() lets it).
-      y_lo = _mm256_add_pd(y_lo, _mm256_min_pd(vhi, _mm256_max_pd(vlo, d_lo)));
-      y_hi = _mm256_add_pd(y_hi, _mm256_min_pd(vhi, _mm256_max_pd(vlo, d_hi)));
+      const __m256d c_lo = _mm256_max_pd(vlo, d_lo), c_hi = _mm256_max_pd(vlo, d_hi);
+      y_lo = _mm256_add_pd(y_lo, kUpper ? _mm256_min_pd(vhi, c_lo) : c_lo);
+      y_hi = _mm256_add_pd(y_hi, kUpper ? _mm256_min_pd(vhi, c_hi) : c_hi);
     }
     if constexpr (kBins) {
       // Bins not clamped to [0, bins): used only when the block lies in the
@@ -328,8 +331,9 @@ __attribute__((target("avx2,fma,popcnt"))) BlockScan scan_block_avx2_pass(const 
         cell = _mm256_blendv_ps(cell, minus_one, negative_to_zero);
       }
       const __m256i bin = _mm256_sub_epi32(_mm256_cvttps_epi32(cell), first_v);
-      const unsigned is_hot =
-          static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(bin, hot_v))));
+      unsigned is_hot = 0;
+      if constexpr (kHot)
+        is_hot = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(bin, hot_v))));
       if (is_hot == 0 && good == 0xffu) {
         // Every value cold (most steps outside a Relu's output): stored as
         // they are, no counting beyond the step's 8.
@@ -374,7 +378,7 @@ bool cpu_has_avx512() { return kernels::cpu_supports("avx512f"); }
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-template <bool kBins, bool kChecked, bool kClamp>
+template <bool kBins, bool kChecked, bool kClamp, bool kHot, bool kUpper>
 __attribute__((target("avx512f,popcnt"))) BlockScan scan_block_avx512(const float* x, int64_t n, double* lanes,
                                                                        const BinLattice& lat, int32_t* cold_bins,
                                                                        const ClampSum* clamp) {
@@ -426,8 +430,9 @@ __attribute__((target("avx512f,popcnt"))) BlockScan scan_block_avx512(const floa
     acc = _mm512_add_pd(acc, d_hi);
     if constexpr (kClamp) {
       // As scan_block_avx2_pass: the clamp in double, max then min, x second.
-      yacc = _mm512_add_pd(yacc, _mm512_maskz_min_pd(0xFF, vhi, _mm512_maskz_max_pd(0xFF, vlo, d_lo)));
-      yacc = _mm512_add_pd(yacc, _mm512_maskz_min_pd(0xFF, vhi, _mm512_maskz_max_pd(0xFF, vlo, d_hi)));
+      const __m512d c_lo = _mm512_maskz_max_pd(0xFF, vlo, d_lo), c_hi = _mm512_maskz_max_pd(0xFF, vlo, d_hi);
+      yacc = _mm512_add_pd(yacc, kUpper ? _mm512_maskz_min_pd(0xFF, vhi, c_lo) : c_lo);
+      yacc = _mm512_add_pd(yacc, kUpper ? _mm512_maskz_min_pd(0xFF, vhi, c_hi) : c_hi);
     }
     if constexpr (kBins) {
       // floor(v * 2^-e) in one conversion rounding down (exact: |v * 2^-e| < 2^25).
@@ -441,7 +446,7 @@ __attribute__((target("avx512f,popcnt"))) BlockScan scan_block_avx512(const floa
         cell = _mm512_mask_mov_epi32(cell, negative_to_zero, minus_one);
       }
       const __m512i bin = _mm512_sub_epi32(cell, first_v);
-      const __mmask16 is_cold = _mm512_mask_cmpneq_epi32_mask(good, bin, hot_v);
+      const __mmask16 is_cold = kHot ? _mm512_mask_cmpneq_epi32_mask(good, bin, hot_v) : good;
       if (is_cold == 0xffff) {  // every value cold: stored as they are (as scan_block_avx2_pass)
         _mm512_storeu_si512(cold_bins + cold, bin);
         cold += 16;
@@ -502,30 +507,35 @@ bool scan_block_available() {
 
 #if defined(__x86_64__)
 namespace {
-// A block pass in one of its four forms (bins or not, clamped sum or not),
-// chosen at run time, unchecked first: Kernel<kBins, kChecked, kClamp>::run.
-template <template <bool, bool, bool> class Kernel>
+// A block pass in one of its forms (bins or not, the hot bin told apart or
+// not, clamped sum or not, with an upper bound or not), chosen at run time,
+// unchecked first: Kernel<kBins, kChecked, kClamp, kHot, kUpper>::run.
+template <template <bool, bool, bool, bool, bool> class Kernel>
 BlockScan pick_pass(const float* x, int64_t n, double* lanes, const BinLattice* lattice, int32_t* cold_bins,
                     const ClampSum* clamp) {
   const BinLattice& lat = lattice ? *lattice : BinLattice{};
-  auto pass = [&](auto bins, auto clamped) {
+  auto pass = [&](auto bins, auto clamped, auto hot, auto upper) {
     return unchecked_first(lanes, clamp, [&](auto checked) {
-      return Kernel<decltype(bins)::value, decltype(checked)::value, decltype(clamped)::value>::run(x, n, lanes, lat,
-                                                                                                     cold_bins, clamp);
+      return Kernel<decltype(bins)::value, decltype(checked)::value, decltype(clamped)::value, decltype(hot)::value,
+                    decltype(upper)::value>::run(x, n, lanes, lat, cold_bins, clamp);
     });
   };
-  if (lattice && clamp) return pass(std::true_type{}, std::true_type{});
-  if (lattice) return pass(std::true_type{}, std::false_type{});
-  if (clamp) return pass(std::false_type{}, std::true_type{});
-  return pass(std::false_type{}, std::false_type{});
+  auto with_bounds = [&](auto bins, auto hot) {
+    if (!clamp) return pass(bins, std::false_type{}, hot, std::false_type{});
+    if (clamp->hi == std::numeric_limits<float>::infinity()) return pass(bins, std::true_type{}, hot, std::false_type{});
+    return pass(bins, std::true_type{}, hot, std::true_type{});
+  };
+  if (!lattice) return with_bounds(std::false_type{}, std::false_type{});
+  if (lattice->count_hot) return with_bounds(std::true_type{}, std::true_type{});
+  return with_bounds(std::true_type{}, std::false_type{});
 }
-template <bool kBins, bool kChecked, bool kClamp>
+template <bool kBins, bool kChecked, bool kClamp, bool kHot, bool kUpper>
 struct Avx2Pass {
-  static constexpr auto run = scan_block_avx2_pass<kBins, kChecked, kClamp>;
+  static constexpr auto run = scan_block_avx2_pass<kBins, kChecked, kClamp, kHot, kUpper>;
 };
-template <bool kBins, bool kChecked, bool kClamp>
+template <bool kBins, bool kChecked, bool kClamp, bool kHot, bool kUpper>
 struct Avx512Pass {
-  static constexpr auto run = scan_block_avx512<kBins, kChecked, kClamp>;
+  static constexpr auto run = scan_block_avx512<kBins, kChecked, kClamp, kHot, kUpper>;
 };
 }  // namespace
 #endif

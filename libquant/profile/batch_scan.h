@@ -68,7 +68,11 @@ double combine_lanes(const double* lanes);
 // With `lattice`, also bins every finite value as count_cells would: the number
 // of values in bin `lattice->hot` (the bin of 0, where Relu outputs put half
 // their values) goes to `hot`, and the bins of all other values are written to
-// `cold_bins` (room for n + 16 entries), `cold` of them. The bins are those of
+// `cold_bins` (room for n + 16 entries), `cold` of them. With
+// `lattice->count_hot` false, bin `hot` is not told apart: every bin is
+// listed (`hot` is 0), which saves the test where no long runs of values land
+// in one bin (the test is there because incrementing one counter over and
+// over waits on its own stores). The bins are those of
 // count_cells only when the block's values lie in the lattice's range (the
 // caller checks min and max before using them); otherwise they are arbitrary
 // integers that must not index anything.
@@ -77,6 +81,7 @@ struct BinLattice {
   int64_t first = 0;
   int bins = 0;
   int32_t hot = 0;
+  bool count_hot = true;
 };
 struct BlockScan {
   BatchStats stats;  // its sum field is left 0: the sum is in `lanes`

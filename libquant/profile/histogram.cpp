@@ -136,6 +136,21 @@ void add_block_bins(const BlockScan& block, const int32_t* cold, int32_t hot, ui
   counts[hot] += block.hot;
 }
 
+// Whether a block's scan tells the bin of 0 apart (BinLattice::count_hot):
+// when the last block that did found it holding 1 value in 32 or more (a
+// Relu output's zeros), and on every 8th block, to notice such runs where
+// they start later in a tensor. Elsewhere (most activations, and a clamped
+// pair's x, whose zeros are not yet clamped) the test costs more than the
+// rare increments of one counter in a row it would save.
+class HotProbe {
+ public:
+  bool count_hot(int64_t block) const { return runs_ || block % 8 == 0; }
+  void saw(uint64_t hot, int64_t len) { runs_ = hot * 32 >= static_cast<uint64_t>(len); }
+
+ private:
+  bool runs_ = true;
+};
+
 }  // namespace
 
 Histogram::Histogram(int bins) : counts_(static_cast<size_t>(bins), 0) { assert(bins >= 1 && bins <= kMaxBins); }
@@ -248,11 +263,14 @@ void Histogram::add(const float* x, int64_t n) {
   thread_local std::vector<int32_t> cold_bins(static_cast<size_t>(kBlock) + 16);
   double lanes[8] = {};
   bool any_finite = false;
+  HotProbe probe;
   for (int64_t at = 0; at < n; at += kBlock) {
     const int64_t len = std::min(kBlock, n - at);
     const bool binned = !empty() && lattice_fits_simd(exp_, first_);
-    const BinLattice lattice{exp_, first_, bins(), static_cast<int32_t>(std::clamp<int64_t>(-first_, 0, bins() - 1))};
+    const BinLattice lattice{exp_, first_, bins(), static_cast<int32_t>(std::clamp<int64_t>(-first_, 0, bins() - 1)),
+                             probe.count_hot(at / kBlock)};
     const BlockScan block = scan_block(x + at, len, lanes, binned ? &lattice : nullptr, cold_bins.data());
+    if (binned && lattice.count_hot) probe.saw(block.hot, len);
     nan_count_ += block.stats.nan;
     inf_count_ += block.stats.inf;
     if (block.stats.finite == 0) continue;
@@ -335,9 +353,12 @@ bool Histogram::add_with_clamped(const float* x, int64_t n, float lo, float hi, 
       add_block_bins(b, cold_bins.data(), lattice.hot, counts);
     }
   };
+  HotProbe probe;
   for (int64_t at = 0; at < n; at += kBlock) {
     const int64_t len = std::min(kBlock, n - at);
+    bin_on.count_hot = probe.count_hot(at / kBlock);
     const BlockScan block = scan_block(x + at, len, x_lanes, working ? &bin_on : nullptr, cold_bins.data(), &clamp);
+    if (working && bin_on.count_hot) probe.saw(block.hot, len);
     if (block.stats.nan != 0 || block.stats.inf != 0) return false;  // Clip turns an infinity into a bound
     if (block.stats.min < x_min || block.stats.max > x_max) {
       x_min = std::min(x_min, block.stats.min);

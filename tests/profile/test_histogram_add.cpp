@@ -186,18 +186,21 @@ TEST_CASE("batch scan: scan_block's statistics and bins equal the portable scan 
     const ScanFn scan_block = versions[version];
     INFO("version " << version);
     std::mt19937 rng(21);
+    for (bool relu : {false, true})
     for (int bins : {16, 2048}) {
       for (size_t n : {0u, 1u, 7u, 8u, 15u, 16u, 17u, 31u, 33u, 100u, 4096u, 4099u}) {
         for (bool nonfinite : {false, true}) {
           const auto v = values(n, rng, 3.0f, nonfinite);
           const BatchStats ref = quant::profile::scan_batch_portable(v.data(), static_cast<int64_t>(n));
+          // A Clip's bounds, and Relu's (no upper bound: its min is left out).
+          const float lo = relu ? 0.0f : -0.5f, hi = relu ? std::numeric_limits<float>::infinity() : 2.0f;
           // Blocks of 8, 16 and 40 values carry the lanes: the sum is the portable
           // one; so is the clamped values' sum, taken in the same pass.
-          const auto clamped_ref = quant::profile::scan_batch_clamped(v.data(), static_cast<int64_t>(n), -0.5f, 2.0f);
+          const auto clamped_ref = quant::profile::scan_batch_clamped(v.data(), static_cast<int64_t>(n), lo, hi);
           for (int64_t block : {8, 16, 40, 4096}) {
             for (bool with_clamp : {false, true}) {
             double lanes[8] = {}, y_lanes[8] = {};
-            const quant::profile::ClampSum clamp{-0.5f, 2.0f, y_lanes};
+            const quant::profile::ClampSum clamp{lo, hi, y_lanes};
             uint64_t finite = 0, nan = 0, inf = 0;
             for (int64_t at = 0; at < static_cast<int64_t>(n); at += block) {
               const BlockScan b = scan_block(v.data() + at, std::min<int64_t>(block, static_cast<int64_t>(n) - at),
@@ -216,24 +219,30 @@ TEST_CASE("batch scan: scan_block's statistics and bins equal the portable scan 
           }
           if (ref.finite == 0) continue;
           // Bins on the values' own lattice: hot bin counted, the others listed
-          // (lattices of only subnormals are beyond the SIMD path: add() does not bin them there).
+          // (lattices of only subnormals are beyond the SIMD path: add() does not bin them there);
+          // without count_hot every bin listed.
           const int e = Histogram::fit_exponent(ref.min, ref.max, bins);
           const auto first = static_cast<int64_t>(std::floor(std::ldexp(static_cast<double>(ref.min), -e)));
           if (!quant::profile::lattice_fits_simd(e, first)) continue;
-          const BinLattice lattice{e, first, bins, static_cast<int32_t>(std::clamp<int64_t>(-first, 0, bins - 1))};
-          std::vector<int32_t> cold(n + 16);
-          double lanes[8] = {};
-          double y_lanes[8] = {};
-          const quant::profile::ClampSum clamp{-0.5f, 2.0f, y_lanes};
-          const BlockScan b = scan_block(v.data(), static_cast<int64_t>(n), lanes, &lattice, cold.data(), nonfinite ? nullptr : &clamp);
-          if (!nonfinite) CHECK(same_bits(quant::profile::combine_lanes(y_lanes), clamped_ref.y.sum));
-          CHECK(b.stats.min == ref.min);
-          CHECK(b.stats.max == ref.max);
-          std::vector<uint64_t> counts(static_cast<size_t>(bins), 0), want(static_cast<size_t>(bins), 0);
-          for (int64_t j = 0; j < b.cold; ++j) counts[static_cast<size_t>(cold[static_cast<size_t>(j)])]++;
-          counts[static_cast<size_t>(lattice.hot)] += b.hot;
-          quant::profile::count_cells_portable(v.data(), static_cast<int64_t>(n), e, first, want.data(), bins);
-          CHECK(counts == want);
+          for (bool count_hot : {true, false}) {
+            const BinLattice lattice{e, first, bins, static_cast<int32_t>(std::clamp<int64_t>(-first, 0, bins - 1)),
+                                     count_hot};
+            std::vector<int32_t> cold(n + 16);
+            double lanes[8] = {};
+            double y_lanes[8] = {};
+            const quant::profile::ClampSum clamp{lo, hi, y_lanes};
+            const BlockScan b =
+                scan_block(v.data(), static_cast<int64_t>(n), lanes, &lattice, cold.data(), nonfinite ? nullptr : &clamp);
+            if (!nonfinite) CHECK(same_bits(quant::profile::combine_lanes(y_lanes), clamped_ref.y.sum));
+            CHECK(b.stats.min == ref.min);
+            CHECK(b.stats.max == ref.max);
+            if (!count_hot) CHECK(b.hot == 0);
+            std::vector<uint64_t> counts(static_cast<size_t>(bins), 0), want(static_cast<size_t>(bins), 0);
+            for (int64_t j = 0; j < b.cold; ++j) counts[static_cast<size_t>(cold[static_cast<size_t>(j)])]++;
+            counts[static_cast<size_t>(lattice.hot)] += b.hot;
+            quant::profile::count_cells_portable(v.data(), static_cast<int64_t>(n), e, first, want.data(), bins);
+            CHECK(counts == want);
+          }
         }
       }
     }
@@ -378,4 +387,29 @@ TEST_CASE("histogram add_with_clamped: a block whose largest value is where the 
     x[at + 1] = std::ldexp(-300.0f, -15);
   }
   CHECK(check_pair(x, 0.0f, 6.0f));
+}
+
+TEST_CASE("histogram add: blocks with and without runs of zeros (the hot-bin probe) bin as two passes do",
+          "[profile][histogram]") {
+  if (!quant::profile::scan_block_available())
+    QTOOL_SKIP("no AVX-512 or AVX2 on this CPU: Histogram::add is add_in_two_passes, nothing to compare");
+  // 20 blocks of 4096: no zero in blocks 0-2 (the probe turns the hot test
+  // off), long runs of zeros in 3-9 (seen again at the probe of block 8),
+  // a few in 10-19 (under 1 in 32: off again after block 10), and a tail.
+  std::mt19937 rng(41);
+  std::normal_distribution<float> normal(0.5f, 2.0f);
+  std::vector<float> x(20 * 4096 + 123);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t block = i / 4096;
+    const bool zero = block >= 3 && block <= 9 ? (i / 64) % 2 == 0 : block >= 10 && i % 97 == 0;
+    x[i] = zero ? 0.0f : normal(rng);
+  }
+  for (int bins : {16, 2048}) {
+    INFO("bins " << bins);
+    // Twice: the second add bins in the pass (the lattice is set).
+    check_samples({x, x}, bins);
+  }
+  // The same tensor as a clamped pair's x (Relu, and a Clip with an upper bound).
+  CHECK(check_pair(x, 0.0f, std::numeric_limits<float>::infinity()));
+  CHECK(check_pair(x, -4.0f, 4.0f));
 }
