@@ -114,6 +114,11 @@ void run_rows_block(const Problem& pr, int64_t t0, int64_t t1, int64_t p0, int64
   const int mr = pr.isa.mr, nr = pr.isa.nr;
   const int64_t seg = pr.b.seg_len ? pr.b.seg_len : pr.N, pitch = pr.b.seg_len ? pr.b.seg_pitch : pr.N;
   const int64_t per_seg = ceil_div(seg, nr);
+  // A segment ending in a panel of at most half its columns (a row of 56:
+  // 3 x 16 + 8) shares that panel's tile with the next segment's
+  // (RowsPairKernel).
+  const int64_t half = seg - (per_seg - 1) * nr;
+  const bool pairs = pr.isa.kernel_rows_pair && pr.b.seg_len && 2 * half <= nr;
   for (int64_t k0 = 0; k0 < pr.K; k0 += kGemmKc) {
     const int64_t kc = std::min(kGemmKc, pr.K - k0);
     detail::MicroEpilogue mep = micro_epilogue(pr, k0, kc);
@@ -122,13 +127,32 @@ void run_rows_block(const Problem& pr, int64_t t0, int64_t t1, int64_t p0, int64
       const int m_valid = static_cast<int>(std::min<int64_t>(mr, pr.M - i0));
       const float* ap = a_panel(pr, k0, kc, p, a_buf);
       mep.row_bias = pr.ep.row_bias ? pr.ep.row_bias + i0 : nullptr;
-      for (int64_t t = t0; t < t1; ++t) {
-        const int64_t s = t / per_seg, x = t % per_seg * nr, j = s * seg + x;
+      const auto at_column = [&](int64_t j) {
         mep.col_bias = pr.ep.col_bias ? pr.ep.col_bias + j : nullptr;
         mep.residual = pr.ep.residual ? pr.ep.residual + i0 * pr.ep.ldr + j : nullptr;
+      };
+      const auto run_one = [&](int64_t t) {
+        const int64_t s = t / per_seg, x = t % per_seg * nr, j = s * seg + x;
+        at_column(j);
         pr.isa.kernel_rows(kc, ap, pr.b.view.data + s * pitch + x, pr.b.rows + k0, pr.c + i0 * pr.ldc + j, pr.ldc,
                            m_valid, static_cast<int>(std::min<int64_t>(nr, seg - x)), mep);
+      };
+      int64_t waiting = -1;  // a segment's half panel, for the next segment's
+      for (int64_t t = t0; t < t1; ++t) {
+        if (!pairs || t % per_seg != per_seg - 1) {
+          run_one(t);
+        } else if (waiting < 0) {
+          waiting = t;
+        } else {
+          // The half panels of segments s - 1 and s (waiting is t - per_seg) in one tile.
+          const int64_t s = waiting / per_seg, x = (per_seg - 1) * nr, j = s * seg + x;
+          at_column(j);
+          pr.isa.kernel_rows_pair(kc, ap, pr.b.view.data + s * pitch + x, pr.b.rows + k0, pitch,
+                                  pr.c + i0 * pr.ldc + j, pr.ldc, seg, m_valid, static_cast<int>(half), mep);
+          waiting = -1;
+        }
       }
+      if (waiting >= 0) run_one(waiting);
     }
   }
 }

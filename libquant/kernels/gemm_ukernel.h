@@ -56,6 +56,16 @@ using ColumnTailKernel = void (*)(int64_t kc, const float* const* a, int count, 
 using RowsMicroKernel = void (*)(int64_t kc, const float* a, const float* b, const int64_t* b_rows, float* c,
                                  int64_t ldc, int m_valid, int n_valid, const MicroEpilogue& ep);
 
+// As RowsMicroKernel, for two runs of h <= NR / 2 columns in one tile: the
+// last panels of two segments (GemmB::seg_len; a row of 56 outputs ends in
+// 8 of 16 columns), which would each run half the tile's multiply-add
+// chains. The first run's B row k is at b + b_rows[k] and its C at c; the
+// second's at b + b_rows[k] + b_step and c + c_step, and the epilogue's
+// residual and column bias are read at + c_step for it too. Each sum is
+// RowsMicroKernel's (the same multiply-adds in the same order).
+using RowsPairKernel = void (*)(int64_t kc, const float* a, const float* b, const int64_t* b_rows, int64_t b_step,
+                                float* c, int64_t ldc, int64_t c_step, int m_valid, int h, const MicroEpilogue& ep);
+
 struct GemmIsa {
   const char* name;
   int mr, nr;
@@ -63,6 +73,7 @@ struct GemmIsa {
   ColumnTailKernel column_tail = nullptr;  // null: the micro-kernel runs the last panel as any other
   int column_tail_max = 0;
   RowsMicroKernel kernel_rows = nullptr;   // null: no such kernel (B must be packed or evenly spaced)
+  RowsPairKernel kernel_rows_pair = nullptr;  // null: each half panel runs alone
 };
 
 // The fastest kernel this CPU runs (chosen once).

@@ -145,6 +145,46 @@ __attribute__((target("avx2,fma"))) void f32_gemm_avx2_rows(int64_t kc, const fl
     store_tile<Lanes8, R, V, false>(acc, c, ldc, mask, ep);
 }
 
+// RowsPairKernel's tile: the first R rows of two runs of h <= 8 columns, B's
+// run 2 at b_step from run 1 and C's at c_step, as two vectors of one tile:
+// 2 R chains of multiply-adds per k, as many as a whole tile's, where a half
+// panel alone (f32_gemm_avx2_rows<R, 1>) has R. A 3x3 conv of 64 channels
+// at 56 x 56 spent 17% of its time in those (perf, QTOOL_ISA=avx2).
+template <int R>
+__attribute__((target("avx2,fma"))) void f32_gemm_avx2_pair(int64_t kc, const float* a, const float* b,
+                                                            const int64_t* b_rows, int64_t b_step, float* c,
+                                                            int64_t ldc, int64_t c_step, int h,
+                                                            const MicroEpilogue& ep) {
+  __m256 acc[R][2];
+#pragma GCC unroll 6
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  // As f32_gemm_avx2_rows: k in pairs, the next A panel prefetched once per pair.
+  const int64_t a_next = kc * kMr * static_cast<int64_t>(sizeof(float));
+  const auto step = [&](int64_t k) __attribute__((target("avx2,fma"))) {
+    const float* bk = b + b_rows[k];
+    const __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + b_step);
+#pragma GCC unroll 6
+    for (int i = 0; i < R; ++i) {
+      const __m256 ai = _mm256_broadcast_ss(a + k * kMr + i);
+      acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+    }
+  };
+  int64_t k = 0;
+  for (; k + 2 <= kc; k += 2) {
+    prefetch_l2(a + k * kMr, a_next);
+    step(k);
+    step(k + 1);
+  }
+  if (k < kc) step(k);
+  const __m256i lanes = first_lanes(h);
+  const __m256i mask[2] = {lanes, lanes};
+  if (h >= 8)
+    store_tile<Lanes8, R, 2, true>(acc, c, ldc, mask, ep, c_step);
+  else
+    store_tile<Lanes8, R, 2, false>(acc, c, ldc, mask, ep, c_step);
+}
+
 // The column tail (gemm_ukernel.h): NJ columns of one B panel against NP A
 // panels, the rows of a panel in the lanes of one vector (6 of 8). The
 // micro-kernel spends a whole row panel's worth of broadcasts and multiply-adds
@@ -228,7 +268,21 @@ void f32_gemm_avx2_6x16_rows(int64_t kc, const float* a, const float* b, const i
                                                                                 ep);
 }
 
-const GemmIsa kAvx2{"avx2", kMr, kNr, f32_gemm_avx2_6x16, f32_column_tail, 4, f32_gemm_avx2_6x16_rows};
+using PairFn = void (*)(int64_t, const float*, const float*, const int64_t*, int64_t, float*, int64_t, int64_t, int,
+                       const MicroEpilogue&);
+template <int... Rs>
+constexpr std::array<PairFn, sizeof...(Rs)> pair_table(std::integer_sequence<int, Rs...>) {
+  return {f32_gemm_avx2_pair<Rs + 1>...};
+}
+constexpr auto kPairs = pair_table(std::make_integer_sequence<int, kMr>{});
+
+void f32_gemm_avx2_6x16_rows_pair(int64_t kc, const float* a, const float* b, const int64_t* b_rows, int64_t b_step,
+                                  float* c, int64_t ldc, int64_t c_step, int m_valid, int h, const MicroEpilogue& ep) {
+  kPairs[static_cast<size_t>(std::clamp(m_valid, 1, kMr) - 1)](kc, a, b, b_rows, b_step, c, ldc, c_step, h, ep);
+}
+
+const GemmIsa kAvx2{"avx2", kMr, kNr, f32_gemm_avx2_6x16, f32_column_tail, 4, f32_gemm_avx2_6x16_rows,
+                    f32_gemm_avx2_6x16_rows_pair};
 
 }  // namespace
 
