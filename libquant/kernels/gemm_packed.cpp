@@ -106,19 +106,32 @@ const float* a_panel(const Problem& pr, int64_t k0, int64_t kc, int64_t p, Align
   return dst;
 }
 
+// How B's columns lie when read through row offsets (GemmB::rows): in
+// segments of `seg` columns, `pitch` floats apart, `per_seg` panels each,
+// the last with `half` columns. Where that is at most half a panel (a row of
+// 56: 3 x 16 + 8), a segment's last panel shares its tile with the next
+// segment's (RowsPairKernel): `pairs`.
+struct Segments {
+  int64_t seg, pitch, per_seg, half;
+  bool pairs;
+};
+Segments segments(const GemmB& b, int64_t N, const detail::GemmIsa& isa) {
+  Segments g;
+  g.seg = b.seg_len ? b.seg_len : N;
+  g.pitch = b.seg_len ? b.seg_pitch : N;
+  g.per_seg = ceil_div(g.seg, isa.nr);
+  g.half = g.seg - (g.per_seg - 1) * isa.nr;
+  g.pairs = isa.kernel_rows_pair && b.seg_len && 2 * g.half <= isa.nr;
+  return g;
+}
+
 // B read in place through row offsets (GemmB::rows): panels [t0, t1) of the
 // segments (a segment's panels, then the next segment's) against A panels
 // [p0, p1). Nothing is packed but A panels that were not.
 void run_rows_block(const Problem& pr, int64_t t0, int64_t t1, int64_t p0, int64_t p1) {
   thread_local AlignedFloats a_buf;
   const int mr = pr.isa.mr, nr = pr.isa.nr;
-  const int64_t seg = pr.b.seg_len ? pr.b.seg_len : pr.N, pitch = pr.b.seg_len ? pr.b.seg_pitch : pr.N;
-  const int64_t per_seg = ceil_div(seg, nr);
-  // A segment ending in a panel of at most half its columns (a row of 56:
-  // 3 x 16 + 8) shares that panel's tile with the next segment's
-  // (RowsPairKernel).
-  const int64_t half = seg - (per_seg - 1) * nr;
-  const bool pairs = pr.isa.kernel_rows_pair && pr.b.seg_len && 2 * half <= nr;
+  const auto [seg, pitch, per_seg, half, pairs] = segments(pr.b, pr.N, pr.isa);
   for (int64_t k0 = 0; k0 < pr.K; k0 += kGemmKc) {
     const int64_t kc = std::min(kGemmKc, pr.K - k0);
     detail::MicroEpilogue mep = micro_epilogue(pr, k0, kc);
@@ -284,7 +297,8 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const Gemm
   if (K == 0) return epilogue_only(M, N, c, ldc, ep);
   Problem pr{M, N, K, a, b, c, ldc, ep, isa};
   // With B read through row offsets, panels follow its segments (GemmB::seg_len).
-  const int64_t seg = b.rows && b.seg_len ? b.seg_len : N;
+  const Segments segs = segments(b, N, isa);
+  const int64_t seg = b.rows ? segs.seg : N;
   assert(N % seg == 0);
   const int64_t m_panels = ceil_div(M, isa.mr), n_panels = N / seg * ceil_div(seg, isa.nr);
   // Threads split the larger operand, so that each streams its own part of
@@ -298,9 +312,22 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const Gemm
   // more each, and more tasks than panels split the rows as well, which
   // packed B whole beforehand, outside any cache.
   const bool split_rows = threads > 1 && (M > N || split == GemmSplit::Rows);
-  int64_t nc = gemm_block_columns(std::min(K, kGemmKc), isa.nr, l2_cache_bytes());
-  if (threads > 1 && !split_rows) nc = std::min(nc, ceil_div(n_panels, std::min<int64_t>(n_panels, threads)) * isa.nr);
-  const int64_t n_blocks = b.rows ? ceil_div(n_panels, nc / isa.nr) : ceil_div(N, nc);
+  // Column blocks of whole units (panels; pairs of segments where their
+  // half panels pair up, so that no block splits a pair), at most
+  // gemm_block_columns wide, block nb taking units [nb * units / n_blocks,
+  // (nb + 1) * units / n_blocks); as many blocks as a multiple of the
+  // threads where they split the columns, so that each thread's share of
+  // blocks holds as many units: 7 blocks of 32 panels for a 3x3 conv at
+  // 56 x 56 left one thread 4 and the other 3.
+  const int64_t unit = b.rows && segs.pairs ? 2 * segs.per_seg : 1, units = ceil_div(n_panels, unit);
+  const int64_t widest = std::max<int64_t>(1, gemm_block_columns(std::min(K, kGemmKc), isa.nr, l2_cache_bytes()) /
+                                                  isa.nr / unit);
+  int64_t n_blocks = ceil_div(units, widest);
+  if (threads > 1 && !split_rows) n_blocks = std::min(units, ceil_div(n_blocks, threads) * threads);
+  // Block nb's panels [first, end): whole units, the last unit cut at n_panels.
+  const auto block_panels = [&](int64_t nb) {
+    return std::pair{nb * units / n_blocks * unit, std::min(n_panels, (nb + 1) * units / n_blocks * unit)};
+  };
   // Fewer column panels than threads (small N: a Gemm on one row) also
   // split the rows.
   const int64_t m_parts =
@@ -340,9 +367,10 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const GemmA& a, const Gemm
   parallel_for(threads, n_blocks * m_parts, [&](int64_t t) {
     const int64_t mp = t / n_blocks, nb = t % n_blocks;
     const int64_t p0 = mp * m_panels / m_parts, p1 = (mp + 1) * m_panels / m_parts;
-    if (b.rows) return run_rows_block(pr, nb * (nc / isa.nr), std::min(n_panels, (nb + 1) * (nc / isa.nr)), p0, p1);
-    const int64_t j0 = nb * nc;
-    run_block(pr, j0, std::min(nc, N - j0), p0, p1);
+    const auto [q0, q1] = block_panels(nb);
+    if (b.rows) return run_rows_block(pr, q0, q1, p0, p1);
+    const int64_t j0 = q0 * isa.nr;
+    run_block(pr, j0, std::min(N, q1 * isa.nr) - j0, p0, p1);
   });
 }
 
