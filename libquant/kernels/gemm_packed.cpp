@@ -131,7 +131,11 @@ Segments segments(const GemmB& b, int64_t N, const detail::GemmIsa& isa) {
 void run_rows_block(const Problem& pr, int64_t t0, int64_t t1, int64_t p0, int64_t p1) {
   thread_local AlignedFloats a_buf;
   const int mr = pr.isa.mr, nr = pr.isa.nr;
-  const auto [seg, pitch, per_seg, half, pairs] = segments(pr.b, pr.N, pr.isa);
+  // Plain copies, not a structured binding: the lambdas below capture them
+  // (clang before 16 refuses to capture bindings; the fuzz build uses clang).
+  const Segments segs = segments(pr.b, pr.N, pr.isa);
+  const int64_t seg = segs.seg, pitch = segs.pitch, per_seg = segs.per_seg, half = segs.half;
+  const bool pairs = segs.pairs;
   for (int64_t k0 = 0; k0 < pr.K; k0 += kGemmKc) {
     const int64_t kc = std::min(kGemmKc, pr.K - k0);
     detail::MicroEpilogue mep = micro_epilogue(pr, k0, kc);
