@@ -81,12 +81,14 @@ struct Lanes8 {
 #undef QTOOL_EPILOGUE_TARGET
 
 // One k of an R x (8 V) tile: V B loads, R broadcasts, R x V multiply-adds.
+// B's vector v at b + v * b_step (8: one run of columns; RowsPairKernel's
+// two runs lie further apart).
 template <int R, int V>
 [[gnu::always_inline]] __attribute__((target("avx2,fma"))) inline void f32_step(__m256 (&acc)[R][V], const float* a,
-                                                                                const float* b) {
+                                                                                const float* b, int64_t b_step = 8) {
   __m256 bv[V];
 #pragma GCC unroll 2
-  for (int v = 0; v < V; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
+  for (int v = 0; v < V; ++v) bv[v] = _mm256_loadu_ps(b + b_step * v);
 #pragma GCC unroll 6
   for (int i = 0; i < R; ++i) {
     const __m256 ai = _mm256_broadcast_ss(a + i);
@@ -160,23 +162,13 @@ __attribute__((target("avx2,fma"))) void f32_gemm_avx2_pair(int64_t kc, const fl
   for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
   // As f32_gemm_avx2_rows: k in pairs, the next A panel prefetched once per pair.
   const int64_t a_next = kc * kMr * static_cast<int64_t>(sizeof(float));
-  const auto step = [&](int64_t k) __attribute__((target("avx2,fma"))) {
-    const float* bk = b + b_rows[k];
-    const __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + b_step);
-#pragma GCC unroll 6
-    for (int i = 0; i < R; ++i) {
-      const __m256 ai = _mm256_broadcast_ss(a + k * kMr + i);
-      acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
-    }
-  };
   int64_t k = 0;
   for (; k + 2 <= kc; k += 2) {
     prefetch_l2(a + k * kMr, a_next);
-    step(k);
-    step(k + 1);
+    f32_step<R, 2>(acc, a + k * kMr, b + b_rows[k], b_step);
+    f32_step<R, 2>(acc, a + (k + 1) * kMr, b + b_rows[k + 1], b_step);
   }
-  if (k < kc) step(k);
+  if (k < kc) f32_step<R, 2>(acc, a + k * kMr, b + b_rows[k], b_step);
   const __m256i lanes = first_lanes(h);
   const __m256i mask[2] = {lanes, lanes};
   if (h >= 8)
