@@ -83,16 +83,6 @@ double fastest_call_seconds(const F& f, double min_seconds) {
   return best;
 }
 
-// Seconds per call of f: the fastest of `reps` windows of `min_seconds`.
-// Short windows, many of them: on a shared core the best ones also suffer
-// least from other processes' traffic through the caches.
-template <class F>
-double best_seconds(F f, int reps = 60, double min_seconds = 0.002) {
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) best = std::min(best, window_seconds(f, min_seconds));
-  return best;
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -114,10 +104,9 @@ double median(std::vector<double> v) {
 // builds evicting the layer's data between time slices) and no steadier.
 constexpr int kRounds = 11;
 constexpr double kLayerWindow = 0.025;
-// One peak sample: the best of 3 windows of 1 ms of the register-only loop
-// (about 200 calls of its 2000 iterations each).
-constexpr int kPeakReps = 3;
-constexpr double kPeakWindow = 0.001;
+// One peak sample: the fastest call of the register-only loop in a window
+// of 2 ms (about 60 calls), as a layer's round takes its fastest call.
+constexpr double kPeakWindow = 0.002;
 
 struct Measured {
   double seconds = 0;     // median over rounds of the fastest call's seconds
@@ -165,10 +154,20 @@ std::vector<Measured> measure_against_peak(const std::vector<Case>& cases) {
 
 #if defined(__x86_64__) && defined(__GNUC__)
 constexpr int64_t kAsmIters = 2000;
+// Iterations per call of a peak loop: 20000 (30-40 us), so that the clock
+// read after each call (a system call for thread CPU time, 190 ns on this
+// VM) costs under 1% of it. Calls of 2000 iterations (3 us) read the FMA
+// peak 6-10% low: the 6 x 16 micro-kernel measured 111% "of the peak" and
+// 33.2 ops per 32-op cycle (2026-11-30; a harness timing the loop at 2000,
+// 20000 and 200000 iterations per call: 109-115, 115-120, 117-123 GFLOPS).
+constexpr int64_t kPeakIters = 20000;
+// The window over which the figures printed once per section are taken.
+constexpr double kOnceWindow = 0.1;
 
-// The core clock: 100 dependent scalar adds per iteration, one cycle each.
+// The core clock: 100 dependent scalar adds per iteration, one cycle each
+// (calls of 200 000 cycles; the fastest in kOnceWindow).
 double cycles_per_second() {
-  const double s = best_seconds([] {
+  const double s = fastest_call_seconds([] {
     int64_t n = kAsmIters, x = 1;
     asm volatile(
         "1:\n"
@@ -180,7 +179,7 @@ double cycles_per_second() {
         : "+r"(n), "+r"(x)
         :
         : "cc");
-  });
+  }, kOnceWindow);
   return 100.0 * kAsmIters / s;
 }
 
@@ -196,10 +195,10 @@ double cycles_per_second() {
 // u8 x s8 products = 512 ops. With `sequence` false, 8 independent
 // VPMADDUBSW only (the instruction's own rate, which exact int32 results
 // cannot reach: each needs a VPMADDWD on the same ports).
-__attribute__((target("avx2"))) double pairs_peak_ops_per_second(bool sequence, int reps = 60,
-                                                                  double window = 0.002) {
-  const double s = best_seconds([sequence] {
-    int64_t n = kAsmIters;
+// The rate of the fastest call (kPeakIters iterations) in `window` seconds.
+__attribute__((target("avx2"))) double pairs_peak_ops_per_second(bool sequence, double window = kOnceWindow) {
+  const double s = fastest_call_seconds([sequence] {
+    int64_t n = kPeakIters;
     if (sequence) {
       asm volatile(
           "vpcmpeqb %%ymm15, %%ymm15, %%ymm15\n"
@@ -234,8 +233,8 @@ __attribute__((target("avx2"))) double pairs_peak_ops_per_second(bool sequence, 
           :
           : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm14", "xmm15");
     }
-  }, reps, window);
-  return 512.0 * kAsmIters / s;
+  }, window);
+  return 512.0 * kPeakIters / s;
 }
 #undef QT_PAIR_STEP
 
@@ -243,9 +242,9 @@ __attribute__((target("avx2"))) double pairs_peak_ops_per_second(bool sequence, 
 // independent VFMADD231PS into ymm0-11 from two "B" vectors (ymm12, ymm13)
 // and a broadcast (ymm14), as the 6 x 16 tile has them; 12 x 8 multiply-adds
 // = 192 ops. Twelve chains cover the FMA latency (4-5 cycles) on two ports.
-__attribute__((target("avx2,fma"))) double fma_peak_ops_per_second(int reps = 60, double window = 0.002) {
-  const double s = best_seconds([] {
-    int64_t n = kAsmIters;
+__attribute__((target("avx2,fma"))) double fma_peak_ops_per_second(double window = kOnceWindow) {
+  const double s = fastest_call_seconds([] {
+    int64_t n = kPeakIters;
     asm volatile(
         "vxorps %%ymm0, %%ymm0, %%ymm0\n"
         "vmovaps %%ymm0, %%ymm12\n"
@@ -271,12 +270,12 @@ __attribute__((target("avx2,fma"))) double fma_peak_ops_per_second(int reps = 60
         :
         : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
           "xmm12", "xmm13", "xmm14");
-  }, reps, window);
-  return 192.0 * kAsmIters / s;
+  }, window);
+  return 192.0 * kPeakIters / s;
 }
 // One peak sample of each loop, as measure_against_peak takes them.
-double pairs_peak_sample() { return pairs_peak_ops_per_second(true, kPeakReps, kPeakWindow); }
-double fma_peak_sample() { return fma_peak_ops_per_second(kPeakReps, kPeakWindow); }
+double pairs_peak_sample() { return pairs_peak_ops_per_second(true, kPeakWindow); }
+double fma_peak_sample() { return fma_peak_ops_per_second(kPeakWindow); }
 #endif
 
 // Bytes drawn uniformly from [lo, hi] (as int), stored as uint8.

@@ -460,7 +460,7 @@ bench_targets() {
 # calls of the layer, each timed alone, peak loop], all in this thread's CPU
 # time (a shared host's other processes' slices do not count); a round's
 # efficiency is its fastest call's rate over the mean of the two peaks around
-# it (a peak sample is the best of three 1 ms windows), and each figure
+# it (a peak sample is the fastest call, 20 000 iterations, in 2 ms), and each figure
 # printed is the median over the rounds, with the lowest and highest round
 # beside it. The rounds of a table's layers are interleaved (round r of every
 # layer, then round r + 1), so a stretch of load hits a few rounds of each
