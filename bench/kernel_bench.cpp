@@ -510,7 +510,7 @@ Case float_conv_case(const qk::ConvGeometry& g, double ops, std::mt19937& rng) {
   d->x = random_floats(rng, static_cast<size_t>(g.in_channels * g.in_spatial[0] * g.in_spatial[1]));
   d->w = random_floats(rng, static_cast<size_t>(g.out_channels * depth));
   d->bias = random_floats(rng, static_cast<size_t>(g.out_channels));
-  d->packed = qk::PackedConvWeights(d->w.data(), g.out_channels, 1, depth);
+  d->packed = qk::PackedConvWeights(d->w.data(), g.out_channels, 1, depth, g.kernel);  // as qrun packs them
   d->y.resize(static_cast<size_t>(g.out_channels * plane));
   return {[d] {
             qk::ConvActivation relu;

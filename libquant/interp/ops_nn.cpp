@@ -125,7 +125,9 @@ KernelResult make_conv_fused(const KernelContext& ctx, const kernels::ConvActiva
   const bool depthwise = w_const && w_const->rank() >= 3 && w_const->dim(1) == 1 && w_const->dim(0) == attrs.group;
   if (w_const && w_const->rank() >= 3 && attrs.group >= 1 && w_const->dim(0) % attrs.group == 0 && w_const->dim(0) > 0 &&
       !depthwise)
-    *packed = kernels::PackedConvWeights(w_const->data<float>(), w_const->dim(0), attrs.group, w_const->size() / w_const->dim(0));
+    *packed = kernels::PackedConvWeights(w_const->data<float>(), w_const->dim(0), attrs.group,
+                                         w_const->size() / w_const->dim(0),
+                                         std::span<const int64_t>(w_const->shape()).subspan(2));
   const int threads = ctx.options.threads;
   return make_kernel([&node, attrs, w_const, packed, threads, act, residual](std::span<const Tensor* const> in,
                                                                              std::vector<Tensor>& out) -> Status {

@@ -8,6 +8,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "libquant/kernels/conv_lanes.h"
 #include "libquant/kernels/eltwise_f32.h"
 #include "libquant/kernels/im2col.h"
 #include "libquant/kernels/spatial.h"
@@ -242,13 +243,71 @@ void conv_direct(const detail::Spatial3& s, int64_t c, int64_t m, const float* x
   });
 }
 
+// One group of one image on the lanes path (conv_lanes.h): x's c planes
+// zero padded (one phase: pixels step over the strides themselves), the
+// taps' byte offsets in im2col's K order, each output pixel's first tap.
+void conv_lanes(const detail::Spatial3& s, int64_t c, int64_t m, const float* x, const PackedMatrix& w,
+                const float* bias, const ConvActivation& act, const float* residual, float* y, int threads) {
+  detail::Spatial3 flat = s;
+  flat.strides[1] = flat.strides[2] = 1;
+  const DirectGeometry d = direct_geometry(flat);
+  const int64_t kw = s.kernel[2], kv = s.kernel[1] * kw, K = c * kv, oh = s.out[1], ow = s.out[2];
+  thread_local std::vector<int64_t> taps, pixel;
+  thread_local AlignedFloats padded;
+  taps.resize(static_cast<size_t>(K));
+  pixel.resize(static_cast<size_t>(oh * ow));
+  for (int64_t ci = 0, k = 0; ci < c; ++ci)
+    for (int64_t t = 0; t < kv; ++t, ++k)
+      taps[static_cast<size_t>(k)] =
+          int64_t{sizeof(float)} * (ci * d.plane + t / kw * s.dilations[1] * d.wq + t % kw * s.dilations[2]);
+  for (int64_t r = 0; r < oh; ++r)
+    for (int64_t q = 0; q < ow; ++q) pixel[static_cast<size_t>(r * ow + q)] = r * s.strides[1] * d.wq + q * s.strides[2];
+  if (padded.size() < c * d.plane) padded = AlignedFloats(c * d.plane);
+  pad_planes(flat, d, x, c, 0, padded.data(), threads);
+  detail::LanesConv lc;
+  lc.m = m;
+  lc.depth = K;
+  lc.taps_per_channel = kv;
+  lc.pixels = oh * ow;
+  lc.x = padded.data();
+  lc.taps = taps.data();
+  lc.pixel = pixel.data();
+  lc.w = &w;
+  lc.bias = bias;
+  lc.residual = residual;
+  lc.clamp = act.clamp;
+  lc.lo = act.lo;
+  lc.hi = act.hi;
+  lc.y = y;
+  detail::conv_lanes_f32(lc, threads);
+}
+
 }  // namespace
 
-PackedConvWeights::PackedConvWeights(const float* w, int64_t out_channels, int64_t group, int64_t depth_per_group) {
+// Where the lanes path ran faster than the GEMM paths (one layer alone, 1
+// thread, QTOOL_ISA=avx2, 2026-11-30, min of 60 runs, lanes / GEMM): 3x3
+// convs of resnet18 at 56, 28, 14 and 7 (64 to 512 channels) and its
+// strided 3x3/2 ones. The input channels bound it below: few (an image's 3)
+// leave the broadcasts' offsets a larger share of each k than the taps'.
+bool lanes_fits(int64_t c, int64_t m, std::span<const int64_t> kernel) {
+  int64_t volume = 1;
+  for (int64_t k : kernel) volume *= k;
+  return &detail::best_gemm_isa() == detail::kGemmIsaAvx2 && detail::conv_lanes_available() && kernel.size() >= 1 &&
+         kernel.size() <= 2 && volume > 1 && c >= 16 && m % detail::kLanesWidth == 0;
+}
+
+PackedConvWeights::PackedConvWeights(const float* w, int64_t out_channels, int64_t group, int64_t depth_per_group,
+                                     std::span<const int64_t> kernel) {
   const int64_t m_per_group = out_channels / group;
-  for (int64_t gi = 0; gi < group; ++gi)
-    groups_.push_back(PackedMatrix::pack_a(MatrixView{w + gi * m_per_group * depth_per_group, depth_per_group, 1},
-                                           m_per_group, depth_per_group, detail::best_gemm_isa()));
+  int64_t volume = 1;
+  for (int64_t k : kernel) volume *= k;
+  lanes_ = !kernel.empty() && depth_per_group % volume == 0 && lanes_fits(depth_per_group / volume, m_per_group, kernel);
+  for (int64_t gi = 0; gi < group; ++gi) {
+    const float* wg = w + gi * m_per_group * depth_per_group;
+    groups_.push_back(lanes_ ? detail::pack_conv_lanes(wg, m_per_group, depth_per_group)
+                             : PackedMatrix::pack_a(MatrixView{wg, depth_per_group, 1}, m_per_group, depth_per_group,
+                                                    detail::best_gemm_isa()));
+  }
 }
 
 void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const PackedConvWeights* packed,
@@ -274,12 +333,25 @@ void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const 
   // Group gi's weights: packed at prepare time, or read as they lie.
   const auto weights_of = [&](int64_t gi) {
     GemmA a;
-    if (packed && !packed->empty())
+    if (packed && !packed->empty() && !packed->lanes())
       a.packed = &packed->group(gi);
     else
       a.view = MatrixView{w + gi * m_per_group * K, K, 1};
     return a;
   };
+  // Weights packed for the lanes path run there (lanes_fits held for their
+  // shape and the ISA in force when they were packed).
+  if (allow_direct && packed && packed->lanes() && !pointwise && s.in[0] == 1 && s.kernel[0] == 1 &&
+      &isa == detail::kGemmIsaAvx2) {
+    for (int64_t n = 0; n < g.batch; ++n)
+      for (int64_t gi = 0; gi < g.group; ++gi) {
+        const int64_t first_in = n * C + gi * c_per_group, first_out = n * M + gi * m_per_group;
+        conv_lanes(s, c_per_group, m_per_group, x + first_in * in_plane, packed->group(gi),
+                   bias ? bias + gi * m_per_group : nullptr, act,
+                   act.residual ? act.residual + first_out * out_plane : nullptr, y + first_out * out_plane, threads);
+      }
+    return;
+  }
   if (allow_direct && !pointwise && direct_fits(s, c_per_group, m_per_group, isa)) {
     for (int64_t n = 0; n < g.batch; ++n)
       for (int64_t gi = 0; gi < g.group; ++gi) {

@@ -8,17 +8,22 @@
 //    vector lane (conv_depthwise_3x3_blocked.cpp);
 //  - 1x1, stride 1, no padding: the input planes already are the GEMM's B
 //    matrix [C/group, H*W], no im2col at all;
+//  - on AVX2, 1-D and 2-D with 16 or more input channels per group and
+//    output channels per group a multiple of 16: output channels in the
+//    vector lanes, each pixel's inputs broadcast from a zero-padded copy of
+//    the input (conv_lanes.h, "lanes"), with weights packed for it;
 //  - stride 1 in 2-D with few output channels on wide maps: GEMM reading B
 //    in place from a zero-padded copy of the input, one row offset per k
 //    (GemmB::rows), so nothing is packed per block (conv_fast.cpp, "direct");
 //  - otherwise: GEMM whose B panels are packed straight from the input with
 //    the im2col index map (PanelSource), never materializing the im2col matrix.
-// The direct and im2col paths give the same bits (same K order, depth blocks
-// and zeros).
+// The lanes, direct and im2col paths give the same bits (same K order, depth
+// blocks and zeros).
 // The GEMM paths fuse the bias (and an optional clamp: Relu/Clip) into the
 // micro-kernel's store. Work is split over `threads` threads.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "libquant/kernels/conv.h"
@@ -26,18 +31,28 @@
 
 namespace quant::kernels {
 
-// Conv weights [M, C/group, k...] packed once (at prepare time) as one GEMM A
-// operand [M/group, C/group * kernel volume] per group.
+// Conv weights [M, C/group, k...] packed once (at prepare time) per group:
+// for the lanes path where it will run (lanes_fits, from the kernel's
+// shape `kernel`, empty if unknown), else as one GEMM A operand
+// [M/group, C/group * kernel volume].
 class PackedConvWeights {
  public:
   PackedConvWeights() = default;
-  PackedConvWeights(const float* w, int64_t out_channels, int64_t group, int64_t depth_per_group);
+  PackedConvWeights(const float* w, int64_t out_channels, int64_t group, int64_t depth_per_group,
+                    std::span<const int64_t> kernel = {});
   bool empty() const { return groups_.empty(); }
+  // Packed for the lanes path (conv_lanes.h) rather than as A operands.
+  bool lanes() const { return lanes_; }
   const PackedMatrix& group(int64_t g) const { return groups_[static_cast<size_t>(g)]; }
 
  private:
   std::vector<PackedMatrix> groups_;
+  bool lanes_ = false;
 };
+
+// Whether a conv of c input and m output channels per group with kernel
+// `kernel` runs on the lanes path (with weights packed for it).
+bool lanes_fits(int64_t c, int64_t m, std::span<const int64_t> kernel);
 
 // y = clamp(conv(x, w) + bias + residual) with clamp off unless `clamp` is
 // set: a Conv -> Relu/Clip, or Conv -> Add (-> Relu/Clip) fused.
@@ -52,7 +67,7 @@ struct ConvActivation {
 // As conv_f32, with `packed` (may be null: packed on the fly) holding w when
 // given, the activation fused, and the work split over `threads` threads.
 // y may not alias x or act.residual. allow_direct false keeps the im2col
-// path where the direct one would run (for tests comparing the two).
+// path where the lanes or direct one would run (for tests comparing them).
 void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const PackedConvWeights* packed,
                    const float* bias, float* y, int threads, const ConvActivation& act = {}, bool allow_direct = true);
 

@@ -1,4 +1,4 @@
-// The fast convolution paths (im2col-packed GEMM, 1x1, depthwise) against the
+// The fast convolution paths (im2col-packed GEMM, 1x1, direct, lanes, depthwise) against the
 // reference conv_f32 over swept geometries, with and without prepacked
 // weights, fused clamps and several thread counts.
 #include <catch2/catch.hpp>
@@ -130,6 +130,26 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       // too each row goes straight into y, ending in a one-vector panel.
       {1, 3, 8, 1, {6, 224}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
       {1, 16, 9, 1, {4, 80}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      // The lanes path (AVX2 in force: 16 or more input channels, output
+      // channels per group a multiple of 16, weights packed for it): maps of
+      // 49 pixels (tiles of 6, then 4 + 3), 90, 25, 9 (5 + 4), 8 (4 + 4) and
+      // of 1 to 3; K of one, two and three depth blocks (144, 288, 576);
+      // strides with uneven pads, dilation, 7x7/2, 1 x 3, 1-D, groups and
+      // a batch of two.
+      {1, 16, 16, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 32, 32, 1, {9, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 64, 16, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {2, 32, 32, 2, {6, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 24, 16, 1, {11, 13}, {3, 3}, {2, 2}, {1, 1}, {0, 1}, {1, 0}},
+      {1, 16, 32, 1, {8, 9}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}},
+      {1, 16, 16, 1, {12, 12}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {3, 3}},
+      {1, 16, 32, 1, {6, 8}, {1, 3}, {1, 1}, {1, 1}, {0, 1}, {0, 1}},
+      {1, 16, 16, 1, {20}, {3}, {1}, {1}, {1}, {1}},
+      {1, 16, 16, 1, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 16, 16, 1, {2, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 16, 16, 1, {3, 3}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
+      {1, 16, 16, 1, {3, 4}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+      {1, 16, 16, 1, {3, 5}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
   };
   for (const Case& c : cases) {
     const ConvGeometry g = geometry(c);
@@ -142,7 +162,7 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
     std::vector<float> want(out_size);
     conv_f32(g, x.data(), w.data(), bias.data(), want.data());
     const float tol = 1e-5f * float(depth + 4);
-    const PackedConvWeights packed(w.data(), c.m, c.group, depth);
+    const PackedConvWeights packed(w.data(), c.m, c.group, depth, c.kernel);  // as qrun packs them
     INFO(describe(c));
     std::vector<float> one(out_size, 99.0f);
     conv_f32_fast(g, x.data(), w.data(), nullptr, bias.data(), one.data(), 1);
@@ -165,8 +185,8 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
     conv_f32_fast(g, x.data(), w.data(), &packed, bias.data(), fused.data(), 2,
                   ConvActivation{true, -0.3f, 0.4f, residual.data()});
     for (size_t i = 0; i < out_size; ++i) REQUIRE(fused[i] == std::clamp(one[i] + residual[i], -0.3f, 0.4f));
-    // The direct path (where it runs) against im2col: the same bits, the
-    // fused residual and clamp included.
+    // The lanes and direct paths (where they run) against im2col: the same
+    // bits, the fused residual and clamp included.
     std::vector<float> im2col(out_size, 99.0f), im2col_fused(out_size, 99.0f);
     conv_f32_fast(g, x.data(), w.data(), &packed, bias.data(), im2col.data(), 2, {}, false);
     CHECK(im2col == one);
