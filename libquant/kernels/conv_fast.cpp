@@ -284,11 +284,12 @@ void conv_lanes(const detail::Spatial3& s, int64_t c, int64_t m, const float* x,
 
 }  // namespace
 
-// Where the lanes path ran faster than the GEMM paths (one layer alone, 1
-// thread, QTOOL_ISA=avx2, 2026-11-30, min of 60 runs, lanes / GEMM): 3x3
-// convs of resnet18 at 56, 28, 14 and 7 (64 to 512 channels) and its
-// strided 3x3/2 ones. The input channels bound it below: few (an image's 3)
-// leave the broadcasts' offsets a larger share of each k than the taps'.
+// Where the lanes path ran faster than the GEMM paths (one layer alone,
+// QTOOL_ISA=avx2, 2026-11-30, the two alternating, median ratios lanes /
+// GEMM at 1 and 2 threads): resnet18's 3x3 convs at 56, 28, 14 and 7 (64 to
+// 512 channels) 0.86-0.97, its 3x3/2 ones 0.87-0.93. Not its stem (7x7/2
+// 3 -> 64 at 224: 1.01-1.03 at 1 thread), whose 3 input channels the direct
+// path's phase planes serve well: at least 16 input channels.
 bool lanes_fits(int64_t c, int64_t m, std::span<const int64_t> kernel) {
   int64_t volume = 1;
   for (int64_t k : kernel) volume *= k;
