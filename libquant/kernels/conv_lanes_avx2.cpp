@@ -196,10 +196,10 @@ TileFn tile_fn(int pixels, bool accumulate, bool last) {
 }
 
 // The map's pixels as tiles: sixes, and a remainder of 7 to 9 as two tiles
-// of 4 or 5 (a tile of P pixels runs 2P multiply-add chains, and below 8
-// chains the FMA latency, 4 cycles on two ports, idles the ports: 9 = 5 + 4
-// costs 9 pixels' time, 6 + 3 ten). Only 7 (4 + 3) and maps of fewer than
-// four pixels keep a short tile.
+// of 4 or 5, 13 as 5 + 4 + 4 (a tile of P pixels runs 2P multiply-add
+// chains, and below 8 chains the FMA latency, 4 cycles on two ports, idles
+// the ports: 9 = 5 + 4 costs 9 pixels' time, 6 + 3 ten). Only maps of 7
+// (4 + 3) or fewer than four pixels keep a short tile.
 void split_pixels(int64_t n, std::vector<int>& sizes) {
   sizes.clear();
   for (int64_t r = n; r > 0;) {
@@ -210,6 +210,10 @@ void split_pixels(int64_t n, std::vector<int>& sizes) {
     if (r <= 9) {
       sizes.push_back(static_cast<int>(r) - 4);
       sizes.push_back(4);
+      break;
+    }
+    if (r == 13) {  // 6 + 4 + 3 otherwise (a 7 x 7 map: 49 = 6 x 6 + 13)
+      sizes.insert(sizes.end(), {5, 4, 4});
       break;
     }
     sizes.push_back(kMaxPixels);

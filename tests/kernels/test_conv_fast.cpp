@@ -132,8 +132,8 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 16, 9, 1, {4, 80}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
       // The lanes path (AVX2 in force: 16 or more input channels, output
       // channels per group a multiple of 16, weights packed for it): maps of
-      // 49 pixels (tiles of 6, then 4 + 3), 90, 25, 9 (5 + 4), 8 (4 + 4) and
-      // of 1 to 3; K of one, two and three depth blocks (144, 288, 576);
+      // 49 pixels (tiles of 6, then 5 + 4 + 4), 90, 25, 20, 13, 9 (5 + 4), 8
+      // (4 + 4) and of 1 to 3; K of one, two and three depth blocks (144, 288, 576);
       // strides with uneven pads, dilation, 7x7/2, 1 x 3, 1-D, groups and
       // a batch of two.
       {1, 16, 16, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
@@ -145,6 +145,7 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 16, 16, 1, {12, 12}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {3, 3}},
       {1, 16, 32, 1, {6, 8}, {1, 3}, {1, 1}, {1, 1}, {0, 1}, {0, 1}},
       {1, 16, 16, 1, {20}, {3}, {1}, {1}, {1}, {1}},
+      {1, 16, 16, 1, {13}, {3}, {1}, {1}, {1}, {1}},
       {1, 16, 16, 1, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
       {1, 16, 16, 1, {2, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
       {1, 16, 16, 1, {3, 3}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
