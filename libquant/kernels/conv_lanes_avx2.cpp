@@ -19,6 +19,7 @@
 #include <limits>
 #include <vector>
 
+#include "libquant/kernels/cpu.h"
 #include "libquant/kernels/threadpool.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -234,15 +235,19 @@ PackedMatrix pack_conv_lanes(const float* w, int64_t m, int64_t depth) {
 void conv_lanes_f32(const LanesConv& c, int threads) {
   thread_local std::vector<int> sizes;
   thread_local std::vector<int64_t> starts;
-  thread_local AlignedFloats partial_buf;
   split_pixels(c.pixels, sizes);
   starts.assign(1, 0);
   for (int s : sizes) starts.push_back(starts.back() + s);
   const int64_t tiles = static_cast<int64_t>(sizes.size()), panels = c.m / kLanesWidth;
-  if (c.depth > kGemmKc && partial_buf.size() < c.m * c.pixels) partial_buf = AlignedFloats(c.m * c.pixels);
-  float* const partial = partial_buf.data();  // the calling thread's (the tasks run on others too)
   const int* const tile_sizes = sizes.data();
   const int64_t* const tile_starts = starts.data();
+  // Where K spans several depth blocks, each tile's sums wait between blocks
+  // in a buffer of 16 floats per pixel and panel. The pixels go in chunks of
+  // tiles whose buffer stays within half the L2 (all of resnet18's maps in
+  // one chunk on a 2 MiB L2), so that a large map (64 channels at 1024 x
+  // 1024: 256 MiB) needs no second copy of y's size.
+  const int64_t chunk_tiles =
+      std::max<int64_t>(1, l2_cache_bytes() / 2 / (c.m * kMaxPixels * static_cast<int64_t>(sizeof(float))));
   // Threads take runs of pixels where the weights are the smaller operand
   // (m x taps < pixels: early layers, large maps), each reading its own
   // band of the input, padded by itself (pad_planes' bands: the tasks run
@@ -254,36 +259,47 @@ void conv_lanes_f32(const LanesConv& c, int threads) {
   const int64_t parts = std::clamp<int64_t>(by_pixels ? threads : (2 * threads + panels - 1) / panels, 1,
                                             std::max<int64_t>(tiles, 1));
   parallel_for(threads, groups * parts, [&](int64_t task) {
+    thread_local AlignedFloats partial_buf;  // this thread's
     const int64_t group = task / parts, part = task % parts;
     const int64_t q0 = group * panels / groups, q1 = (group + 1) * panels / groups;
-    const int64_t t0 = part * tiles / parts, t1 = (part + 1) * tiles / parts;
+    const int64_t t_first = part * tiles / parts, t_last = (part + 1) * tiles / parts;
     Tile t{};
     t.x = c.x;
     t.ldy = c.pixels;
     t.clamp = c.clamp;
     t.lo = c.lo;
     t.hi = c.hi;
-    // Depth blocks outermost, panels within: the weights are read in the
-    // order they lie (a depth block's panels one after the other), and a
-    // depth block's input channels serve every panel while in cache.
-    for (int64_t k0 = 0; k0 < c.depth; k0 += kGemmKc) {
-      const int64_t kc = std::min(kGemmKc, c.depth - k0);
-      const bool accumulate = k0 > 0, last = k0 + kc == c.depth;
-      t.taps = c.taps + k0;
-      for (int64_t q = q0; q < q1; ++q) {
-        t.w = c.w->panel(k0, q);
-        t.bias = c.bias ? c.bias + q * kLanesWidth : nullptr;
-        // The weights come from memory in a whole model (resnet18's are 45
-        // MB): the block's first tile fetches the next panel into L2.
-        const float* next = q + 1 < q1 ? c.w->panel(k0, q + 1) : !last ? c.w->panel(k0 + kc, q0) : nullptr;
-        for (int64_t ti = t0; ti < t1; ++ti) {
-          t.prefetch = ti == t0 ? reinterpret_cast<uintptr_t>(next) : 0;
-          const int64_t p0 = tile_starts[ti];
-          t.pixel = c.pixel + p0;
-          t.partial = partial ? partial + (q * c.pixels + p0) * kLanesWidth : nullptr;
-          t.y = c.y + q * kLanesWidth * c.pixels + p0;
-          t.residual = c.residual ? c.residual + q * kLanesWidth * c.pixels + p0 : nullptr;
-          tile_fn(tile_sizes[ti], accumulate, last)(kc, t);
+    for (int64_t t0 = t_first; t0 < t_last; t0 += chunk_tiles) {
+      const int64_t t1 = std::min(t_last, t0 + chunk_tiles);
+      const int64_t chunk_p0 = tile_starts[t0], chunk_pixels = tile_starts[t1] - chunk_p0;
+      float* partial = nullptr;
+      if (c.depth > kGemmKc) {
+        const int64_t need = (q1 - q0) * chunk_pixels * kLanesWidth;
+        if (partial_buf.size() < need) partial_buf = AlignedFloats(need);
+        partial = partial_buf.data();
+      }
+      // Depth blocks outermost, panels within: the weights are read in the
+      // order they lie (a depth block's panels one after the other), and a
+      // depth block's input channels serve every panel while in cache.
+      for (int64_t k0 = 0; k0 < c.depth; k0 += kGemmKc) {
+        const int64_t kc = std::min(kGemmKc, c.depth - k0);
+        const bool accumulate = k0 > 0, last = k0 + kc == c.depth;
+        t.taps = c.taps + k0;
+        for (int64_t q = q0; q < q1; ++q) {
+          t.w = c.w->panel(k0, q);
+          t.bias = c.bias ? c.bias + q * kLanesWidth : nullptr;
+          // The weights come from memory in a whole model (resnet18's are 45
+          // MB): the block's first tile fetches the next panel into L2.
+          const float* next = q + 1 < q1 ? c.w->panel(k0, q + 1) : !last ? c.w->panel(k0 + kc, q0) : nullptr;
+          for (int64_t ti = t0; ti < t1; ++ti) {
+            t.prefetch = ti == t0 ? reinterpret_cast<uintptr_t>(next) : 0;
+            const int64_t p0 = tile_starts[ti];
+            t.pixel = c.pixel + p0;
+            t.partial = partial ? partial + ((q - q0) * chunk_pixels + p0 - chunk_p0) * kLanesWidth : nullptr;
+            t.y = c.y + q * kLanesWidth * c.pixels + p0;
+            t.residual = c.residual ? c.residual + q * kLanesWidth * c.pixels + p0 : nullptr;
+            tile_fn(tile_sizes[ti], accumulate, last)(kc, t);
+          }
         }
       }
     }

@@ -151,6 +151,11 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 16, 16, 1, {3, 3}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
       {1, 16, 16, 1, {3, 4}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
       {1, 16, 16, 1, {3, 5}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+      // 2304 pixels, 64 output channels, K = 288: the sums between depth
+      // blocks exceed half a 256 KiB L2 (QTOOL_L2_KB=256, as
+      // unit.small_l2_avx2_kernels runs), so one thread takes its pixels
+      // in two chunks.
+      {1, 32, 64, 1, {48, 48}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
   };
   for (const Case& c : cases) {
     const ConvGeometry g = geometry(c);
