@@ -35,6 +35,9 @@ namespace {
 constexpr int kMaxPixels = 6;
 
 // The first n (0-4) floats at p in the low lanes, the others zero; and back.
+// Pairs go through the unaligned 64-bit moves (_mm_loadu_si64): a float
+// pointer need not be 8-byte aligned, as _mm_load_sd's double would be
+// (UBSan refuses it).
 template <int N>
 [[gnu::always_inline]] __attribute__((target("avx2"))) inline __m128 load_part(const float* p) {
   static_assert(N >= 0 && N <= 4);
@@ -43,9 +46,9 @@ template <int N>
   else if constexpr (N == 1)
     return _mm_load_ss(p);
   else if constexpr (N == 2)
-    return _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p)));
+    return _mm_castsi128_ps(_mm_loadu_si64(p));
   else if constexpr (N == 3)
-    return _mm_movelh_ps(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p))), _mm_load_ss(p + 2));
+    return _mm_movelh_ps(_mm_castsi128_ps(_mm_loadu_si64(p)), _mm_load_ss(p + 2));
   else
     return _mm_loadu_ps(p);
 }
@@ -55,9 +58,9 @@ template <int N>
   if constexpr (N == 1) {
     _mm_store_ss(p, v);
   } else if constexpr (N == 2) {
-    _mm_store_sd(reinterpret_cast<double*>(p), _mm_castps_pd(v));
+    _mm_storeu_si64(p, _mm_castps_si128(v));
   } else if constexpr (N == 3) {
-    _mm_store_sd(reinterpret_cast<double*>(p), _mm_castps_pd(v));
+    _mm_storeu_si64(p, _mm_castps_si128(v));
     _mm_store_ss(p + 2, _mm_movehl_ps(v, v));
   } else if constexpr (N == 4) {
     _mm_storeu_ps(p, v);
