@@ -124,9 +124,27 @@ __attribute__((target("avx2,fma"))) void f32_gemm_avx2_rows(int64_t kc, const fl
   // kernel_bench float-avx2, three runs alternating with the loop before:
   // resnet18's convs 88.5-91.5% -> 91.4-91.8% of the FMA peak (one more run
   // fell in a slow spell), mobilenet_v2's pointwise 84.8-89.7% -> 87.8-93.1%.
+  //
+  // B read in place (a row-major B, b_stride its row stride: a 1x1 conv's
+  // input planes) has one stream per k, too many for the hardware
+  // prefetchers: the tile fetches its rows two panels ahead into L1 (128
+  // bytes on). One layer alone, QTOOL_ISA=avx2, 1 thread, best of 300 calls,
+  // alternating, 2026-11-30: 1x1 144 -> 24 at 56 x 56 from 59-67% to 72-78%
+  // of the FMA peak, 96 -> 24 at 56 70-73% -> 80%, 32 -> 16 at 112 59-62% ->
+  // 69-73%; wide ones (16 -> 96 at 112, whose output is the bound) and those
+  // of 14 x 14 maps within the noise. One panel ahead gained half as much.
   const int64_t a_next = kc * kMr * static_cast<int64_t>(sizeof(float));
   const auto bk = [&](int64_t k) { return Rows ? b + b_rows[k] : b + k * b_stride; };
   int64_t k = 0;
+  if (!Rows && b_stride != kNr) {
+    for (; k + 2 <= kc; k += 2) {
+      prefetch_l2(a + k * kMr, a_next);
+      _mm_prefetch(reinterpret_cast<const char*>(bk(k) + 2 * kNr), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(bk(k + 1) + 2 * kNr), _MM_HINT_T0);
+      f32_step<R, V>(acc, a + k * kMr, bk(k));
+      f32_step<R, V>(acc, a + (k + 1) * kMr, bk(k + 1));
+    }
+  }
   for (; k + 2 <= kc; k += 2) {
     prefetch_l2(a + k * kMr, a_next);
     f32_step<R, V>(acc, a + k * kMr, bk(k));
