@@ -1,6 +1,7 @@
 #include "libquant/kernels/qconv_fast.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cassert>
 #include <cstring>
 #include <type_traits>
@@ -761,9 +762,12 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
     // (mobilenet_v2's 112x112 expand conv, K = 16). A map too small for two
     // blocks per thread (7x7: 49 pixels made blocks of 32 and 17, one
     // thread doing two thirds) is one block, and its output channels are
-    // split instead (below).
+    // split instead (below), even with one task per thread: mobilenet_v2
+    // int8's 7 x 7 project convs left the worker thread idle for 20-35% of
+    // their time so (2 threads, QTOOL_ISA=avx2, the thread pool's own
+    // per-job timing, 2026-11-30).
     const int64_t most = c.plane / (2 * kQNr);
-    if (most < 2 * threads && per_thread > 1) {
+    if (most < 2 * threads) {
       nc = (c.plane + kQNr - 1) / kQNr * kQNr;
     } else {
       const int64_t want = (std::min(std::max<int64_t>(most, 1), std::max((c.plane + nc - 1) / nc, per_thread * threads)) +
@@ -787,6 +791,16 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   // rounded up had made fewer, uneven ones (64, 64, 64, 18).
   if (direct) nc = std::max<int64_t>(2 * kQNr, nc / (2 * kQNr) * (2 * kQNr));
   const int64_t blocks = (c.plane + nc - 1) / nc, row_panels = (c.group_out + mr - 1) / mr;
+  // Where block b starts: whole panels, the blocks as even as that allows
+  // (a 14 x 14 map's 196 pixels in two blocks: 96 + 100, where blocks of nc
+  // made 112 + 84 and left one thread idle a sixth of the time). Direct
+  // blocks keep nc's (whole 32-pixel tiles, above). nc becomes the largest
+  // block, which sizes the buffers below.
+  const auto block_start = [&, blocks](int64_t i) {
+    return direct ? std::min(c.plane, i * nc) : i >= blocks ? c.plane : i * c.plane / blocks / kQNr * kQNr;
+  };
+  if (!direct)
+    for (int64_t i = 0; i < blocks; ++i) nc = std::max(nc, block_start(i + 1) - block_start(i));
   const int64_t outer = g.batch * g.group * blocks;
   // Fewer pixel blocks than threads (late, small layers): split the output
   // channels too, `per_thread` chunks per thread, with each pixel block
@@ -824,7 +838,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
     Block k;
     const int64_t blk = b % blocks;
     k.grp = (b / blocks) % g.group, k.n = b / (blocks * g.group);
-    k.p0 = blk * nc, k.count = std::min(nc, c.plane - k.p0);
+    k.p0 = block_start(blk), k.count = block_start(blk + 1) - k.p0;
     k.stride = (k.count + kQNr - 1) / kQNr * kQNr;
     const int64_t first = k.n * g.in_channels + k.grp * c.group_in;
     k.xg = direct ? reinterpret_cast<const TX*>(reinterpret_cast<const uint8_t*>(padded) + first / 4 * quad_bytes)
@@ -833,21 +847,30 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
     return k;
   };
   const bool gather = !c.pointwise && !c.wide;
-  // Shared blocks, packed here on the calling thread (its buffers): outer
-  // blocks of kp x nc bytes and nc column sums each.
+  // Shared blocks, in the calling thread's buffers: outer blocks of kp x nc
+  // bytes and nc column sums each, packed before the product by all threads,
+  // each a run of whole panels of a block (on the calling thread alone,
+  // packing a 7 x 7 map's block of K = 960 took 15-17 us, the worker idle).
   thread_local AlignedBytes shared_panels;
   thread_local std::vector<int32_t> shared_sums;
   const size_t block_bytes = static_cast<size_t>(kp * ((nc + kQNr - 1) / kQNr * kQNr) * b_bytes);
   if (shared && !direct) {
-    thread_local AlignedBytes shared_rows;
-    uint8_t* panels = shared_panels.reserve(static_cast<size_t>(outer) * block_bytes);
+    uint8_t* const panels = shared_panels.reserve(static_cast<size_t>(outer) * block_bytes);
     shared_sums.resize(static_cast<size_t>(outer * nc + kQNr));
-    for (int64_t b = 0; b < outer; ++b) {
-      const Block k = block_of(b);
-      uint8_t* rb = gather ? shared_rows.reserve(static_cast<size_t>(c.reduction * k.stride * sizeof(TX))) : nullptr;
-      pack_block(c, k.xg, x_zero_point, k.p0, k.count, rb, panels + static_cast<size_t>(b) * block_bytes,
-                 o.row_zp ? shared_sums.data() + b * nc : nullptr, packed.k_tap_major(), wide_b);
-    }
+    int32_t* const sums = shared_sums.data();
+    const int64_t runs = std::min<int64_t>(threads, (nc + kQNr - 1) / kQNr);
+    parallel_for(threads, outer * runs, [&](int64_t task) {
+      thread_local AlignedBytes rows_buf;
+      const Block k = block_of(task / runs);
+      const int64_t run = task % runs, block_panels = (k.count + kQNr - 1) / kQNr;
+      const int64_t j0 = run * block_panels / runs * kQNr, j1 = std::min(k.count, (run + 1) * block_panels / runs * kQNr);
+      if (j0 >= j1) return;
+      const int64_t stride = (j1 - j0 + kQNr - 1) / kQNr * kQNr;
+      uint8_t* rb = gather ? rows_buf.reserve(static_cast<size_t>(c.reduction * stride * sizeof(TX))) : nullptr;
+      pack_block(c, k.xg, x_zero_point, k.p0 + j0, j1 - j0, rb,
+                 panels + static_cast<size_t>(task / runs) * block_bytes + static_cast<size_t>(j0 * kp * b_bytes),
+                 o.row_zp ? sums + task / runs * nc + j0 : nullptr, packed.k_tap_major(), wide_b);
+    });
   }
   const uint8_t* const shared_base = shared ? shared_panels.data() : nullptr;
   const int32_t* const shared_sum = shared ? shared_sums.data() : nullptr;

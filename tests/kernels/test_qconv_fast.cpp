@@ -192,6 +192,23 @@ TEST_CASE("qconv_fast splits a large layer into pixel blocks", "[kernels][qconv_
   check_large(Case{1, 64, 20, 1, {40, 40}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, 9, 31, {2});
 }
 
+TEST_CASE("qconv_fast splits a small map into blocks of whole panels as even as they go", "[kernels][qconv_fast]") {
+  // 14 x 14 = 196 pixels in two blocks of 96 and 100 (not 112 and 84); on 3
+  // threads, blocks of 64, 64 and 68.
+  check_large(Case{1, 96, 24, 1, {14, 14}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}}, 3, 33, {2, 3});
+}
+
+TEST_CASE("qconv_fast packs a shared block in runs of panels on every thread", "[kernels][qconv_fast]") {
+  // A 7 x 7 map with one task per thread: one block of 49 pixels (4 panels,
+  // the last of one column), packed by 2 or 3 threads in runs of whole
+  // panels with its column sums (weight zero points), then split by output
+  // channels. Pointwise (rows read in place), gathered (stride 2) and wide
+  // (3x3, padded planes) packing.
+  check_large(Case{1, 40, 24, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}}, 7, 34, {2, 3});
+  check_large(Case{1, 40, 24, 1, {13, 13}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}}, 7, 35, {2, 3});
+  check_large(Case{1, 12, 24, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, 7, 36, {2, 3});
+}
+
 TEST_CASE("qconv_fast splits a heavy layer on a small map by output channels", "[kernels][qconv_fast]") {
   // 7 x 7 outputs (too few pixels for two blocks per thread), K = 256 * 9 =
   // 2304, 160 channels: 18M multiply-adds, enough for several tasks per
