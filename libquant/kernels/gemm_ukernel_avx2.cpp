@@ -48,6 +48,11 @@ inline void prefetch_l2(const float* p, int64_t offset) {
                _MM_HINT_T1);
 }
 
+// As prefetch_l2, into L1 for writing (PREFETCHW).
+__attribute__((target("prfchw"))) inline void prefetch_write(const float* p, int64_t offset) {
+  __builtin_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(offset)), 1, 3);
+}
+
 // Lanes [0, count) of 8, count clamped to [0, 8], as a maskload/maskstore mask.
 __attribute__((target("avx2"))) inline __m256i first_lanes(int count) {
   const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -101,7 +106,7 @@ template <int R, int V>
 // rows high, B panels 16 wide whatever R and V).
 // With Rows, B's row k is at b + b_rows[k] instead (RowsMicroKernel).
 template <int R, int V, bool Rows>
-__attribute__((target("avx2,fma"))) void f32_gemm_avx2_rows(int64_t kc, const float* a, const float* b,
+__attribute__((target("avx2,fma,prfchw"))) void f32_gemm_avx2_rows(int64_t kc, const float* a, const float* b,
                                                             int64_t b_stride, const int64_t* b_rows, float* c,
                                                             int64_t ldc, int n_valid, const MicroEpilogue& ep) {
   __m256 acc[R][V];
@@ -135,6 +140,15 @@ __attribute__((target("avx2,fma"))) void f32_gemm_avx2_rows(int64_t kc, const fl
   // of 14 x 14 maps within the noise. One panel ahead gained half as much.
   const int64_t a_next = kc * kMr * static_cast<int64_t>(sizeof(float));
   const auto bk = [&](int64_t k) { return Rows ? b + b_rows[k] : b + k * b_stride; };
+  // A short depth (a 1x1 conv of 16-32 input channels) stores about as much
+  // as it multiplies: the next tile's rows of C (columns on) are fetched for
+  // writing while this one computes. 1x1 16 -> 96 at 112 x 112 (4.8 MB of
+  // output), one layer alone, QTOOL_ISA=avx2, alternating: 8-10% faster;
+  // 24 -> 144 at 56 and 32 -> 192 at 28 within the noise. (PREFETCHW: a NOP
+  // on the Intel CPUs that lack it.)
+  if (kc <= 32)
+#pragma GCC unroll 6
+    for (int i = 0; i < R; ++i) prefetch_write(c + i * ldc, kNr * static_cast<int64_t>(sizeof(float)));
   int64_t k = 0;
   if (!Rows && b_stride != kNr) {
     for (; k + 2 <= kc; k += 2) {
