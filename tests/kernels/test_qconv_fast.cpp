@@ -198,15 +198,19 @@ TEST_CASE("qconv_fast splits a small map into blocks of whole panels as even as 
   check_large(Case{1, 96, 24, 1, {14, 14}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}}, 3, 33, {2, 3});
 }
 
-TEST_CASE("qconv_fast packs a shared block in runs of panels on every thread", "[kernels][qconv_fast]") {
-  // A 7 x 7 map with one task per thread: one block of 49 pixels (4 panels,
-  // the last of one column), packed by 2 or 3 threads in runs of whole
-  // panels with its column sums (weight zero points), then split by output
-  // channels. Pointwise (rows read in place), gathered (stride 2) and wide
-  // (3x3, padded planes) packing.
+TEST_CASE("qconv_fast splits a small map's one block by output channels", "[kernels][qconv_fast]") {
+  // A 7 x 7 map: one block of 49 pixels (4 panels, the last of one column)
+  // with its column sums (weight zero points), split by output channels.
+  // Light layers (one chunk per thread) pack the block in each task;
+  // heavy ones (16M multiply-adds and more: several chunks per thread) pack
+  // it once beforehand, every thread a run of whole panels. Pointwise (rows
+  // read in place), gathered (stride 2) and wide (3x3, padded planes).
   check_large(Case{1, 40, 24, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}}, 7, 34, {2, 3});
   check_large(Case{1, 40, 24, 1, {13, 13}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}}, 7, 35, {2, 3});
   check_large(Case{1, 12, 24, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, 7, 36, {2, 3});
+  check_large(Case{1, 1024, 352, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}}, 7, 37, {2, 3});
+  check_large(Case{1, 1024, 352, 1, {13, 13}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}}, 7, 38, {2});
+  check_large(Case{1, 128, 320, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, 7, 39, {2});
 }
 
 TEST_CASE("qconv_fast splits a heavy layer on a small map by output channels", "[kernels][qconv_fast]") {
