@@ -7,7 +7,8 @@
 //    3x3 ones on small maps or with stride 2 8 or 16 channels at once, one per
 //    vector lane (conv_depthwise_3x3_blocked.cpp);
 //  - 1x1, stride 1, no padding: the input planes already are the GEMM's B
-//    matrix [C/group, H*W], no im2col at all;
+//    matrix [C/group, H*W], no im2col at all; with strides (no padding), the
+//    same on the input subsampled into a copy [C/group, out pixels];
 //  - on AVX2, 1-D and 2-D with 16 or more input channels per group and
 //    output channels per group a multiple of 16: output channels in the
 //    vector lanes, each pixel's inputs broadcast from a zero-padded copy of
@@ -67,7 +68,7 @@ struct ConvActivation {
 // As conv_f32, with `packed` (may be null: packed on the fly) holding w when
 // given, the activation fused, and the work split over `threads` threads.
 // y may not alias x or act.residual. allow_direct false keeps the im2col
-// path where the lanes or direct one would run (for tests comparing them).
+// path where the lanes, direct or subsampled one would run (for tests comparing them).
 void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const PackedConvWeights* packed,
                    const float* bias, float* y, int threads, const ConvActivation& act = {}, bool allow_direct = true);
 

@@ -74,8 +74,15 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 24, 40, 1, {23, 25}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
       {2, 6, 4, 2, {5, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
       {1, 5, 7, 1, {11}, {1}, {1}, {1}, {0}, {0}},
-      // 1x1 with stride or padding goes through im2col
+      // 1x1 with strides and no padding: the input subsampled, then read as
+      // B (odd and even widths, strides 2, 3 x 2 and 1 x 3, 1-D and 3-D,
+      // groups and a batch of two); with padding: im2col
       {1, 8, 16, 1, {9, 9}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
+      {2, 6, 10, 2, {10, 7}, {1, 1}, {3, 2}, {1, 1}, {0, 0}, {0, 0}},
+      {1, 5, 7, 1, {4, 20}, {1, 1}, {1, 3}, {1, 1}, {0, 0}, {0, 0}},
+      {1, 4, 6, 1, {19}, {1}, {2}, {1}, {0}, {0}},
+      {1, 3, 5, 1, {5, 4, 7}, {1, 1, 1}, {2, 1, 2}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 64, 32, 1, {14, 14}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
       {1, 4, 5, 1, {4, 4}, {1, 1}, {1, 1}, {1, 1}, {1, 0}, {0, 1}},
       // depthwise: strides 1 and 2 at widths around the 8-lane blocks, dilation, 1-D and 3-D
       {1, 5, 5, 5, {17, 17}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
@@ -191,7 +198,7 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
     conv_f32_fast(g, x.data(), w.data(), &packed, bias.data(), fused.data(), 2,
                   ConvActivation{true, -0.3f, 0.4f, residual.data()});
     for (size_t i = 0; i < out_size; ++i) REQUIRE(fused[i] == std::clamp(one[i] + residual[i], -0.3f, 0.4f));
-    // The lanes and direct paths (where they run) against im2col: the same
+    // The lanes, direct and subsampled paths (where they run) against im2col: the same
     // bits, the fused residual and clamp included.
     std::vector<float> im2col(out_size, 99.0f), im2col_fused(out_size, 99.0f);
     conv_f32_fast(g, x.data(), w.data(), &packed, bias.data(), im2col.data(), 2, {}, false);
