@@ -288,7 +288,7 @@ void conv_lanes(const detail::Spatial3& s, int64_t c, int64_t m, const float* x,
 // prefetched) rather than packed panel by panel through the im2col map.
 // resnet18's downsampling shortcuts alone, QTOOL_ISA=avx2, alternating,
 // medians of 300 calls: 64 -> 128 at 56 -> 28 0.94-0.96 of im2col's time,
-// 128 -> 256 at 28 0.92-0.95, 256 -> 512 at 14 0.99-1.01. The same bits: the
+// 128 -> 256 at 28 0.92-0.95, 256 -> 512 at 14 0.98-1.0. The same bits: the
 // same K order and depth blocks.
 void subsample_planes(const detail::Spatial3& s, const float* x, int64_t c, float* dst, int threads) {
   const int64_t in_plane = s.in[0] * s.in[1] * s.in[2], out_plane = s.out[0] * s.out[1] * s.out[2];
@@ -354,13 +354,15 @@ void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const 
     unpadded = unpadded && s.pads_begin[i] == 0 && s.pads_end[i] == 0;
     pointwise = pointwise && s.strides[i] == 1 && s.pads_begin[i] == 0 && s.pads_end[i] == 0;
   }
-  const bool subsampled = allow_direct && unpadded && !pointwise;  // subsample_planes
 
   GemmEpilogue ep;
   ep.clamp = act.clamp;
   ep.lo = act.lo;
   ep.hi = act.hi;
   const detail::GemmIsa& isa = detail::best_gemm_isa();
+  // subsample_planes, on the AVX2 kernels (where it was measured faster; on
+  // AVX-512's the same layers ran 1.0-1.15x im2col's time).
+  const bool subsampled = allow_direct && unpadded && !pointwise && &isa == detail::kGemmIsaAvx2;
   // Group gi's weights: packed at prepare time, or read as they lie.
   const auto weights_of = [&](int64_t gi) {
     GemmA a;

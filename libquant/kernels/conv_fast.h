@@ -8,7 +8,7 @@
 //    vector lane (conv_depthwise_3x3_blocked.cpp);
 //  - 1x1, stride 1, no padding: the input planes already are the GEMM's B
 //    matrix [C/group, H*W], no im2col at all; with strides (no padding), the
-//    same on the input subsampled into a copy [C/group, out pixels];
+//    same on the input subsampled into a copy [C/group, out pixels] (AVX2);
 //  - on AVX2, 1-D and 2-D with 16 or more input channels per group and
 //    output channels per group a multiple of 16: output channels in the
 //    vector lanes, each pixel's inputs broadcast from a zero-padded copy of
