@@ -48,6 +48,12 @@ inline void prefetch_l2(const float* p, int64_t offset) {
                _MM_HINT_T1);
 }
 
+// As prefetch_l2, into L1.
+inline void prefetch_l1(const float* p, int64_t offset) {
+  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(offset)),
+               _MM_HINT_T0);
+}
+
 // As prefetch_l2, into L1 for writing (PREFETCHW).
 __attribute__((target("prfchw"))) inline void prefetch_write(const float* p, int64_t offset) {
   __builtin_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(offset)), 1, 3);
@@ -153,8 +159,8 @@ __attribute__((target("avx2,fma,prfchw"))) void f32_gemm_avx2_rows(int64_t kc, c
   if (!Rows && b_stride != kNr) {
     for (; k + 2 <= kc; k += 2) {
       prefetch_l2(a + k * kMr, a_next);
-      _mm_prefetch(reinterpret_cast<const char*>(bk(k) + 2 * kNr), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(bk(k + 1) + 2 * kNr), _MM_HINT_T0);
+      prefetch_l1(bk(k), 2 * kNr * static_cast<int64_t>(sizeof(float)));
+      prefetch_l1(bk(k + 1), 2 * kNr * static_cast<int64_t>(sizeof(float)));
       f32_step<R, V>(acc, a + k * kMr, bk(k));
       f32_step<R, V>(acc, a + (k + 1) * kMr, bk(k + 1));
     }

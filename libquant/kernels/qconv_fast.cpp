@@ -1,7 +1,6 @@
 #include "libquant/kernels/qconv_fast.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cassert>
 #include <cstring>
 #include <type_traits>
