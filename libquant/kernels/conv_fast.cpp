@@ -349,11 +349,12 @@ void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const 
   const int64_t in_plane = s.in[0] * s.in[1] * s.in[2];
   const int64_t out_plane = s.out[0] * s.out[1] * s.out[2];
   const int64_t K = c_per_group * kernel_volume(g);
-  bool pointwise = kernel_volume(g) == 1, unpadded = pointwise;
+  bool unpadded = kernel_volume(g) == 1, unit_strides = true;  // unpadded: a 1x1 kernel without padding
   for (int i = 0; i < 3; ++i) {
     unpadded = unpadded && s.pads_begin[i] == 0 && s.pads_end[i] == 0;
-    pointwise = pointwise && s.strides[i] == 1 && s.pads_begin[i] == 0 && s.pads_end[i] == 0;
+    unit_strides = unit_strides && s.strides[i] == 1;
   }
+  const bool pointwise = unpadded && unit_strides;
 
   GemmEpilogue ep;
   ep.clamp = act.clamp;

@@ -40,23 +40,17 @@ namespace {
 
 constexpr int kMr = 6, kNr = 16;
 
-// A prefetch into L2 of the line holding byte `offset` from p, worked out as
-// an integer: it may lie past the end of the operand, which a prefetch
+// The address of byte `offset` from p for a prefetch, worked out as an
+// integer: it may lie past the end of the operand, which a prefetch
 // tolerates (it never faults) but pointer arithmetic does not.
-inline void prefetch_l2(const float* p, int64_t offset) {
-  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(offset)),
-               _MM_HINT_T1);
+inline const char* prefetch_address(const float* p, int64_t offset) {
+  return reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(offset));
 }
-
-// As prefetch_l2, into L1.
-inline void prefetch_l1(const float* p, int64_t offset) {
-  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(offset)),
-               _MM_HINT_T0);
-}
-
-// As prefetch_l2, into L1 for writing (PREFETCHW).
+// Prefetches of that line into L2, into L1, and into L1 for writing (PREFETCHW).
+inline void prefetch_l2(const float* p, int64_t offset) { _mm_prefetch(prefetch_address(p, offset), _MM_HINT_T1); }
+inline void prefetch_l1(const float* p, int64_t offset) { _mm_prefetch(prefetch_address(p, offset), _MM_HINT_T0); }
 __attribute__((target("prfchw"))) inline void prefetch_write(const float* p, int64_t offset) {
-  __builtin_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(offset)), 1, 3);
+  __builtin_prefetch(prefetch_address(p, offset), 1, 3);
 }
 
 // Lanes [0, count) of 8, count clamped to [0, 8], as a maskload/maskstore mask.
