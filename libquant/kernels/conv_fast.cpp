@@ -246,8 +246,9 @@ void conv_direct(const detail::Spatial3& s, int64_t c, int64_t m, const float* x
 // One group of one image on the lanes path (conv_lanes.h): x's c planes
 // zero padded (one phase: pixels step over the strides themselves), the
 // taps' byte offsets in im2col's K order, each output pixel's first tap.
-void conv_lanes(const detail::Spatial3& s, int64_t c, int64_t m, const float* x, const PackedMatrix& w,
-                const float* bias, const ConvActivation& act, const float* residual, float* y, int threads) {
+void conv_lanes(const detail::Spatial3& s, const detail::LanesIsa& isa, int64_t c, int64_t m, const float* x,
+                const PackedMatrix& w, const float* bias, const ConvActivation& act, const float* residual, float* y,
+                int threads) {
   detail::Spatial3 flat = s;
   flat.strides[1] = flat.strides[2] = 1;
   const DirectGeometry d = direct_geometry(flat);
@@ -269,6 +270,8 @@ void conv_lanes(const detail::Spatial3& s, int64_t c, int64_t m, const float* x,
   lc.depth = K;
   lc.taps_per_channel = kv;
   lc.pixels = oh * ow;
+  lc.row = ow;
+  lc.stride = s.strides[2];
   lc.x = padded.data();
   lc.taps = taps.data();
   lc.pixel = pixel.data();
@@ -279,7 +282,7 @@ void conv_lanes(const detail::Spatial3& s, int64_t c, int64_t m, const float* x,
   lc.lo = act.lo;
   lc.hi = act.hi;
   lc.y = y;
-  detail::conv_lanes_f32(lc, threads);
+  detail::conv_lanes_f32(lc, isa, threads);
 }
 
 // A strided 1x1 conv without padding reads input pixel (d * s0, r * s1,
@@ -315,12 +318,15 @@ void subsample_planes(const detail::Spatial3& s, const float* x, int64_t c, floa
 // GEMM at 1 and 2 threads): resnet18's 3x3 convs at 56, 28, 14 and 7 (64 to
 // 512 channels) 0.86-0.97, its 3x3/2 ones 0.87-0.93. Not its stem (7x7/2
 // 3 -> 64 at 224: 1.01-1.03 at 1 thread), whose 3 input channels the direct
-// path's phase planes serve well: at least 16 input channels.
+// path's phase planes serve well: at least 16 input channels. On AVX-512
+// (2026-12-01, best of 100 calls, 1 thread): the same 3x3 convs 0.85-0.94,
+// the 3x3/2 ones 0.90-0.93; squeezenet's 3x3 expands (16 -> 64 at 55 to
+// 64 -> 256 at 13) 0.83-0.93; 32 -> 32 and 16 -> 32 at 112 0.96-0.97.
 bool lanes_fits(int64_t c, int64_t m, std::span<const int64_t> kernel) {
   int64_t volume = 1;
   for (int64_t k : kernel) volume *= k;
-  return &detail::best_gemm_isa() == detail::kGemmIsaAvx2 && detail::conv_lanes_available() && kernel.size() >= 1 &&
-         kernel.size() <= 2 && volume > 1 && c >= 16 && m % detail::kLanesWidth == 0;
+  const detail::LanesIsa* lanes = detail::lanes_isa(detail::best_gemm_isa());
+  return lanes && kernel.size() >= 1 && kernel.size() <= 2 && volume > 1 && c >= 16 && m % lanes->width == 0;
 }
 
 PackedConvWeights::PackedConvWeights(const float* w, int64_t out_channels, int64_t group, int64_t depth_per_group,
@@ -328,12 +334,13 @@ PackedConvWeights::PackedConvWeights(const float* w, int64_t out_channels, int64
   const int64_t m_per_group = out_channels / group;
   int64_t volume = 1;
   for (int64_t k : kernel) volume *= k;
-  lanes_ = !kernel.empty() && depth_per_group % volume == 0 && lanes_fits(depth_per_group / volume, m_per_group, kernel);
+  const detail::GemmIsa& isa = detail::best_gemm_isa();
+  if (!kernel.empty() && depth_per_group % volume == 0 && lanes_fits(depth_per_group / volume, m_per_group, kernel))
+    lanes_ = detail::lanes_isa(isa);
   for (int64_t gi = 0; gi < group; ++gi) {
     const float* wg = w + gi * m_per_group * depth_per_group;
-    groups_.push_back(lanes_ ? detail::pack_conv_lanes(wg, m_per_group, depth_per_group)
-                             : PackedMatrix::pack_a(MatrixView{wg, depth_per_group, 1}, m_per_group, depth_per_group,
-                                                    detail::best_gemm_isa()));
+    groups_.push_back(lanes_ ? detail::pack_conv_lanes(wg, m_per_group, depth_per_group, isa)
+                            : PackedMatrix::pack_a(MatrixView{wg, depth_per_group, 1}, m_per_group, depth_per_group, isa));
   }
 }
 
@@ -374,13 +381,15 @@ void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const 
     return a;
   };
   // Weights packed for the lanes path run there (lanes_fits held for their
-  // shape and the ISA in force when they were packed).
-  if (allow_direct && packed && packed->lanes() && !pointwise && s.in[0] == 1 && s.kernel[0] == 1 &&
-      &isa == detail::kGemmIsaAvx2) {
+  // shape and the ISA in force when they were packed) where its kernels
+  // take the row stride; elsewhere the GEMM paths read them as they lie.
+  const detail::LanesIsa* lanes = packed && packed->lanes_isa() == detail::lanes_isa(isa) ? packed->lanes_isa() : nullptr;
+  if (allow_direct && lanes && !pointwise && s.in[0] == 1 && s.kernel[0] == 1 &&
+      (lanes->max_stride == 0 || s.strides[2] <= lanes->max_stride)) {
     for (int64_t n = 0; n < g.batch; ++n)
       for (int64_t gi = 0; gi < g.group; ++gi) {
         const int64_t first_in = n * C + gi * c_per_group, first_out = n * M + gi * m_per_group;
-        conv_lanes(s, c_per_group, m_per_group, x + first_in * in_plane, packed->group(gi),
+        conv_lanes(s, *lanes, c_per_group, m_per_group, x + first_in * in_plane, packed->group(gi),
                    bias ? bias + gi * m_per_group : nullptr, act,
                    act.residual ? act.residual + first_out * out_plane : nullptr, y + first_out * out_plane, threads);
       }

@@ -32,6 +32,10 @@
 
 namespace quant::kernels {
 
+namespace detail {
+struct LanesIsa;
+}
+
 // Conv weights [M, C/group, k...] packed once (at prepare time) per group:
 // for the lanes path where it will run (lanes_fits, from the kernel's
 // shape `kernel`, empty if unknown), else as one GEMM A operand
@@ -42,13 +46,15 @@ class PackedConvWeights {
   PackedConvWeights(const float* w, int64_t out_channels, int64_t group, int64_t depth_per_group,
                     std::span<const int64_t> kernel = {});
   bool empty() const { return groups_.empty(); }
-  // Packed for the lanes path (conv_lanes.h) rather than as A operands.
-  bool lanes() const { return lanes_; }
+  // Packed for the lanes path (conv_lanes.h) rather than as A operands:
+  // for the lanes kernels lanes_isa(), null otherwise.
+  bool lanes() const { return lanes_ != nullptr; }
+  const detail::LanesIsa* lanes_isa() const { return lanes_; }
   const PackedMatrix& group(int64_t g) const { return groups_[static_cast<size_t>(g)]; }
 
  private:
   std::vector<PackedMatrix> groups_;
-  bool lanes_ = false;
+  const detail::LanesIsa* lanes_ = nullptr;
 };
 
 // Whether a conv of c input and m output channels per group with kernel

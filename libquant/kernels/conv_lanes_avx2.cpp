@@ -1,6 +1,6 @@
-// The lanes path's AVX2 + FMA kernels and their driver (conv_lanes.h).
-// Compiled with target attributes, as gemm_ukernel_avx2.cpp is; called only
-// when the GEMM ISA in force is AVX2 (conv_fast.cpp decides).
+// The lanes path's AVX2 + FMA kernels (conv_lanes.h). Compiled with target
+// attributes, as gemm_ukernel_avx2.cpp is; called only when the GEMM ISA in
+// force is AVX2 (conv_fast.cpp decides).
 //
 // A tile is P <= 6 pixels x 16 channels in 2P accumulators: per k two
 // weight vectors, P broadcasts of the pixels' inputs and 2P multiply-adds,
@@ -17,10 +17,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <vector>
-
-#include "libquant/kernels/cpu.h"
-#include "libquant/kernels/threadpool.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -98,29 +94,12 @@ template <int P>
   r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-// One tile's operands and destinations, already moved to its pixels and
-// channels.
-struct Tile {
-  const float* w;         // the panel of this depth block: kc x 16
-  uintptr_t prefetch;     // the next panel the task reads (into L2, a line per k), or 0
-  const float* x;         // padded input planes
-  const int64_t* taps;    // this depth block's tap offsets (bytes)
-  const int64_t* pixel;   // this tile's pixels' first taps (floats from x)
-  float* partial;         // the sums of the depth blocks so far, pixel by pixel (16 floats each)
-  float* y;               // y at (first channel, first pixel)
-  int64_t ldy;            // floats between channels in y (and in residual)
-  const float* bias;      // 16 values or null
-  const float* residual;  // shaped as y or null
-  bool clamp;
-  float lo, hi;
-};
-
 // The sums of one depth block for P pixels; with kAccumulate the earlier
 // blocks' sums (partial) added after, as the GEMM epilogue adds C; with
 // kLast the epilogue (bias, residual, clamp: MicroEpilogue's order) and the
 // store into y, channel by channel, else the store into partial.
 template <int P, bool kAccumulate, bool kLast>
-__attribute__((target("avx2,fma"))) void lanes_tile(int64_t kc, const Tile& t) {
+__attribute__((target("avx2,fma"))) void lanes_tile(int64_t kc, const LanesTile& t) {
   __m256 acc[P][2];
 #pragma GCC unroll 6
   for (int i = 0; i < P; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
@@ -182,13 +161,12 @@ __attribute__((target("avx2,fma"))) void lanes_tile(int64_t kc, const Tile& t) {
   }
 }
 
-using TileFn = void (*)(int64_t, const Tile&);
 template <int P>
-TileFn tile_fn(bool accumulate, bool last) {
+LanesTileFn tile_fn(bool accumulate, bool last) {
   if (accumulate) return last ? lanes_tile<P, true, true> : lanes_tile<P, true, false>;
   return last ? lanes_tile<P, false, true> : lanes_tile<P, false, false>;
 }
-TileFn tile_fn(int pixels, bool accumulate, bool last) {
+LanesTileFn tile_fn(int pixels, int64_t /*stride: the pixel table has it*/, bool accumulate, bool last) {
   switch (pixels) {
     case 1: return tile_fn<1>(accumulate, last);
     case 2: return tile_fn<2>(accumulate, last);
@@ -199,121 +177,15 @@ TileFn tile_fn(int pixels, bool accumulate, bool last) {
   }
 }
 
-// The map's pixels as tiles: sixes, and a remainder of 7 to 9 as two tiles
-// of 4 or 5, 13 as 5 + 4 + 4 (a tile of P pixels runs 2P multiply-add
-// chains, and below 8 chains the FMA latency, 4 cycles on two ports, idles
-// the ports: 9 = 5 + 4 costs 9 pixels' time, 6 + 3 ten). Only maps of 7
-// (4 + 3) or fewer than four pixels keep a short tile.
-void split_pixels(int64_t n, std::vector<int>& sizes) {
-  sizes.clear();
-  for (int64_t r = n; r > 0;) {
-    if (r <= kMaxPixels) {
-      sizes.push_back(static_cast<int>(r));
-      break;
-    }
-    if (r <= 9) {
-      sizes.push_back(static_cast<int>(r) - 4);
-      sizes.push_back(4);
-      break;
-    }
-    if (r == 13) {  // 6 + 4 + 3 otherwise (a 7 x 7 map: 49 = 6 x 6 + 13)
-      sizes.insert(sizes.end(), {5, 4, 4});
-      break;
-    }
-    sizes.push_back(kMaxPixels);
-    r -= kMaxPixels;
-  }
-}
+const LanesIsa kAvx2{"avx2", 16, kMaxPixels, false, 0, tile_fn};
 
 }  // namespace
 
-bool conv_lanes_available() { return true; }
-
-PackedMatrix pack_conv_lanes(const float* w, int64_t m, int64_t depth) {
-  // W^T as a GEMM B operand [depth, m]: element (k, j) = w[j * depth + k],
-  // in the AVX2 kernels' 16-wide panels.
-  return PackedMatrix::pack_b(MatrixView{w, 1, depth}, depth, m, *kGemmIsaAvx2);
-}
-
-void conv_lanes_f32(const LanesConv& c, int threads) {
-  thread_local std::vector<int> sizes;
-  thread_local std::vector<int64_t> starts;
-  split_pixels(c.pixels, sizes);
-  starts.assign(1, 0);
-  for (int s : sizes) starts.push_back(starts.back() + s);
-  const int64_t tiles = static_cast<int64_t>(sizes.size()), panels = c.m / kLanesWidth;
-  const int* const tile_sizes = sizes.data();
-  const int64_t* const tile_starts = starts.data();
-  // Where K spans several depth blocks, each tile's sums wait between blocks
-  // in a buffer of 16 floats per pixel and panel. The pixels go in chunks of
-  // tiles whose buffer stays within half the L2 (all of resnet18's maps in
-  // one chunk on a 2 MiB L2), so that a large map (64 channels at 1024 x
-  // 1024: 256 MiB) needs no second copy of y's size.
-  const int64_t chunk_tiles =
-      std::max<int64_t>(1, l2_cache_bytes() / 2 / (c.m * kMaxPixels * static_cast<int64_t>(sizeof(float))));
-  // Threads take runs of pixels where the weights are the smaller operand
-  // (m x taps < pixels: early layers, large maps), each reading its own
-  // band of the input, padded by itself (pad_planes' bands: the tasks run
-  // run by run, each thread's share starting with its own); else runs of
-  // panels of channels, each thread its own share of the weights, and runs
-  // of pixels as well where there are fewer than two panels per thread.
-  const bool by_pixels = threads > 1 && c.m * c.taps_per_channel < c.pixels;
-  const int64_t groups = threads > 1 && !by_pixels ? std::min<int64_t>(panels, 2 * threads) : 1;
-  const int64_t parts = std::clamp<int64_t>(by_pixels ? threads : (2 * threads + panels - 1) / panels, 1,
-                                            std::max<int64_t>(tiles, 1));
-  parallel_for(threads, groups * parts, [&](int64_t task) {
-    thread_local AlignedFloats partial_buf;  // this thread's
-    const int64_t group = task / parts, part = task % parts;
-    const int64_t q0 = group * panels / groups, q1 = (group + 1) * panels / groups;
-    const int64_t t_first = part * tiles / parts, t_last = (part + 1) * tiles / parts;
-    Tile t{};
-    t.x = c.x;
-    t.ldy = c.pixels;
-    t.clamp = c.clamp;
-    t.lo = c.lo;
-    t.hi = c.hi;
-    for (int64_t t0 = t_first; t0 < t_last; t0 += chunk_tiles) {
-      const int64_t t1 = std::min(t_last, t0 + chunk_tiles);
-      const int64_t chunk_p0 = tile_starts[t0], chunk_pixels = tile_starts[t1] - chunk_p0;
-      float* partial = nullptr;
-      if (c.depth > kGemmKc) {
-        const int64_t need = (q1 - q0) * chunk_pixels * kLanesWidth;
-        if (partial_buf.size() < need) partial_buf = AlignedFloats(need);
-        partial = partial_buf.data();
-      }
-      // Depth blocks outermost, panels within: the weights are read in the
-      // order they lie (a depth block's panels one after the other), and a
-      // depth block's input channels serve every panel while in cache.
-      for (int64_t k0 = 0; k0 < c.depth; k0 += kGemmKc) {
-        const int64_t kc = std::min(kGemmKc, c.depth - k0);
-        const bool accumulate = k0 > 0, last = k0 + kc == c.depth;
-        t.taps = c.taps + k0;
-        for (int64_t q = q0; q < q1; ++q) {
-          t.w = c.w->panel(k0, q);
-          t.bias = c.bias ? c.bias + q * kLanesWidth : nullptr;
-          // The weights come from memory in a whole model (resnet18's are 45
-          // MB): the block's first tile fetches the next panel into L2.
-          const float* next = q + 1 < q1 ? c.w->panel(k0, q + 1) : !last ? c.w->panel(k0 + kc, q0) : nullptr;
-          for (int64_t ti = t0; ti < t1; ++ti) {
-            t.prefetch = ti == t0 ? reinterpret_cast<uintptr_t>(next) : 0;
-            const int64_t p0 = tile_starts[ti];
-            t.pixel = c.pixel + p0;
-            t.partial = partial ? partial + ((q - q0) * chunk_pixels + p0 - chunk_p0) * kLanesWidth : nullptr;
-            t.y = c.y + q * kLanesWidth * c.pixels + p0;
-            t.residual = c.residual ? c.residual + q * kLanesWidth * c.pixels + p0 : nullptr;
-            tile_fn(tile_sizes[ti], accumulate, last)(kc, t);
-          }
-        }
-      }
-    }
-  });
-}
+const LanesIsa* const kLanesAvx2 = &kAvx2;
 
 #else  // no AVX2 kernels in this build
 
-bool conv_lanes_available() { return false; }
-PackedMatrix pack_conv_lanes(const float*, int64_t, int64_t) { return {}; }
-void conv_lanes_f32(const LanesConv&, int) {}
+const LanesIsa* const kLanesAvx2 = nullptr;
 
 #endif
 

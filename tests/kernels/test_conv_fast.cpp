@@ -137,7 +137,7 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       // too each row goes straight into y, ending in a one-vector panel.
       {1, 3, 8, 1, {6, 224}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
       {1, 16, 9, 1, {4, 80}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
-      // The lanes path (AVX2 in force: 16 or more input channels, output
+      // The AVX2 lanes path (AVX2 in force: 16 or more input channels, output
       // channels per group a multiple of 16, weights packed for it): maps of
       // 49 pixels (tiles of 6, then 5 + 4 + 4), 90, 25, 20, 13, 9 (5 + 4), 8
       // (4 + 4) and of 1 to 3; K of one, two and three depth blocks (144, 288, 576);
@@ -158,6 +158,25 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 16, 16, 1, {3, 3}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
       {1, 16, 16, 1, {3, 4}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
       {1, 16, 16, 1, {3, 5}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+      // The AVX-512 lanes tiles (AVX-512 in force, output channels per
+      // group a multiple of 32): rows of 56 (4 x 14), 30 (3 x 10), 15 (8 +
+      // 7), 7 and 1 to 3 pixels; stride 2 with odd rows and one-sided pads;
+      // dilation; K of one to three depth blocks (144, 288, 576); 1 x 3 and
+      // 1-D kernels; two groups of 32 and a batch of two; stride 3 (not a
+      // lanes stride on AVX-512: the GEMM path reads the lanes-packed
+      // weights as they lie).
+      {1, 16, 32, 1, {3, 56}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 32, 64, 1, {4, 30}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 64, 32, 1, {5, 15}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 16, 32, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 16, 32, 1, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {0, 1}, {1, 0}},
+      {1, 24, 32, 1, {13, 27}, {3, 3}, {2, 2}, {1, 1}, {0, 1}, {1, 0}},
+      {1, 32, 32, 1, {14, 14}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 16, 32, 1, {9, 20}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}},
+      {1, 16, 32, 1, {5, 17}, {1, 3}, {1, 1}, {1, 1}, {0, 1}, {0, 1}},
+      {1, 16, 32, 1, {40}, {3}, {2}, {1}, {1}, {1}},
+      {2, 64, 64, 2, {6, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 16, 32, 1, {9, 22}, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
       // 2304 pixels, 64 output channels, K = 288: the sums between depth
       // blocks exceed half a 256 KiB L2 (QTOOL_L2_KB=256, as
       // unit.small_l2_avx2_kernels runs), so one thread takes its pixels
