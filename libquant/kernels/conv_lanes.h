@@ -59,11 +59,14 @@ struct LanesTile {
 // the store into y, else the store into partial.
 using LanesTileFn = void (*)(int64_t kc, const LanesTile& t);
 
+// The most pixels of a tile on any ISA.
+inline constexpr int kMaxTilePixels = 14;
+
 // One ISA's lanes kernels.
 struct LanesIsa {
   const char* name;
   int64_t width;                // output channels per panel: the nr of its GEMM ISA, which packs the weights
-  int max_pixels;               // per tile
+  int max_pixels;               // per tile, at most kMaxTilePixels
   // Tiles within one output row, their pixels `stride` input columns apart
   // (the kernel reads the first pixel's offset only); else any pixels.
   bool row_tiles;

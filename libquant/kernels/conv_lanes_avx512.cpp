@@ -26,7 +26,7 @@ namespace quant::kernels::detail {
 #if defined(QTOOL_CONV_LANES_AVX512)
 namespace {
 
-constexpr int kMaxPixels = 14;
+constexpr int kMaxPixels = kMaxTilePixels;
 constexpr int64_t kWidth = 32;
 
 // maskz forms with every lane set throughout: the plain unpack, shuffle,
