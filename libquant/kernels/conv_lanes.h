@@ -64,7 +64,6 @@ inline constexpr int kMaxTilePixels = 14;
 
 // One ISA's lanes kernels.
 struct LanesIsa {
-  const char* name;
   int64_t width;                // output channels per panel: the nr of its GEMM ISA, which packs the weights
   int max_pixels;               // per tile, at most kMaxTilePixels
   // Tiles within one output row, their pixels `stride` input columns apart

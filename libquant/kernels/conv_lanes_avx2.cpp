@@ -14,7 +14,6 @@
 // shapes, one thread, a harness, 2026-11-30).
 #include "libquant/kernels/conv_lanes.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -177,7 +176,7 @@ LanesTileFn tile_fn(int pixels, int64_t /*stride: the pixel table has it*/, bool
   }
 }
 
-const LanesIsa kAvx2{"avx2", 16, kMaxPixels, false, 0, tile_fn};
+const LanesIsa kAvx2{16, kMaxPixels, false, 0, tile_fn};
 
 }  // namespace
 

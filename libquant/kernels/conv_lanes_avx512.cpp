@@ -162,7 +162,7 @@ LanesTileFn tile_fn(int pixels, int64_t stride, bool accumulate, bool last) {
   return stride == 1 ? tile_fn<1>(pixels, accumulate, last) : tile_fn<2>(pixels, accumulate, last);
 }
 
-const LanesIsa kAvx512{"avx512", kWidth, kMaxPixels, true, 2, tile_fn};
+const LanesIsa kAvx512{kWidth, kMaxPixels, true, 2, tile_fn};
 
 }  // namespace
 
