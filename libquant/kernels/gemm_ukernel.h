@@ -37,6 +37,15 @@ struct MicroEpilogue {
 using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t b_stride, float* c, int64_t ldc,
                              int m_valid, int n_valid, const MicroEpilogue& ep);
 
+// As MicroKernel for `tiles` whole MR x NR tiles side by side along one A
+// panel: tile t's B panel at b + t * b_step, its C, column bias and residual
+// t * NR columns on. One call per run of tiles rather than per tile: at a
+// short depth (a 1x1 conv of 16 input channels: 16 k per tile) the call,
+// the driver's per-tile work and the kernel's preamble cost as much as a
+// quarter of the multiply-adds. The same sums and epilogue as `kernel`'s.
+using MicroKernelRun = void (*)(int64_t kc, const float* a, const float* b, int64_t b_stride, int64_t b_step, float* c,
+                                int64_t ldc, int64_t tiles, const MicroEpilogue& ep);
+
 // The last B panel of a block when it has at most `column_tail_max` valid
 // columns (a 7 x 7 map: 49 = 3 x 16 + 1), against `count` (at most
 // kColumnTailPanels) A panels at once: raw sums over the kc block, panel t's
@@ -74,6 +83,7 @@ struct GemmIsa {
   int column_tail_max = 0;
   RowsMicroKernel kernel_rows = nullptr;   // null: no such kernel (B must be packed or evenly spaced)
   RowsPairKernel kernel_rows_pair = nullptr;  // null: each half panel runs alone
+  MicroKernelRun kernel_run = nullptr;        // null: `kernel` runs each tile
 };
 
 // The fastest kernel this CPU runs (chosen once).

@@ -194,6 +194,58 @@ TEST_CASE("gemm micro-kernels compute every edge tile and leave the rest of C al
   }
 }
 
+TEST_CASE("a run kernel has its tile kernel's bits, tile after tile", "[kernels][gemm]") {
+  // GemmIsa::kernel_run against `kernel` called per tile: B in place (a row
+  // stride wider than the run, the run's tiles NR columns apart, as a 1x1
+  // conv's input planes) and packed (panels kc x NR one after the other),
+  // depths on both sides of the AVX-512 kernel's B prefetch distance (16
+  // rows) and of a pair of k, with and without each epilogue step that moves
+  // along the run (column bias, residual) and C accumulated.
+  std::mt19937 rng(29);
+  int runs = 0;
+  for (const detail::GemmIsa* isa : detail::supported_gemm_isas()) {
+    if (!isa->kernel_run) continue;
+    const int mr = isa->mr, nr = isa->nr;
+    for (int64_t kc : {1, 5, 16, 17, 40}) {
+      for (int64_t tiles : {1, 3}) {
+        for (const bool in_place : {true, false}) {
+          const int64_t n = tiles * nr, ldb = in_place ? n + 7 : nr, b_step = in_place ? nr : kc * nr;
+          const int64_t ldc = n + 3;
+          const std::vector<float> a = random_vector(size_t(kc * mr), rng);
+          const std::vector<float> b = random_vector(size_t(in_place ? kc * ldb : tiles * kc * nr), rng);
+          const std::vector<float> col_bias = random_vector(size_t(n), rng), row_bias = random_vector(size_t(mr), rng);
+          const std::vector<float> residual = random_vector(size_t(mr * (n + 2)), rng);
+          const std::vector<float> c0 = random_vector(size_t(mr * ldc), rng);
+          for (unsigned steps = 0; steps < 8; ++steps) {
+            detail::MicroEpilogue ep;
+            ep.accumulate = steps & 1;
+            ep.row_bias = row_bias.data();
+            ep.col_bias = steps & 2 ? col_bias.data() : nullptr;
+            ep.residual = steps & 4 ? residual.data() : nullptr;
+            ep.ldr = n + 2;
+            ep.clamp = true;
+            ep.lo = -0.5f;
+            ep.hi = 0.7f;
+            std::vector<float> got = c0, want = c0;
+            isa->kernel_run(kc, a.data(), b.data(), ldb, b_step, got.data(), ldc, tiles, ep);
+            for (int64_t t = 0; t < tiles; ++t) {
+              detail::MicroEpilogue et = ep;
+              if (et.col_bias) et.col_bias += t * nr;
+              if (et.residual) et.residual += t * nr;
+              isa->kernel(kc, a.data(), b.data() + t * b_step, ldb, want.data() + t * nr, ldc, mr, nr, et);
+            }
+            INFO(isa->name << " kc=" << kc << " tiles=" << tiles << " in_place=" << in_place << " steps=" << steps);
+            CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+            ++runs;
+          }
+        }
+      }
+    }
+  }
+  // The AVX2 and AVX-512 kernels have run kernels where this CPU runs them.
+  if (detail::supported_gemm_isas().size() > 1) CHECK(runs > 0);
+}
+
 TEST_CASE("every micro-kernel's epilogue has store_tile_scalar's bits, for each set of its steps", "[kernels][gemm]") {
   // K = 1 and A = 1: the product is B exactly, so the tile's bits depend on
   // the epilogue alone, which must be store_tile_scalar's step for step
