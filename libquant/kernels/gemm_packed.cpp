@@ -213,17 +213,17 @@ void run_block(const Problem& pr, int64_t j0, int64_t nc, int64_t p0, int64_t p1
       const int m_valid = static_cast<int>(std::min<int64_t>(mr, pr.M - i0));
       const float* ap = a_panel(pr, k0, kc, p, a_buf);
       mep.row_bias = pr.ep.row_bias ? pr.ep.row_bias + i0 : nullptr;
-      // Whole tiles (whole rows and columns, B in place or packed alike) in
-      // one call where the ISA has a run kernel; the rest tile by tile.
+      // Tiles of whole columns (B in place or packed alike) in one call
+      // where the ISA has a run kernel; the rest tile by tile.
       int64_t q = 0;
-      if (pr.isa.kernel_run && m_valid == mr) {
+      if (pr.isa.kernel_run) {
         q = std::min(full_panels, nc / nr);
         if (q > 0) {
           mep.col_bias = pr.ep.col_bias ? pr.ep.col_bias + j0 : nullptr;
           mep.residual = pr.ep.residual ? pr.ep.residual + i0 * pr.ep.ldr + j0 : nullptr;
           const float* b = in_place ? pr.b.view.data + k0 * pr.b.view.row_stride + j0 : bp;
           pr.isa.kernel_run(kc, ap, b, in_place ? pr.b.view.row_stride : nr, in_place ? nr : kc * nr,
-                            pr.c + i0 * pr.ldc + j0, pr.ldc, q, mep);
+                            pr.c + i0 * pr.ldc + j0, pr.ldc, m_valid, q, mep);
         }
       }
       for (; q < full_panels; ++q) {

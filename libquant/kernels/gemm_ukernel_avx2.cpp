@@ -195,16 +195,30 @@ __attribute__((target("avx2,fma,prfchw"))) void f32_gemm_avx2_rows(int64_t kc, c
 // stop 53): 1x1 16 -> 96 at 112 x 112 0.448 -> 0.400 ms (67% -> 76% of the
 // FMA peak), at 28 x 28 0.028 -> 0.026; 32 -> 192 at 28 0.097 -> 0.091;
 // deeper ones 1-3% (K = 960: within the noise).
+template <int R>
 __attribute__((target("avx2,fma,prfchw"))) void f32_gemm_avx2_run(int64_t kc, const float* a, const float* b,
                                                                    int64_t b_stride, int64_t b_step, float* c,
                                                                    int64_t ldc, int64_t tiles,
                                                                    const MicroEpilogue& ep) {
   MicroEpilogue e = ep;
   for (int64_t t = 0; t < tiles; ++t) {
-    f32_tile_avx2<kMr, 2, false>(kc, a, b + t * b_step, b_stride, nullptr, c + t * kNr, ldc, kNr, e);
+    f32_tile_avx2<R, 2, false>(kc, a, b + t * b_step, b_stride, nullptr, c + t * kNr, ldc, kNr, e);
     if (e.col_bias) e.col_bias += kNr;
     if (e.residual) e.residual += kNr;
   }
+}
+
+using RunFn = void (*)(int64_t, const float*, const float*, int64_t, int64_t, float*, int64_t, int64_t,
+                       const MicroEpilogue&);
+template <int... Rs>
+constexpr std::array<RunFn, sizeof...(Rs)> run_table(std::integer_sequence<int, Rs...>) {
+  return {f32_gemm_avx2_run<Rs + 1>...};
+}
+constexpr auto kRuns = run_table(std::make_integer_sequence<int, kMr>{});
+
+void f32_gemm_avx2_6x16_run(int64_t kc, const float* a, const float* b, int64_t b_stride, int64_t b_step, float* c,
+                            int64_t ldc, int m_valid, int64_t tiles, const MicroEpilogue& ep) {
+  kRuns[static_cast<size_t>(std::clamp(m_valid, 1, kMr) - 1)](kc, a, b, b_stride, b_step, c, ldc, tiles, ep);
 }
 
 // RowsPairKernel's tile: the first R rows of two runs of h <= 8 columns, B's
@@ -334,7 +348,7 @@ void f32_gemm_avx2_6x16_rows_pair(int64_t kc, const float* a, const float* b, co
 }
 
 const GemmIsa kAvx2{"avx2", kMr, kNr, f32_gemm_avx2_6x16, f32_column_tail, 4, f32_gemm_avx2_6x16_rows,
-                    f32_gemm_avx2_6x16_rows_pair, f32_gemm_avx2_run};
+                    f32_gemm_avx2_6x16_rows_pair, f32_gemm_avx2_6x16_run};
 
 }  // namespace
 

@@ -146,16 +146,32 @@ __attribute__((target("avx512f"))) void f32_gemm_avx512_rows(int64_t kc, const f
 // 400 calls, stop 53): 1x1 16 -> 96 at 112 x 112 0.39-0.41 -> 0.334 ms, 32 ->
 // 16 at 112 0.12 -> 0.10, 24 -> 144 and 144 -> 24 at 56 7-15% faster, K >= 96
 // within the noise.
-template <int kMr, int V>
-__attribute__((target("avx512f"))) void f32_gemm_avx512_run(int64_t kc, const float* a, const float* b,
-                                                             int64_t b_stride, int64_t b_step, float* c, int64_t ldc,
-                                                             int64_t tiles, const MicroEpilogue& ep) {
+template <int kMr, int R, int V>
+__attribute__((target("avx512f"))) void f32_gemm_avx512_run_rows(int64_t kc, const float* a, const float* b,
+                                                                  int64_t b_stride, int64_t b_step, float* c,
+                                                                  int64_t ldc, int64_t tiles, const MicroEpilogue& ep) {
   MicroEpilogue e = ep;
   for (int64_t t = 0; t < tiles; ++t) {
-    f32_tile_avx512<kMr, kMr, V, false>(kc, a, b + t * b_step, b_stride, nullptr, c + t * 16 * V, ldc, 16 * V, e);
+    f32_tile_avx512<kMr, R, V, false>(kc, a, b + t * b_step, b_stride, nullptr, c + t * 16 * V, ldc, 16 * V, e);
     if (e.col_bias) e.col_bias += 16 * V;
     if (e.residual) e.residual += 16 * V;
   }
+}
+
+template <int kMr, int V, int... Rs>
+void f32_gemm_avx512_run(std::integer_sequence<int, Rs...>, int64_t kc, const float* a, const float* b,
+                         int64_t b_stride, int64_t b_step, float* c, int64_t ldc, int m_valid, int64_t tiles,
+                         const MicroEpilogue& ep) {
+  using Fn = void (*)(int64_t, const float*, const float*, int64_t, int64_t, float*, int64_t, int64_t,
+                      const MicroEpilogue&);
+  static constexpr Fn kRuns[] = {f32_gemm_avx512_run_rows<kMr, Rs + 1, V>...};
+  kRuns[std::clamp(m_valid, 1, kMr) - 1](kc, a, b, b_stride, b_step, c, ldc, tiles, ep);
+}
+template <int kMr, int V>
+void f32_gemm_avx512_run(int64_t kc, const float* a, const float* b, int64_t b_stride, int64_t b_step, float* c,
+                         int64_t ldc, int m_valid, int64_t tiles, const MicroEpilogue& ep) {
+  f32_gemm_avx512_run<kMr, V>(std::make_integer_sequence<int, kMr>{}, kc, a, b, b_stride, b_step, c, ldc, m_valid,
+                              tiles, ep);
 }
 
 // Dispatches a tile to the kernel for its valid rows, 1..kMr.

@@ -195,7 +195,9 @@ TEST_CASE("gemm micro-kernels compute every edge tile and leave the rest of C al
 }
 
 TEST_CASE("a run kernel has its tile kernel's bits, tile after tile", "[kernels][gemm]") {
-  // GemmIsa::kernel_run against `kernel` called per tile: B in place (a row
+  // GemmIsa::kernel_run against `kernel` called per tile, whole row panels
+  // and partial ones (the last of M, whose rows past m_valid C must keep):
+  // B in place (a row
   // stride wider than the run, the run's tiles NR columns apart, as a 1x1
   // conv's input planes) and packed (panels kc x NR one after the other),
   // depths on both sides of the AVX-512 kernel's B prefetch distance (16
@@ -226,17 +228,20 @@ TEST_CASE("a run kernel has its tile kernel's bits, tile after tile", "[kernels]
             ep.clamp = true;
             ep.lo = -0.5f;
             ep.hi = 0.7f;
-            std::vector<float> got = c0, want = c0;
-            isa->kernel_run(kc, a.data(), b.data(), ldb, b_step, got.data(), ldc, tiles, ep);
-            for (int64_t t = 0; t < tiles; ++t) {
-              detail::MicroEpilogue et = ep;
-              if (et.col_bias) et.col_bias += t * nr;
-              if (et.residual) et.residual += t * nr;
-              isa->kernel(kc, a.data(), b.data() + t * b_step, ldb, want.data() + t * nr, ldc, mr, nr, et);
+            for (int m_valid : {mr, mr - 1, 1}) {
+              std::vector<float> got = c0, want = c0;
+              isa->kernel_run(kc, a.data(), b.data(), ldb, b_step, got.data(), ldc, m_valid, tiles, ep);
+              for (int64_t t = 0; t < tiles; ++t) {
+                detail::MicroEpilogue et = ep;
+                if (et.col_bias) et.col_bias += t * nr;
+                if (et.residual) et.residual += t * nr;
+                isa->kernel(kc, a.data(), b.data() + t * b_step, ldb, want.data() + t * nr, ldc, m_valid, nr, et);
+              }
+              INFO(isa->name << " kc=" << kc << " tiles=" << tiles << " in_place=" << in_place << " steps=" << steps
+                             << " m_valid=" << m_valid);
+              CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+              ++runs;
             }
-            INFO(isa->name << " kc=" << kc << " tiles=" << tiles << " in_place=" << in_place << " steps=" << steps);
-            CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
-            ++runs;
           }
         }
       }
