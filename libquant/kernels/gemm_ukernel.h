@@ -39,10 +39,11 @@ using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t
 
 // As MicroKernel for `tiles` tiles of m_valid rows and all NR columns side
 // by side along one A panel: tile t's B panel at b + t * b_step, its C,
-// column bias and residual t * NR columns on. One call per run of tiles rather than per tile: at a
-// short depth (a 1x1 conv of 16 input channels: 16 k per tile) the call,
-// the driver's per-tile work and the kernel's preamble cost as much as a
-// quarter of the multiply-adds. The same sums and epilogue as `kernel`'s.
+// column bias and residual t * NR columns on. One call per run of tiles
+// rather than per tile: at a short depth (a 1x1 conv of 16 input channels:
+// 16 k per tile) the call, the driver's per-tile work and the kernel's
+// preamble cost as much as a quarter of the multiply-adds. The same sums and
+// epilogue as `kernel`'s.
 using MicroKernelRun = void (*)(int64_t kc, const float* a, const float* b, int64_t b_stride, int64_t b_step, float* c,
                                 int64_t ldc, int m_valid, int64_t tiles, const MicroEpilogue& ep);
 

@@ -50,8 +50,12 @@ inline const char* prefetch_address(const float* p, int64_t offset) {
 // always_inline: called from the always_inline tile (f32_tile_avx2), plain
 // inline helpers lost their PREFETCHT0/T1 altogether under GCC 12 -O2 (none
 // left in the object code).
-[[gnu::always_inline]] inline void prefetch_l2(const float* p, int64_t offset) { _mm_prefetch(prefetch_address(p, offset), _MM_HINT_T1); }
-[[gnu::always_inline]] inline void prefetch_l1(const float* p, int64_t offset) { _mm_prefetch(prefetch_address(p, offset), _MM_HINT_T0); }
+[[gnu::always_inline]] inline void prefetch_l2(const float* p, int64_t offset) {
+  _mm_prefetch(prefetch_address(p, offset), _MM_HINT_T1);
+}
+[[gnu::always_inline]] inline void prefetch_l1(const float* p, int64_t offset) {
+  _mm_prefetch(prefetch_address(p, offset), _MM_HINT_T0);
+}
 __attribute__((target("prfchw"))) inline void prefetch_write(const float* p, int64_t offset) {
   __builtin_prefetch(prefetch_address(p, offset), 1, 3);
 }

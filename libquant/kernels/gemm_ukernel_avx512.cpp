@@ -159,9 +159,8 @@ __attribute__((target("avx512f"))) void f32_gemm_avx512_run_rows(int64_t kc, con
 }
 
 template <int kMr, int V, int... Rs>
-void f32_gemm_avx512_run(std::integer_sequence<int, Rs...>, int64_t kc, const float* a, const float* b,
-                         int64_t b_stride, int64_t b_step, float* c, int64_t ldc, int m_valid, int64_t tiles,
-                         const MicroEpilogue& ep) {
+void dispatch_run(std::integer_sequence<int, Rs...>, int64_t kc, const float* a, const float* b, int64_t b_stride,
+                  int64_t b_step, float* c, int64_t ldc, int m_valid, int64_t tiles, const MicroEpilogue& ep) {
   using Fn = void (*)(int64_t, const float*, const float*, int64_t, int64_t, float*, int64_t, int64_t,
                       const MicroEpilogue&);
   static constexpr Fn kRuns[] = {f32_gemm_avx512_run_rows<kMr, Rs + 1, V>...};
@@ -170,8 +169,8 @@ void f32_gemm_avx512_run(std::integer_sequence<int, Rs...>, int64_t kc, const fl
 template <int kMr, int V>
 void f32_gemm_avx512_run(int64_t kc, const float* a, const float* b, int64_t b_stride, int64_t b_step, float* c,
                          int64_t ldc, int m_valid, int64_t tiles, const MicroEpilogue& ep) {
-  f32_gemm_avx512_run<kMr, V>(std::make_integer_sequence<int, kMr>{}, kc, a, b, b_stride, b_step, c, ldc, m_valid,
-                              tiles, ep);
+  dispatch_run<kMr, V>(std::make_integer_sequence<int, kMr>{}, kc, a, b, b_stride, b_step, c, ldc, m_valid, tiles,
+                       ep);
 }
 
 // Dispatches a tile to the kernel for its valid rows, 1..kMr.
