@@ -65,6 +65,13 @@ std::vector<Case> cases() {
       {1, 16, 24, 1, {13, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},  // direct, stride 2: phase planes by quad
       {1, 12, 9, 1, {6, 40}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}},    // direct, dilation 2, 2 x 32-pixel tiles + tail
       {1, 8, 5, 1, {9, 14}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},     // direct strided 1x1 (one tap, to y)
+      // Stride-2 lines of 17 pixels or more: the input interleaved straight
+      // from every other byte (interleave_stride2_avx2), its last line
+      // ending at the plane's last byte (41 wide), and with padding between
+      // the lines (3x3 pad 1).
+      {1, 8, 5, 1, {6, 40}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
+      {1, 8, 6, 1, {5, 41}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
+      {1, 16, 9, 1, {9, 40}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
       {1, 8, 6, 1, {37}, {3}, {2}, {1}, {1}, {1}},                       // direct 1-D, stride 2
       {1, 8, 10, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},     // direct, lines of 5 (pw 6): four line stores per panel
       {1, 8, 12, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},     // pointwise 7 x 7: a last panel of 1 column
