@@ -429,9 +429,10 @@ __attribute__((target("avx2"))) void interleave_stride2_avx2(const uint8_t* cons
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + 32),
                         _mm256_xor_si256(_mm256_permute2x128_si256(lo, hi, 0x31), x));
   };
+  // A whole chunk before the last reads up to from + 2o + 31 <= from + 2n - 3.
   int64_t o = 0;
-  for (; o + 16 < n && 2 * o + 32 <= 2 * n - 1; o += 16) chunk(o, false);
-  if (o < n) chunk(o, true);
+  for (; o + 16 < n; o += 16) chunk(o, false);
+  chunk(o, true);
 }
 #endif
 

@@ -197,12 +197,12 @@ TEST_CASE("gemm micro-kernels compute every edge tile and leave the rest of C al
 TEST_CASE("a run kernel has its tile kernel's bits, tile after tile", "[kernels][gemm]") {
   // GemmIsa::kernel_run against `kernel` called per tile, whole row panels
   // and partial ones (the last of M, whose rows past m_valid C must keep):
-  // B in place (a row
-  // stride wider than the run, the run's tiles NR columns apart, as a 1x1
-  // conv's input planes) and packed (panels kc x NR one after the other),
-  // depths on both sides of the AVX-512 kernel's B prefetch distance (16
-  // rows) and of a pair of k, with and without each epilogue step that moves
-  // along the run (column bias, residual) and C accumulated.
+  // B in place (a row stride wider than the run, the run's tiles NR columns
+  // apart, as a 1x1 conv's input planes) and packed (panels kc x NR one
+  // after the other), depths on both sides of the AVX-512 kernel's B
+  // prefetch distance (16 rows) and of a pair of k, with and without each
+  // epilogue step that moves along the run (column bias, residual) and C
+  // accumulated.
   std::mt19937 rng(29);
   int runs = 0;
   for (const detail::GemmIsa* isa : detail::supported_gemm_isas()) {
