@@ -148,6 +148,13 @@ struct QRequantTile {
 using QMicroKernelRequant = void (*)(int64_t groups, const uint8_t* a, const uint8_t* b0, const uint8_t* b1,
                                      const QRequantTile& t);
 
+// A QMicroKernelRequant over `tiles` whole tiles in a row: t.rows == mr, 2 *
+// kQNr columns each, t.lines null. Tile i reads B panels b + 2 i panel_bytes
+// and b + (2 i + 1) panel_bytes, writes t.y + 2 i kQNr and reads t.col_sum +
+// 2 i kQNr (with row_zp): the bits of one QMicroKernelRequant call per tile.
+using QMicroKernelRequantRun = void (*)(int64_t groups, const uint8_t* a, const uint8_t* b, int64_t panel_bytes,
+                                        int64_t tiles, const QRequantTile& t);
+
 struct QGemmIsa {
   const char* name;
   int mr;
@@ -179,6 +186,8 @@ struct QGemmIsa {
   QRowKernel a_unsigned_row = nullptr;
   // The fused kernels honour QRequantTile::lines.
   bool requant_lines = false;
+  // a_signed_pairs_requant over whole tiles; null: one call per tile.
+  QMicroKernelRequantRun a_signed_pairs_requant_run = nullptr;
 };
 
 // Packed bytes as int16, sign-extended (int8 weights, for a_signed_wide) or

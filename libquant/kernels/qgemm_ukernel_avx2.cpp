@@ -199,32 +199,72 @@ __attribute__((target("avx2"))) inline void store8(__m256i q, void* dst) {
   _mm_storel_epi64(static_cast<__m128i*>(dst), bytes);
 }
 
-// Eight int32 sums of one tile row (columns col..col+7 of the tile), the
-// output stage of QRequantTile fused: q_finish_avx2's operations lane for
-// lane (so the same bits), as int32 values inside the output range.
-__attribute__((target("avx2"), always_inline)) inline __m256i requant_values(__m256i v, int r, int col, int n,
-                                                                             const QRequantTile& t) {
-  v = _mm256_add_epi32(v, _mm256_set1_epi32(t.row_add[r]));
-  if (t.row_zp) {
-    __m256i sums;
-    if (n == 8) {
-      sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.col_sum + col));
-    } else {
-      alignas(32) int32_t part[8] = {};
-      std::memcpy(part, t.col_sum + col, static_cast<size_t>(n) * sizeof(int32_t));
-      sums = _mm256_load_si256(reinterpret_cast<const __m256i*>(part));
-    }
-    v = _mm256_sub_epi32(v, _mm256_mullo_epi32(_mm256_set1_epi32(t.row_zp[r]), sums));
+// The fused output stage's per-row constants as requant_values reads them:
+// straight from the QRequantTile (TileRows: one tile per call), or from a
+// copy of them (RowConsts: a run of tiles). The kernels' byte stores may
+// alias the tile (uint8_t), so with TileRows GCC reloads each field it reads
+// after every store; a run reads them once.
+struct TileRows {
+  const QRequantTile& t;
+  int32_t add(int r) const { return t.row_add[r]; }
+  float scale(int r) const { return t.row_scale[r]; }
+  int32_t zp(int r) const { return t.row_zp[r]; }
+  bool has_zp() const { return t.row_zp != nullptr; }
+  float lo() const { return t.lo; }
+  float hi() const { return t.hi; }
+  int32_t zero_point() const { return t.zero_point; }
+};
+struct RowConsts {
+  int32_t add_[kMr] = {}, zp_[kMr] = {};
+  float scale_[kMr] = {};
+  float lo_ = 0, hi_ = 0;
+  int32_t zero_point_ = 0;
+  bool has_zp_ = false;
+  explicit RowConsts(const QRequantTile& t) {
+    for (int r = 0; r < t.rows; ++r) add_[r] = t.row_add[r], scale_[r] = t.row_scale[r];
+    // Its own loop: `t.row_zp ? t.row_zp[r] : 0` in the one above became a
+    // VPMASKMOVD from row_zp, whose all-zero mask on a null row_zp costs a
+    // microcode assist (a quarter of a 1x1 conv's time, perf).
+    if (t.row_zp)
+      for (int r = 0; r < t.rows; ++r) zp_[r] = t.row_zp[r];
+    lo_ = t.lo, hi_ = t.hi, zero_point_ = t.zero_point, has_zp_ = t.row_zp != nullptr;
   }
-  __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(t.row_scale[r]));
-  f = _mm256_min_ps(_mm256_max_ps(f, _mm256_set1_ps(t.lo)), _mm256_set1_ps(t.hi));
-  return _mm256_add_epi32(_mm256_cvtps_epi32(f), _mm256_set1_epi32(t.zero_point));
+  int32_t add(int r) const { return add_[r]; }
+  float scale(int r) const { return scale_[r]; }
+  int32_t zp(int r) const { return zp_[r]; }
+  bool has_zp() const { return has_zp_; }
+  float lo() const { return lo_; }
+  float hi() const { return hi_; }
+  int32_t zero_point() const { return zero_point_; }
+};
+
+// The column sums of columns col..col+n-1 (n <= 8) where the rows have zero
+// points, else zeros (unused).
+__attribute__((target("avx2"), always_inline)) inline __m256i col_sums(const QRequantTile& t, int col, int n) {
+  if (!t.row_zp) return _mm256_setzero_si256();
+  if (n == 8) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.col_sum + col));
+  alignas(32) int32_t part[8] = {};
+  std::memcpy(part, t.col_sum + col, static_cast<size_t>(n) * sizeof(int32_t));
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(part));
 }
 
-// requant_values of one row, the first n (1 to 8) columns stored.
+// Eight int32 sums of one tile row (sums: their columns' sums), the output
+// stage of QRequantTile fused: q_finish_avx2's operations lane for lane (so
+// the same bits), as int32 values inside the output range.
+template <class Rows>
+__attribute__((target("avx2"), always_inline)) inline __m256i requant_values(__m256i v, int r, __m256i sums,
+                                                                             const Rows& k) {
+  v = _mm256_add_epi32(v, _mm256_set1_epi32(k.add(r)));
+  if (k.has_zp()) v = _mm256_sub_epi32(v, _mm256_mullo_epi32(_mm256_set1_epi32(k.zp(r)), sums));
+  __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(k.scale(r)));
+  f = _mm256_min_ps(_mm256_max_ps(f, _mm256_set1_ps(k.lo())), _mm256_set1_ps(k.hi()));
+  return _mm256_add_epi32(_mm256_cvtps_epi32(f), _mm256_set1_epi32(k.zero_point()));
+}
+
+// requant_values of one row, columns col..col+n-1 (n: 1 to 8) stored.
 __attribute__((target("avx2"), always_inline)) inline void requant8(__m256i v, int r, int col, int n,
                                                                      const QRequantTile& t) {
-  const __m256i q = requant_values(v, r, col, n, t);
+  const __m256i q = requant_values(v, r, col_sums(t, col, n), TileRows{t});
   // The value is inside the output range (-128 to 255), so narrowing to
   // int16 is exact and keeping each word's low byte (PSHUFB) is the uint8 or
   // int8 byte alike, as AVX-512's VPMOVDB truncation.
@@ -240,15 +280,16 @@ __attribute__((target("avx2"), always_inline)) inline void requant8(__m256i v, i
   }
 }
 
-// requant8 on all four rows and eight columns at once: the same bytes, with
-// the narrowing shared (2 VPACKSSDW, 1 VPACKUSWB and 1 VPERMD for the four
-// rows, where requant8 spends 3 shuffles per row). The epilogue's shuffles
-// bound it, and at K = 64 (resnet18's first downsample) it was a quarter of
-// the kernel's time (perf).
-__attribute__((target("avx2"), always_inline)) inline void requant8x4(const __m256i (&v)[kMr], int col,
-                                                                       const QRequantTile& t) {
-  const __m256i q0 = requant_values(v[0], 0, col, 8, t), q1 = requant_values(v[1], 1, col, 8, t);
-  const __m256i q2 = requant_values(v[2], 2, col, 8, t), q3 = requant_values(v[3], 3, col, 8, t);
+// requant8 on all four rows and eight columns at once (sums: the columns'
+// sums), into out + r * ldy: the same bytes, with the narrowing shared (2
+// VPACKSSDW, 1 VPACKUSWB and 1 VPERMD for the four rows, where requant8
+// spends 3 shuffles per row). The epilogue's shuffles bound it, and at K = 64
+// (resnet18's first downsample) it was a quarter of the kernel's time (perf).
+template <class Rows>
+__attribute__((target("avx2"), always_inline)) inline void requant8x4(const __m256i (&v)[kMr], __m256i sums,
+                                                                       const Rows& k, uint8_t* out, int64_t ldy) {
+  const __m256i q0 = requant_values(v[0], 0, sums, k), q1 = requant_values(v[1], 1, sums, k);
+  const __m256i q2 = requant_values(v[2], 2, sums, k), q3 = requant_values(v[3], 3, sums, k);
   // int16 words (exact: the values lie in [-128, 255]), then each word's low
   // byte: masked to 0..255, VPACKUSWB keeps it as it is. Per 128-bit lane the
   // dwords come out as rows 0-3 of columns 0-3 (low lane) and 4-7 (high).
@@ -259,11 +300,16 @@ __attribute__((target("avx2"), always_inline)) inline void requant8x4(const __m2
   const __m128i r01 = _mm256_castsi256_si128(rows), r23 = _mm256_extracti128_si256(rows, 1);
   // MOVQ and MOVHPS: unaligned stores (GCC's _mm_storeh_pd is a plain
   // double store, undefined at an odd address, which UBSan reports).
-  uint8_t* out = t.y + col;
   _mm_storel_epi64(reinterpret_cast<__m128i*>(out), r01);
-  _mm_storeh_pi(reinterpret_cast<__m64*>(out + t.ldy), _mm_castsi128_ps(r01));
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 2 * t.ldy), r23);
-  _mm_storeh_pi(reinterpret_cast<__m64*>(out + 3 * t.ldy), _mm_castsi128_ps(r23));
+  _mm_storeh_pi(reinterpret_cast<__m64*>(out + ldy), _mm_castsi128_ps(r01));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 2 * ldy), r23);
+  _mm_storeh_pi(reinterpret_cast<__m64*>(out + 3 * ldy), _mm_castsi128_ps(r23));
+}
+
+// requant8x4 of a whole tile's columns col..col+7, its constants read from t.
+__attribute__((target("avx2"), always_inline)) inline void requant8x4(const __m256i (&v)[kMr], int col,
+                                                                       const QRequantTile& t) {
+  requant8x4(v, col_sums(t, col, 8), TileRows{t}, t.y + col, t.ldy);
 }
 
 // How a fused kernel reads A: bytes into the pairs kernel, bytes widened as
@@ -309,6 +355,32 @@ __attribute__((target("avx2"))) void requant_narrow(int64_t groups, const uint8_
     requant8(_mm256_load_si256(reinterpret_cast<const __m256i*>(tile[r])), r, col, N, t);
 }
 
+// The a_signed pairs kernel's 4 x 16 tile over B's walk w from b (A at a):
+// row r's sums of columns 0-7 in lo[r], 8-15 in hi[r].
+__attribute__((target("avx2"), always_inline)) inline void pairs_tile(const QDirectB& w, const uint8_t* a,
+                                                                       const uint8_t* b, __m256i (&lo)[kMr],
+                                                                       __m256i (&hi)[kMr]) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+  for (int64_t tap = 0; tap < w.taps; ++tap) {
+    for (int64_t q = 0, o = w.tap_off[tap]; q < w.quads; ++q, o += w.quad_pitch) {
+      const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + o));
+      const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + o + 32));
+      pairs_row<false>(a, b0, b1, ones, c00, c01);
+      pairs_row<false>(a + 4, b0, b1, ones, c10, c11);
+      pairs_row<false>(a + 8, b0, b1, ones, c20, c21);
+      pairs_row<false>(a + 12, b0, b1, ones, c30, c31);
+      // Pinned, as in widening_half: inlined into a loop over tiles, GCC 12
+      // added products into fresh registers and copied them back (and
+      // spilled two accumulators).
+      __asm__("" : "+x"(c00), "+x"(c01), "+x"(c10), "+x"(c11), "+x"(c20), "+x"(c21), "+x"(c30), "+x"(c31));
+      a += kMr * kQKGroup;
+    }
+  }
+  lo[0] = c00, lo[1] = c10, lo[2] = c20, lo[3] = c30;
+  hi[0] = c01, hi[1] = c11, hi[2] = c21, hi[3] = c31;
+}
+
 // One B panel (16 columns) of the a_signed kernel of that form, with the
 // output stage fused: columns col..col+cols-1 of the tile. The accumulators
 // never leave the registers.
@@ -340,20 +412,9 @@ __attribute__((target("avx2"))) void requant_panel(int64_t groups, const uint8_t
         if (r < t.rows) requant8(v[r], r, col, cols, t);
       return;
     }
-    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-    for (int64_t tap = 0; tap < w.taps; ++tap) {
-      for (int64_t q = 0, o = w.tap_off[tap]; q < w.quads; ++q, o += w.quad_pitch) {
-        const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + o));
-        const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + o + 32));
-        pairs_row<false>(a, b0, b1, ones, c00, c01);
-        pairs_row<false>(a + 4, b0, b1, ones, c10, c11);
-        pairs_row<false>(a + 8, b0, b1, ones, c20, c21);
-        pairs_row<false>(a + 12, b0, b1, ones, c30, c31);
-        a += kMr * kQKGroup;
-      }
-    }
+    __m256i lo[kMr], hi[kMr];
+    pairs_tile(w, a, b, lo, hi);
     const int n0 = cols < 8 ? cols : 8, n1 = cols - 8;
-    const __m256i lo[kMr] = {c00, c10, c20, c30}, hi[kMr] = {c01, c11, c21, c31};
     if (t.rows == kMr && cols == kQNr) {
       requant8x4(lo, col, t);
       requant8x4(hi, col + 8, t);
@@ -398,6 +459,39 @@ __attribute__((target("avx2"))) void q8_conv_requant_avx2(int64_t groups, const 
                                                           const uint8_t* b1, const QRequantTile& t) {
   requant_panel<kForm>(groups, a, b0, t, 0, t.cols < kQNr ? t.cols : kQNr);
   if (t.cols > kQNr) requant_panel<kForm>(groups, a, b1, t, kQNr, t.cols - kQNr);
+}
+
+// QMicroKernelRequantRun of the pairs kernel: pairs_tile and requant8x4 on
+// both panels of each tile, the walk and the rows' constants read once. At
+// K = 64 (resnet18's first downsample) a call per tile, each reading them
+// again after the previous tile's stores, was about a fifth of the layer.
+__attribute__((target("avx2"))) void q8_conv_requant_pairs_run_avx2(int64_t groups, const uint8_t* a,
+                                                                    const uint8_t* b, int64_t panel_bytes,
+                                                                    int64_t tiles, const QRequantTile& t) {
+  const QDirectB w = b_walk(groups, kQNr * kQKGroup, t.direct);
+  const RowConsts consts(t);
+  const RowConsts* kp = &consts;
+  const int32_t* sum = t.col_sum;
+  const int64_t ldy = t.ldy;
+  uint8_t* y = t.y;
+  for (int64_t i = 0; i < tiles; ++i) {
+    for (int panel = 0; panel < 2; ++panel) {
+      __m256i lo[kMr], hi[kMr];
+      pairs_tile(w, a, b, lo, hi);
+      // The constants read from memory here, tile by tile: hoisted out of
+      // the loop, their 14 vectors pushed the accumulators out of the
+      // registers (GCC 12 spilled two in the multiply-add loop).
+      __asm__("" : "+r"(kp));
+      const RowConsts& k = *kp;
+      const bool zp = k.has_zp();
+      requant8x4(lo, zp ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sum)) : _mm256_setzero_si256(), k, y, ldy);
+      requant8x4(hi, zp ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sum + 8)) : _mm256_setzero_si256(), k,
+                 y + 8, ldy);
+      b += panel_bytes;
+      y += kQNr;
+      if (zp) sum += kQNr;
+    }
+  }
 }
 
 // One widened A row against one B panel. Per group of four k: the row's
@@ -492,7 +586,9 @@ const QGemmIsa kAvx2{"avx2",
                      q8_conv_requant_avx2<AForm::Wide>,
                      q8_gemm_avx2_4x16<true, true>,
                      q8_conv_requant_avx2<AForm::WideBoth>,
-                     q8_row_avx2};
+                     q8_row_avx2,
+                     false,
+                     q8_conv_requant_pairs_run_avx2};
 }  // namespace
 
 const QGemmIsa* const kQGemmIsaAvx2 = &kAvx2;

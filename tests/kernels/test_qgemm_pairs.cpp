@@ -153,6 +153,74 @@ TEST_CASE("pairs micro-kernels equal the exact kernels on bounded weights", "[ke
   }
 }
 
+TEST_CASE("the pairs run kernel has its tile kernel's bits, tile after tile", "[kernels][qgemm_pairs]") {
+  // a_signed_pairs_requant_run over `tiles` whole tiles against one
+  // a_signed_pairs_requant call per tile: packed B panels and a direct walk
+  // (two taps of several quads), with and without row zero points, a clamp
+  // narrower than the output range, output rows wider than the tiles.
+  std::vector<const detail::QGemmIsa*> isas;
+  for (const detail::QGemmIsa* isa : pairs_isas())
+    if (isa->a_signed_pairs_requant_run) isas.push_back(isa);
+  if (isas.empty()) QTOOL_SKIP("no ISA with a pairs run kernel on this host");
+  std::mt19937 rng(43);
+  int64_t clamped = 0;
+  for (const detail::QGemmIsa* isa : isas) {
+    const int mr = isa->mr;
+    for (int64_t groups : {1, 3, 16, 65})
+      for (int64_t tiles : {1, 2, 5})
+        for (bool direct : {false, true})
+          for (bool zp : {false, true}) {
+            INFO("isa=" << isa->name << " groups=" << groups << " tiles=" << tiles << " direct=" << direct << " zp=" << zp);
+            std::vector<uint8_t> a(static_cast<size_t>(groups * mr * 4));
+            for (int r = 0; r < mr; ++r) {
+              const auto line = bounded_line(rng, groups * 4);
+              for (int64_t t = 0; t < groups * 4; ++t)
+                a[static_cast<size_t>(t / 4 * mr * 4 + r * 4 + t % 4)] = static_cast<uint8_t>(line[static_cast<size_t>(t)]);
+            }
+            // Packed: panel j's groups one after the other (64 bytes each).
+            // Direct: group (tap, quad) of the column at pixel p at
+            // tap_off[tap] + quad * pitch + 4 p, the second panel 16 pixels on.
+            const int64_t cols = tiles * 2 * detail::kQNr;
+            const int64_t taps = direct ? 2 : 0, quads = direct ? (groups + 1) / 2 : 0;
+            const int64_t walk_groups = direct ? taps * quads : groups;
+            const int64_t pitch = 4 * (cols + 8), panel_bytes = direct ? 4 * detail::kQNr : 64 * walk_groups;
+            const int64_t tap_off[2] = {0, quads * pitch};
+            const size_t b_size = static_cast<size_t>(direct ? taps * quads * pitch : panel_bytes * 2 * tiles);
+            const auto b = extreme_activations<uint8_t>(rng, b_size);
+            std::vector<uint8_t> a_walk = a;
+            a_walk.resize(static_cast<size_t>(walk_groups * mr * 4), 3);
+            std::vector<int32_t> row_add(static_cast<size_t>(mr)), row_zp(static_cast<size_t>(mr));
+            std::vector<int32_t> col_sum(static_cast<size_t>(cols));
+            std::vector<float> row_scale(static_cast<size_t>(mr));
+            for (auto& v : row_add) v = std::uniform_int_distribution<int32_t>(-40000, 40000)(rng);
+            for (auto& v : row_zp) v = std::uniform_int_distribution<int32_t>(-128, 127)(rng);
+            for (auto& v : col_sum) v = std::uniform_int_distribution<int32_t>(0, 255 * 400)(rng);
+            for (auto& v : row_scale) v = std::uniform_real_distribution<float>(0.0002f, 0.004f)(rng);
+            detail::QRequantTile t;
+            t.row_add = row_add.data(), t.row_scale = row_scale.data();
+            t.row_zp = zp ? row_zp.data() : nullptr, t.col_sum = zp ? col_sum.data() : nullptr;
+            t.lo = -90, t.hi = 150, t.zero_point = 100;
+            t.rows = mr, t.cols = 2 * detail::kQNr;
+            t.direct = direct ? detail::QDirectB{tap_off, taps, quads, pitch} : detail::QDirectB{};
+            const int64_t ldy = cols + 5;
+            std::vector<uint8_t> want(static_cast<size_t>(mr * ldy), 7), got(want.size(), 7);
+            for (int64_t i = 0; i < tiles; ++i) {
+              detail::QRequantTile u = t;
+              u.y = want.data() + i * 2 * detail::kQNr, u.ldy = ldy;
+              if (zp) u.col_sum = col_sum.data() + i * 2 * detail::kQNr;
+              const uint8_t* b0 = b.data() + 2 * i * panel_bytes;
+              isa->a_signed_pairs_requant(walk_groups, a_walk.data(), b0, b0 + panel_bytes, u);
+            }
+            t.y = got.data(), t.ldy = ldy;
+            isa->a_signed_pairs_requant_run(walk_groups, a_walk.data(), b.data(), panel_bytes, tiles, t);
+            REQUIRE(got == want);
+            clamped += std::count(want.begin(), want.end(), uint8_t{10}) + std::count(want.begin(), want.end(), uint8_t{250});
+            for (int r = 0; r < mr; ++r) CHECK(want[static_cast<size_t>(r * ldy + cols)] == 7);  // past the tiles: untouched
+          }
+  }
+  CHECK(clamped > 0);  // the clamp was reached
+}
+
 TEST_CASE("a pair one over the bound saturates the pairs kernel", "[kernels][qgemm_pairs]") {
   // Why the flag matters: the bound is tight for VPMADDUBSW.
   const auto isas = pairs_isas();
