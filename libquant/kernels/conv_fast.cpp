@@ -272,6 +272,7 @@ void conv_lanes(const detail::Spatial3& s, const detail::LanesIsa& isa, int64_t 
   lc.pixels = oh * ow;
   lc.row = ow;
   lc.stride = s.strides[2];
+  lc.in_pixels = d.plane;
   lc.x = padded.data();
   lc.taps = taps.data();
   lc.pixel = pixel.data();

@@ -26,6 +26,7 @@ struct LanesConv {
   int64_t pixels = 0;             // N: output pixels
   int64_t row = 0;                // output pixels per row (the last spatial extent)
   int64_t stride = 1;             // input columns between neighbouring output pixels of a row
+  int64_t in_pixels = 0;          // pixels of one padded input plane
   const float* x = nullptr;       // the zero-padded input planes
   const int64_t* taps = nullptr;  // depth entries: tap k's offset in bytes from a pixel's first tap
   const int64_t* pixel = nullptr; // pixels entries: pixel p's first tap, in floats from x
