@@ -381,6 +381,46 @@ __attribute__((target("avx2"), always_inline)) inline void pairs_tile(const QDir
   hi[0] = c01, hi[1] = c11, hi[2] = c21, hi[3] = c31;
 }
 
+// The first N (1 to 3) columns of a B panel on the pairs kernel, with the
+// output stage fused. A map of 7 x 7 pixels (49 columns) ends in a panel of
+// one column, which the half tile computed as 8. Here the roles turn: per
+// group of four k one load of A's 4 x 4 bytes and, per column, its four
+// bytes in every 32-bit lane, then VPMADDUBSW (the column's u8 first) and
+// VPMADDWD by ones: row r's sum in lane r, N x 3 operations on 128-bit
+// vectors where the half spent 12 on 256-bit ones. The same pairs of k
+// summed into int16 (exact on bounded weights), then into int32: the bits
+// of the half.
+template <int N>
+__attribute__((target("avx2"))) void requant_narrow_pairs(int64_t groups, const uint8_t* a, const uint8_t* b,
+                                                          const QRequantTile& t, int col) {
+  static_assert(N >= 1 && N <= 3 && kMr == 4);
+  const __m128i ones = _mm_set1_epi16(1);
+  __m128i acc[N];
+#pragma GCC unroll 3
+  for (int c = 0; c < N; ++c) acc[c] = _mm_setzero_si128();
+  const QDirectB w = b_walk(groups, kQNr * kQKGroup, t.direct);
+  for (int64_t tap = 0; tap < w.taps; ++tap) {
+    for (int64_t q = 0, o = w.tap_off[tap]; q < w.quads; ++q, o += w.quad_pitch) {
+      const __m128i av = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a));
+#pragma GCC unroll 3
+      for (int c = 0; c < N; ++c) {
+        int32_t word;
+        std::memcpy(&word, b + o + 4 * c, 4);
+        acc[c] = _mm_add_epi32(acc[c], _mm_madd_epi16(_mm_maddubs_epi16(_mm_set1_epi32(word), av), ones));
+      }
+      a += kMr * kQKGroup;
+    }
+  }
+  alignas(16) int32_t lanes[N][4];
+  alignas(32) int32_t tile[kMr][8] = {};
+#pragma GCC unroll 3
+  for (int c = 0; c < N; ++c) _mm_store_si128(reinterpret_cast<__m128i*>(lanes[c]), acc[c]);
+  for (int r = 0; r < kMr; ++r)
+    for (int c = 0; c < N; ++c) tile[r][c] = lanes[c][r];
+  for (int r = 0; r < t.rows; ++r)
+    requant8(_mm256_load_si256(reinterpret_cast<const __m256i*>(tile[r])), r, col, N, t);
+}
+
 // One B panel (16 columns) of the a_signed kernel of that form, with the
 // output stage fused: columns col..col+cols-1 of the tile. The accumulators
 // never leave the registers.
@@ -389,12 +429,18 @@ __attribute__((target("avx2"))) void requant_panel(int64_t groups, const uint8_t
                                                    const QRequantTile& t, int col, int cols) {
   if constexpr (kForm == AForm::Pairs) {
     const __m256i ones = _mm256_set1_epi16(1);
+    switch (cols) {
+      case 1: return requant_narrow_pairs<1>(groups, a, b, t, col);
+      case 2: return requant_narrow_pairs<2>(groups, a, b, t, col);
+      case 3: return requant_narrow_pairs<3>(groups, a, b, t, col);
+      default: break;
+    }
     const QDirectB w = b_walk(groups, kQNr * kQKGroup, t.direct);
     if (cols <= 8) {
-      // A panel's last 1-8 columns: the first half of the tile only. Maps of
-      // 7 x 7 and 14 x 14 pixels (49 and 196 columns) end in such a panel,
-      // which computed all 16 columns: a quarter of the multiplies of
-      // resnet18's layer4 were wasted.
+      // A panel's last 4-8 columns: the first half of the tile only. Maps
+      // of 14 x 14 pixels (196 columns) end in such a panel, which computed
+      // all 16 columns: a quarter of the multiplies of resnet18's layer4
+      // were wasted (before requant_narrow_pairs took its 7 x 7 maps' one).
       __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0;
       for (int64_t tap = 0; tap < w.taps; ++tap) {
         for (int64_t q = 0, o = w.tap_off[tap]; q < w.quads; ++q, o += w.quad_pitch) {

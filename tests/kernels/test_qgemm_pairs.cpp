@@ -27,10 +27,12 @@ using namespace quant::kernels;
 
 namespace {
 
-std::vector<const detail::QGemmIsa*> pairs_isas() {
+// The ISAs this CPU runs that have pairs kernels (and pass `keep`: one of
+// the fused forms).
+std::vector<const detail::QGemmIsa*> pairs_isas(bool (*keep)(const detail::QGemmIsa&) = nullptr) {
   std::vector<const detail::QGemmIsa*> v;
   for (const detail::QGemmIsa* isa : detail::supported_qgemm_isas())
-    if (isa->a_unsigned_pairs && isa->a_signed_pairs) v.push_back(isa);
+    if (isa->a_unsigned_pairs && isa->a_signed_pairs && (!keep || keep(*isa))) v.push_back(isa);
   return v;
 }
 
@@ -153,14 +155,52 @@ TEST_CASE("pairs micro-kernels equal the exact kernels on bounded weights", "[ke
   }
 }
 
+TEST_CASE("the fused pairs kernel stores each sum of a panel's first columns exactly", "[kernels][qgemm_pairs]") {
+  // a_signed_pairs_requant on one panel of 1 to 16 columns (the narrow
+  // kernel takes 1 to 3, the half tile 4 to 8) with a scale of 1 and sums
+  // small enough that the output is the plain sum plus the row's constant:
+  // a sum off by one shows.
+  const auto isas = pairs_isas([](const detail::QGemmIsa& i) { return i.a_signed_pairs_requant != nullptr; });
+  if (isas.empty()) QTOOL_SKIP("no ISA with a fused pairs kernel on this host");
+  std::mt19937 rng(47);
+  for (const detail::QGemmIsa* isa : isas) {
+    const int mr = isa->mr;
+    for (int64_t groups : {1, 2, 9})
+      for (int cols = 1; cols <= detail::kQNr; ++cols)
+        for (int rows = 1; rows <= mr; ++rows) {
+          INFO("isa=" << isa->name << " groups=" << groups << " cols=" << cols << " rows=" << rows);
+          std::vector<uint8_t> a(static_cast<size_t>(groups * mr * 4)), b(static_cast<size_t>(groups * 64));
+          for (auto& v : a) v = static_cast<uint8_t>(std::uniform_int_distribution<int>(-3, 3)(rng));
+          for (auto& v : b) v = static_cast<uint8_t>(std::uniform_int_distribution<int>(0, 3)(rng));
+          const std::vector<int32_t> sums = plain_tile<int8_t, uint8_t>(groups, mr, a.data(), b.data());
+          std::vector<int32_t> row_add(static_cast<size_t>(mr));
+          std::vector<float> row_scale(static_cast<size_t>(mr), 1.0f);
+          for (auto& v : row_add) v = std::uniform_int_distribution<int32_t>(-20, 20)(rng);
+          detail::QRequantTile t;
+          t.row_add = row_add.data(), t.row_scale = row_scale.data();
+          t.lo = -128, t.hi = 127, t.zero_point = 128;
+          t.rows = rows, t.cols = cols;
+          const int64_t ldy = detail::kQNr + 3;
+          std::vector<uint8_t> y(static_cast<size_t>(mr * ldy), 7);
+          t.y = y.data(), t.ldy = ldy;
+          isa->a_signed_pairs_requant(groups, a.data(), b.data(), b.data(), t);
+          for (int r = 0; r < mr; ++r)
+            for (int c = 0; c < ldy; ++c) {
+              const bool inside = r < rows && c < cols;
+              const int want = inside ? sums[static_cast<size_t>(r * detail::kQNr + c)] + row_add[static_cast<size_t>(r)] + 128 : 7;
+              REQUIRE((want >= 0 && want <= 255));
+              REQUIRE(int{y[static_cast<size_t>(r * ldy + c)]} == want);
+            }
+        }
+  }
+}
+
 TEST_CASE("the pairs run kernel has its tile kernel's bits, tile after tile", "[kernels][qgemm_pairs]") {
   // a_signed_pairs_requant_run over `tiles` whole tiles against one
   // a_signed_pairs_requant call per tile: packed B panels and a direct walk
   // (two taps of several quads), with and without row zero points, a clamp
   // narrower than the output range, output rows wider than the tiles.
-  std::vector<const detail::QGemmIsa*> isas;
-  for (const detail::QGemmIsa* isa : pairs_isas())
-    if (isa->a_signed_pairs_requant_run) isas.push_back(isa);
+  const auto isas = pairs_isas([](const detail::QGemmIsa& i) { return i.a_signed_pairs_requant_run != nullptr; });
   if (isas.empty()) QTOOL_SKIP("no ISA with a pairs run kernel on this host");
   std::mt19937 rng(43);
   int64_t clamped = 0;
@@ -328,6 +368,13 @@ void conv_sweep(uint32_t seed) {
       // 14 x 14 (196: four): the fused kernel's half-tile form
       {1, 12, 9, 1, {14, 14}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
       {1, 8, 6, 1, {28, 27}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}},
+      // Last panels of 2 and 3 columns (50 and 51 pixels), and on the direct
+      // path (3x3 pad 1, channels in fours) of 2 and 1 (wide rows of 9 and 17
+      // pixels): the narrow pairs kernel
+      {1, 8, 6, 1, {5, 10}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+      {1, 8, 6, 1, {3, 17}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+      {1, 8, 6, 1, {2, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 8, 5, 1, {1, 15}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
   };
   std::mt19937 rng(seed);
   for (const detail::QGemmIsa* isa : detail::supported_qgemm_isas())
