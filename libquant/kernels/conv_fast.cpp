@@ -142,15 +142,16 @@ void zero_floats(float* dst, int64_t count) {
 }
 
 // x's `channels` planes zero padded and split into phases in dst (d.plane
-// floats each), then `slack` zeros. Threads take bands of rows, the band
-// outermost: the GEMM reading these planes splits its columns (output rows)
-// in the same order, so each thread pads mostly the rows it will read, from
-// the input rows it wrote itself the layer before (channels apart, every
-// thread read rows the other had padded, from the other core's cache).
+// floats each), then `slack` zeros. With by_rows threads take bands of
+// rows, the band outermost: the GEMM reading these planes splits its
+// columns (output rows) in the same order, so each thread pads mostly the
+// rows it will read, from the input rows it wrote itself the layer before
+// (channels apart, every thread read rows the other had padded, from the
+// other core's cache); else runs of planes.
 void pad_planes(const detail::Spatial3& s, const DirectGeometry& d, const float* x, int64_t channels, int64_t slack,
-                float* dst, int threads) {
+                float* dst, int threads, bool by_rows) {
   const int64_t top = s.pads_begin[1], left = s.pads_begin[2], h = s.in[1], w = s.in[2];
-  const int64_t planes = channels * d.sh * d.sw, bands = std::clamp<int64_t>(threads, 1, d.hq);
+  const int64_t planes = channels * d.sh * d.sw, bands = by_rows ? std::clamp<int64_t>(threads, 1, d.hq) : 1;
   parallel_for(threads, bands * planes, [&](int64_t task) {
     const int64_t band = task / planes, cp = task % planes;
     const int64_t c = cp / (d.sh * d.sw), py = cp / d.sw % d.sh, px = cp % d.sw;
@@ -214,7 +215,7 @@ void conv_direct(const detail::Spatial3& s, int64_t c, int64_t m, const float* x
   const int64_t slack = (s.kernel[2] - 1) * s.dilations[2] / d.sw + 2 * isa.nr;
   thread_local AlignedFloats padded, wide;
   if (padded.size() < c * d.plane + slack) padded = AlignedFloats(c * d.plane + slack);
-  pad_planes(s, d, x, c, slack, padded.data(), threads);
+  pad_planes(s, d, x, c, slack, padded.data(), threads, true);
   GemmB b;
   b.view.data = padded.data();
   b.rows = rows.data();
@@ -264,7 +265,6 @@ void conv_lanes(const detail::Spatial3& s, const detail::LanesIsa& isa, int64_t 
   for (int64_t r = 0; r < oh; ++r)
     for (int64_t q = 0; q < ow; ++q) pixel[static_cast<size_t>(r * ow + q)] = r * s.strides[1] * d.wq + q * s.strides[2];
   if (padded.size() < c * d.plane) padded = AlignedFloats(c * d.plane);
-  pad_planes(flat, d, x, c, 0, padded.data(), threads);
   detail::LanesConv lc;
   lc.m = m;
   lc.depth = K;
@@ -283,6 +283,15 @@ void conv_lanes(const detail::Spatial3& s, const detail::LanesIsa& isa, int64_t 
   lc.lo = act.lo;
   lc.hi = act.hi;
   lc.y = y;
+  // Padded by the split the conv takes: bands of rows where threads take
+  // pixels, each thread padding what it will read; runs of planes where
+  // they take panels of channels and all read every plane, and the layer
+  // before (so split too: resnet18's layers 2 to 4) left each thread's
+  // channels in its own cache. Bands there read half of each plane from
+  // the other core's cache, in runs of a few rows: resnet18's 3x3/2
+  // 128 -> 256 conv took 521-531 us against 500 so, the sum of per-step
+  // minima 15.66-15.68 ms against 15.69-15.77 (2 threads, QTOOL_ISA=avx2).
+  pad_planes(flat, d, x, c, 0, padded.data(), threads, detail::lanes_by_pixels(lc, threads));
   detail::conv_lanes_f32(lc, isa, threads);
 }
 

@@ -61,6 +61,21 @@ PackedMatrix pack_conv_lanes(const float* w, int64_t m, int64_t depth, const Gem
   return PackedMatrix::pack_b(MatrixView{w, 1, depth}, depth, m, gemm);
 }
 
+bool lanes_by_pixels(const LanesConv& c, int threads) {
+  // Threads take runs of pixels where the weights are the smaller operand
+  // (m x taps < input pixels: early layers, large maps), each reading all
+  // of them and its own band of the input, padded by itself (pad_planes'
+  // bands: the tasks run run by run, each thread's share starting with its
+  // own); else runs of panels of channels, each thread its own share of
+  // the weights and all of the input, and runs of pixels as well where
+  // there are fewer than two panels per thread. The input counts as it is
+  // read, before the strides: resnet18's 3x3/2 64 -> 128 conv (1152 x 576
+  // weights, 64 planes of 58 x 58) went by panels when its 784 output
+  // pixels were the measure, and took 1.85x less time on 2 threads than on
+  // 1 where the stride-1 convs took 2x (QTOOL_ISA=avx2).
+  return threads > 1 && c.m * c.taps_per_channel < c.in_pixels;
+}
+
 void conv_lanes_f32(const LanesConv& c, const LanesIsa& isa, int threads) {
   thread_local std::vector<int> sizes;
   thread_local std::vector<int64_t> starts;
@@ -88,18 +103,7 @@ void conv_lanes_f32(const LanesConv& c, const LanesIsa& isa, int threads) {
   // 1024 x 1024: 256 MiB) needs no second copy of y's size.
   const int64_t chunk_tiles =
       std::max<int64_t>(1, l2_cache_bytes() / 2 / (c.m * isa.max_pixels * static_cast<int64_t>(sizeof(float))));
-  // Threads take runs of pixels where the weights are the smaller operand
-  // (m x taps < input pixels: early layers, large maps), each reading all
-  // of them and its own band of the input, padded by itself (pad_planes'
-  // bands: the tasks run run by run, each thread's share starting with its
-  // own); else runs of panels of channels, each thread its own share of
-  // the weights and all of the input, and runs of pixels as well where
-  // there are fewer than two panels per thread. The input counts as it is
-  // read, before the strides: resnet18's 3x3/2 64 -> 128 conv (1152 x 576
-  // weights, 64 planes of 58 x 58) went by panels when its 784 output
-  // pixels were the measure, and took 1.85x less time on 2 threads than on
-  // 1 where the stride-1 convs took 2x (QTOOL_ISA=avx2).
-  const bool by_pixels = threads > 1 && c.m * c.taps_per_channel < c.in_pixels;
+  const bool by_pixels = lanes_by_pixels(c, threads);
   const int64_t groups = threads > 1 && !by_pixels ? std::min<int64_t>(panels, 2 * threads) : 1;
   const int64_t parts = std::clamp<int64_t>(by_pixels ? threads : (2 * threads + panels - 1) / panels, 1,
                                             std::max<int64_t>(tiles, 1));

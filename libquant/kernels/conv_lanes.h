@@ -83,6 +83,10 @@ const LanesIsa* lanes_isa(const GemmIsa& isa);
 // on lanes_isa(gemm).
 PackedMatrix pack_conv_lanes(const float* w, int64_t m, int64_t depth, const GemmIsa& gemm);
 
+// Whether conv_lanes_f32 splits c's pixels over the threads (else its
+// panels of channels, all of the input read by every thread).
+bool lanes_by_pixels(const LanesConv& c, int threads);
+
 // y = clamp(conv + bias + residual) on `isa`'s kernels, split over `threads`
 // threads (panels of output channels, then runs of pixels; never the depth).
 // c.stride must be one isa takes (max_stride).

@@ -60,12 +60,16 @@ void max_pool_2d_f32_portable(const PoolGeometry& g, const float* x, float* y) {
 }
 
 void max_pool_f32_fast(const PoolGeometry& g, const float* x, float* y, int threads) {
-  const int64_t in_plane = volume(g.in_spatial), out_plane = volume(g.out_spatial);
   const bool direct_2d = g.kernel.size() == 2 && g.dilations[0] == 1 && g.dilations[1] == 1;
-  over_planes(g, threads, [&](const PoolGeometry& sub, int64_t p0) {
-    if (!direct_2d) return max_pool_f32(sub, x + p0 * in_plane, y + p0 * out_plane);
-    if (max_pool_2d_simd(sub, x + p0 * in_plane, y + p0 * out_plane, sub.channels)) return;
-    for (int64_t p = 0; p < sub.channels; ++p) max_plane_2d(sub, x + (p0 + p) * in_plane, y + (p0 + p) * out_plane);
+  if (!direct_2d) {
+    const int64_t in_plane = volume(g.in_spatial), out_plane = volume(g.out_spatial);
+    over_planes(g, threads, [&](const PoolGeometry& sub, int64_t p0) {
+      max_pool_f32(sub, x + p0 * in_plane, y + p0 * out_plane);
+    });
+    return;
+  }
+  pool_2d_split(g, x, y, threads, [](const PoolGeometry& sub, const float* xp, float* yp) {
+    if (!max_pool_2d_simd(sub, xp, yp, 1)) max_plane_2d(sub, xp, yp);
   });
 }
 
