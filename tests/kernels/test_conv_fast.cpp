@@ -364,3 +364,46 @@ TEST_CASE("depthwise 3x3 clamp passes NaN through like clamp_f32", "[kernels][co
     CHECK(y[2 * 40 + 10] == 6.0f);       // nine taps clamped to hi
   }
 }
+
+TEST_CASE("lanes convs of geometries alike but for one field, in turn, each get their own tables", "[kernels][conv]") {
+  // The lanes path keeps each geometry's tap and pixel tables for the next
+  // call (conv_fast.cpp, lanes_tables): pairs whose outputs have the same
+  // shape but whose taps or pixels differ, run A, B, A on one thread.
+  // Lanes where AVX2 is in force (output channels a multiple of 16, 16 or
+  // more input channels); elsewhere the GEMM paths, which must agree too.
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const std::vector<std::pair<Case, Case>> pairs = {
+      // column strides 4 and 5 over 13 columns: 3 output columns either way
+      {{1, 16, 32, 1, {5, 13}, {3, 3}, {1, 4}, {1, 1}, {0, 0}, {0, 0}},
+       {1, 16, 32, 1, {5, 13}, {3, 3}, {1, 5}, {1, 1}, {0, 0}, {0, 0}}},
+      // row strides 4 and 5
+      {{1, 16, 32, 1, {13, 5}, {3, 3}, {4, 1}, {1, 1}, {0, 0}, {0, 0}},
+       {1, 16, 32, 1, {13, 5}, {3, 3}, {5, 1}, {1, 1}, {0, 0}, {0, 0}}},
+      // column dilations 1 and 2 on stride 4: 3 output columns either way
+      {{1, 16, 32, 1, {5, 12}, {3, 3}, {1, 4}, {1, 1}, {0, 1}, {0, 1}},
+       {1, 16, 32, 1, {5, 12}, {3, 3}, {1, 4}, {1, 2}, {0, 1}, {0, 1}}},
+      // 16 and 32 input channels: K of 144 and 288 taps
+      {{1, 16, 32, 1, {6, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+       {1, 32, 32, 1, {6, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}},
+  };
+  for (const auto& [a, b] : pairs) {
+    std::vector<std::vector<float>> results;
+    for (const Case* c : {&a, &b, &a}) {
+      const ConvGeometry g = geometry(*c);
+      REQUIRE(g.out_spatial == geometry(a).out_spatial);  // the pair differs in its tables only
+      const int64_t depth = c->c * product(c->kernel);
+      std::vector<float> x(size_t(c->c * product(c->in))), w(size_t(c->m * depth));
+      std::mt19937 values(static_cast<uint32_t>(depth));  // A's inputs the same both times
+      for (float& v : x) v = dist(values);
+      for (float& v : w) v = dist(values);
+      std::vector<float> want(size_t(c->m * product(g.out_spatial))), got(want.size(), 99.0f);
+      conv_f32(g, x.data(), w.data(), nullptr, want.data());
+      const PackedConvWeights packed(w.data(), c->m, 1, depth, c->kernel);
+      conv_f32_fast(g, x.data(), w.data(), &packed, nullptr, got.data(), 1);
+      INFO(describe(*c));
+      for (size_t i = 0; i < want.size(); ++i) REQUIRE(std::abs(got[i] - want[i]) <= 1e-5f * float(depth + 4));
+      results.push_back(got);
+    }
+    CHECK(results[0] == results[2]);
+  }
+}
