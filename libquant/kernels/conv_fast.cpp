@@ -247,10 +247,13 @@ void conv_direct(const detail::Spatial3& s, int64_t c, int64_t m, const float* x
 
 // A lanes conv's tables: the taps' byte offsets in im2col's K order, each
 // output pixel's first tap. The calling thread keeps those of its last
-// kMaxKept geometries (tables of up to kMaxEntries entries), as a network
-// runs the same few again and again: rebuilt on every call, resnet18's 16
-// lanes convs spent 93 us of each run on them while the other threads
-// waited (2 threads, QTOOL_ISA=avx2: 0.6% of the run).
+// kMaxKept geometries, as a network runs the same few again and again:
+// rebuilt on every call, resnet18's 16 lanes convs spent 93 us of each run
+// on them while the other threads waited (2 threads, QTOOL_ISA=avx2: 0.6%
+// of the run). Tables over kMaxEntries entries (a 512 x 512 map's pixels)
+// go to one slot of their own, rebuilt on each such call (a conv that
+// large takes far longer than building them), so the kept ones hold at
+// most 16 MiB.
 struct LanesTables {
   std::array<int64_t, 11> key{};
   bool valid = false;
@@ -259,7 +262,7 @@ struct LanesTables {
 
 const LanesTables& lanes_tables(const detail::Spatial3& s, const DirectGeometry& d, int64_t c) {
   constexpr size_t kMaxKept = 8;
-  constexpr int64_t kMaxEntries = int64_t{1} << 20;
+  constexpr int64_t kMaxEntries = int64_t{1} << 18;
   const int64_t kw = s.kernel[2], kv = s.kernel[1] * kw, oh = s.out[1], ow = s.out[2];
   const std::array<int64_t, 11> key = {c,       kv,      kw,   s.dilations[1], s.dilations[2], s.strides[1],
                                        s.strides[2], d.plane, d.wq, oh,             ow};

@@ -48,8 +48,8 @@ PoolGeometry pool_row_band(const PoolGeometry& g, int64_t oh0, int64_t oh1, int6
 // outnumber channels), and bands keep each thread on the rows its core
 // wrote and the next layer reads from it: resnet18's stem pool (64 planes
 // of 112 x 112), 2 threads, QTOOL_ISA=avx2, per-step minima in the model,
-// took 160 us by planes, where half of its input came from the other
-// core's cache, against 188 / 2 for its single-thread time.
+// took 158-169 us by planes, half of its input coming from the other
+// core's cache, and 151-152 by bands.
 bool pool_by_rows(const PoolGeometry& g, int threads);
 
 // Runs plane(sub, x_plane, y_plane) over the planes of a 2-D, undilated
