@@ -52,6 +52,44 @@ void max_plane_2d(const PoolGeometry& g, const float* x, float* y) {
   }
 }
 
+// Output rows [oh0, oh1) of a 2-D pool's plane (g undilated) as a pool of
+// their own: the input rows they read start at *first_row (the band's x
+// starts there, its y at row oh0), and the top padding is what of it the
+// band still has; a band of windows all in padding reads no row.
+PoolGeometry row_band(const PoolGeometry& g, int64_t oh0, int64_t oh1, int64_t* first_row) {
+  const int64_t h = g.in_spatial[0], sh = g.strides[0], ph = g.pads_begin[0], kh = g.kernel[0];
+  // Output row r reads input rows [r sh - ph, r sh - ph + kh) within [0, h).
+  const int64_t r0 = std::clamp<int64_t>(oh0 * sh - ph, 0, h);
+  const int64_t r1 = std::clamp<int64_t>((oh1 - 1) * sh - ph + kh, r0, h);
+  PoolGeometry b = g;
+  b.in_spatial[0] = r1 - r0;
+  b.out_spatial[0] = oh1 - oh0;
+  // The band's row r is the plane's row oh0 + r, whose first input row,
+  // oh0 sh + r sh - ph, is band row r sh - max(0, ph - oh0 sh) (r0 is 0
+  // where padding remains). A band of windows past the input's end reads
+  // no row, whatever its padding.
+  b.pads_begin[0] = std::max<int64_t>(0, ph - oh0 * sh);
+  b.pads_end[0] = 0;  // not read: the band's rows end where its windows do
+  *first_row = r0;
+  return b;
+}
+
+// Whether threads split a 2-D pool by bands of output rows across all
+// planes rather than by runs of planes. Where a plane has more pixels than
+// its channels have 3x3 taps, the convolution around the pool splits by
+// pixels too (conv_lanes.cpp's rule, the direct path's wherever pixels
+// outnumber channels), and bands keep each thread on the rows its core
+// wrote and the next layer reads from it: resnet18's stem pool (64 planes
+// of 112 x 112), 2 threads, QTOOL_ISA=avx2, per-step minima in the model,
+// took 158-169 us by planes, half of its input coming from the other
+// core's cache, and 151-152 by bands. The 8-bit pools (qpool_max.cpp) keep
+// runs of planes: resnet18 int8's stem pool, a quarter of the bytes, took
+// 76-81 us by bands against 73-74 by planes.
+bool by_rows(const PoolGeometry& g, int threads) {
+  return threads > 1 && g.in_spatial.size() == 2 && g.out_spatial[0] >= 2 * threads &&
+         g.in_spatial[0] * g.in_spatial[1] > 9 * g.channels;
+}
+
 }  // namespace
 
 void max_pool_2d_f32_portable(const PoolGeometry& g, const float* x, float* y) {
@@ -68,7 +106,22 @@ void max_pool_f32_fast(const PoolGeometry& g, const float* x, float* y, int thre
     });
     return;
   }
-  pool_2d_split(g, x, y, threads, [](const PoolGeometry& sub, const float* xp, float* yp) {
+  // Whole planes (sub: batch and channels 1) or by_rows bands of them
+  // (sub: row_band's), band-major: parallel_for's shares give thread t the
+  // t-th band of every plane. Every output is computed once, as the whole
+  // plane would compute it.
+  const int64_t planes = g.batch * g.channels, oh = g.out_spatial[0], ow = g.out_spatial[1];
+  const int64_t in_plane = volume(g.in_spatial), out_plane = oh * ow;
+  const int64_t bands = by_rows(g, threads) ? std::min<int64_t>(threads, oh) : 1;
+  PoolGeometry whole = g;
+  whole.batch = whole.channels = 1;
+  parallel_for(threads, bands * planes, [&](int64_t task) {
+    const int64_t band = task / planes, p = task % planes;
+    const int64_t oh0 = band * oh / bands, oh1 = (band + 1) * oh / bands;
+    int64_t first_row = 0;
+    const PoolGeometry sub = bands == 1 ? whole : row_band(whole, oh0, oh1, &first_row);
+    const float* xp = x + p * in_plane + first_row * g.in_spatial[1];
+    float* yp = y + p * out_plane + oh0 * ow;
     if (!max_pool_2d_simd(sub, xp, yp, 1)) max_plane_2d(sub, xp, yp);
   });
 }

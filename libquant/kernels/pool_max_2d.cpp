@@ -265,29 +265,6 @@ bool max_pool_2d_avx2(const PoolGeometry&, const T*, T*, int64_t) {
 
 #endif
 
-PoolGeometry pool_row_band(const PoolGeometry& g, int64_t oh0, int64_t oh1, int64_t* first_row) {
-  const int64_t h = g.in_spatial[0], sh = g.strides[0], ph = g.pads_begin[0], kh = g.kernel[0];
-  // Output row r reads input rows [r sh - ph, r sh - ph + kh) within [0, h).
-  const int64_t r0 = std::clamp<int64_t>(oh0 * sh - ph, 0, h);
-  const int64_t r1 = std::clamp<int64_t>((oh1 - 1) * sh - ph + kh, r0, h);
-  PoolGeometry b = g;
-  b.in_spatial[0] = r1 - r0;
-  b.out_spatial[0] = oh1 - oh0;
-  // The band's row r is the plane's row oh0 + r, whose first input row,
-  // oh0 sh + r sh - ph, is band row r sh - max(0, ph - oh0 sh) (r0 is 0
-  // where padding remains). A band of windows past the input's end reads
-  // no row, whatever its padding.
-  b.pads_begin[0] = std::max<int64_t>(0, ph - oh0 * sh);
-  b.pads_end[0] = 0;  // not read: the band's rows end where its windows do
-  *first_row = r0;
-  return b;
-}
-
-bool pool_by_rows(const PoolGeometry& g, int threads) {
-  return threads > 1 && g.in_spatial.size() == 2 && g.out_spatial[0] >= 2 * threads &&
-         g.in_spatial[0] * g.in_spatial[1] > 9 * g.channels;
-}
-
 template <class T>
 bool max_pool_2d_simd(const PoolGeometry& g, const T* x, T* y, int64_t planes) {
   return max_pool_2d_avx512<T>(g, x, y, planes) || max_pool_2d_avx2<T>(g, x, y, planes);

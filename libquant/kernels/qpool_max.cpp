@@ -67,17 +67,23 @@ void max_pool_8bit_fast(const PoolGeometry& g, const T* x, T* y, int threads) {
     max_pool<T>(g, x, y, nullptr, false);
     return;
   }
-  if (g.batch * g.channels == 0 || g.out_spatial[0] * g.out_spatial[1] == 0) return;
-  // AVX-512 or AVX2 rows where the CPU and geometry allow (asked with no planes).
-  const bool simd = max_pool_2d_simd<T>(g, nullptr, nullptr, 0);
-  pool_2d_split(g, x, y, threads, [simd](const PoolGeometry& sub, const T* xp, T* yp) {
-    if (simd) {
-      max_pool_2d_simd(sub, xp, yp, 1);
-      return;
-    }
+  const int64_t planes = g.batch * g.channels;
+  const int64_t in_plane = g.in_spatial[0] * g.in_spatial[1], out_plane = g.out_spatial[0] * g.out_spatial[1];
+  if (planes == 0 || out_plane == 0) return;
+  // AVX-512 or AVX2 rows where the CPU and geometry allow (asked with no planes),
+  // in runs of planes per thread.
+  if (max_pool_2d_simd<T>(g, nullptr, nullptr, 0)) {
+    const int64_t parts = std::min<int64_t>(planes, threads > 1 ? 4 * static_cast<int64_t>(threads) : 1);
+    parallel_for(threads, parts, [&](int64_t t) {
+      const int64_t p0 = t * planes / parts, p1 = (t + 1) * planes / parts;
+      max_pool_2d_simd(g, x + p0 * in_plane, y + p0 * out_plane, p1 - p0);
+    });
+    return;
+  }
+  parallel_for(threads, planes, [&](int64_t p) {
     thread_local std::vector<T> line;
-    line.resize(static_cast<size_t>(sub.in_spatial[1]));
-    pool_plane_2d(sub, xp, yp, line.data());
+    line.resize(static_cast<size_t>(g.in_spatial[1]));
+    pool_plane_2d(g, x + p * in_plane, y + p * out_plane, line.data());
   });
 }
 
