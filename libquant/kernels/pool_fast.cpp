@@ -98,9 +98,9 @@ void max_pool_2d_f32_portable(const PoolGeometry& g, const float* x, float* y) {
 }
 
 void max_pool_f32_fast(const PoolGeometry& g, const float* x, float* y, int threads) {
+  const int64_t in_plane = volume(g.in_spatial), out_plane = volume(g.out_spatial);
   const bool direct_2d = g.kernel.size() == 2 && g.dilations[0] == 1 && g.dilations[1] == 1;
   if (!direct_2d) {
-    const int64_t in_plane = volume(g.in_spatial), out_plane = volume(g.out_spatial);
     over_planes(g, threads, [&](const PoolGeometry& sub, int64_t p0) {
       max_pool_f32(sub, x + p0 * in_plane, y + p0 * out_plane);
     });
@@ -111,7 +111,6 @@ void max_pool_f32_fast(const PoolGeometry& g, const float* x, float* y, int thre
   // t-th band of every plane. Every output is computed once, as the whole
   // plane would compute it.
   const int64_t planes = g.batch * g.channels, oh = g.out_spatial[0], ow = g.out_spatial[1];
-  const int64_t in_plane = volume(g.in_spatial), out_plane = oh * ow;
   const int64_t bands = by_rows(g, threads) ? std::min<int64_t>(threads, oh) : 1;
   PoolGeometry whole = g;
   whole.batch = whole.channels = 1;
