@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks of qtool. Each section is independent; run all, or name sections:
-#   scripts/bench.sh [qprofile-memory] [speed] [qprofile] [targets] [kernels] [scale] [gptq]
+#   scripts/bench.sh [qprofile-memory] [speed] [qprofile] [targets] [kernels] [steps] [scale] [gptq]
 # Builds are not triggered here: run scripts/setup.sh first.
 # speed needs the zoo (scripts/make_zoo.sh) and ONNX Runtime (scripts/setup_ort.sh);
 # BENCH_MODELS (default "resnet18 mobilenet_v2"), BENCH_THREADS ("1 2"),
@@ -490,6 +490,30 @@ bench_kernels() {
 }
 
 # ---------------------------------------------------------------------------
+# steps: where the second thread goes, step by step (bench/step_bench.cpp):
+# each model of BENCH_MODELS, float and int8 (qconvert's default output,
+# calibrated on BENCH_SAMPLES samples), on its first sample, per-step medians
+# of BENCH_STEP_RUNS rounds (default 30) on 1 and 2 threads in one process,
+# runs of the two alternating; QTOOL_ISA and BENCH_CPUID apply as above.
+# ---------------------------------------------------------------------------
+bench_steps() {
+  local zoo=${ZOO_DIR:-$repo/.cache/zoo} runs=${BENCH_STEP_RUNS:-30} model dir w first
+  [ -x "$bin/step_bench" ] || { echo "error: $bin/step_bench not found (run scripts/setup.sh)" >&2; return 2; }
+  echo "== steps: qrun's fused plan, per-step medians on 1 and 2 threads; host ISA: $(host_isa)"
+  for model in ${BENCH_MODELS:-resnet18 mobilenet_v2}; do
+    dir="$zoo/$model" w="$work/steps_$model"
+    [ -f "$dir/model.onnx" ] || { echo "error: $dir/model.onnx not found (run scripts/make_zoo.sh)" >&2; return 2; }
+    link_samples "$dir" "$w" "${BENCH_SAMPLES:-4}" 0
+    first=$(find "$w/data" -name '*.npy' | sort | head -n 1)
+    [ -n "$first" ] || { echo "error: no samples in $dir/inputs" >&2; return 2; }
+    "$bin/qprofile" "$dir/model.onnx" --data "$w/data" -o "$w/profile.json" --quiet
+    "$bin/qconvert" "$dir/model.onnx" --profile "$w/profile.json" -o "$w/int8.onnx" >/dev/null
+    "$bin/step_bench" "$dir/model.onnx" "$first" "$runs"
+    "$bin/step_bench" "$w/int8.onnx" "$first" "$runs"
+  done
+}
+
+# ---------------------------------------------------------------------------
 # scale: qconvert on synthetic decoder-shaped models (scripts/make_decoder.py:
 # embedding, attention and MLP MatMuls, LayerNorm) whose float32 weights are
 # BENCH_SCALE_GIB GiB (default "1 4 12"), in external data. For each: the time
@@ -665,8 +689,9 @@ for s in "${sections[@]}"; do
     qprofile) bench_qprofile ;;
     targets) bench_targets ;;
     kernels) bench_kernels ;;
+    steps) bench_steps ;;
     scale) bench_scale ;;
     gptq) bench_gptq ;;
-    *) echo "error: unknown bench section '$s' (known: qprofile-memory, speed, qprofile, targets, kernels, scale, gptq)" >&2; exit 2 ;;
+    *) echo "error: unknown bench section '$s' (known: qprofile-memory, speed, qprofile, targets, kernels, steps, scale, gptq)" >&2; exit 2 ;;
   esac
 done
