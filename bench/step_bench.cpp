@@ -4,6 +4,9 @@
 //
 //   step_bench MODEL.onnx SAMPLE.npy [RUNS]      RUNS: 2 to 100000, default 30
 //
+// The model takes one input, the sample (a model of more inputs fails its
+// first run with one error line).
+//
 // After two warm-up rounds, RUNS rounds: on 1 thread and then on 2, a run
 // with an observer (the time from one step's outputs to the next step's) and
 // one without it (the whole run). The 2 threads' runs follow an untimed one,
