@@ -497,19 +497,19 @@ bench_kernels() {
 # runs of the two alternating; QTOOL_ISA and BENCH_CPUID apply as above.
 # ---------------------------------------------------------------------------
 bench_steps() {
-  local zoo=${ZOO_DIR:-$repo/.cache/zoo} runs=${BENCH_STEP_RUNS:-30} model dir w first
+  local zoo=${ZOO_DIR:-$repo/.cache/zoo} runs=${BENCH_STEP_RUNS:-30} model dir w first=()
   [ -x "$bin/step_bench" ] || { echo "error: $bin/step_bench not found (run scripts/setup.sh)" >&2; return 2; }
   echo "== steps: qrun's fused plan, per-step medians on 1 and 2 threads; host ISA: $(host_isa)"
   for model in ${BENCH_MODELS:-resnet18 mobilenet_v2}; do
     dir="$zoo/$model" w="$work/steps_$model"
     [ -f "$dir/model.onnx" ] || { echo "error: $dir/model.onnx not found (run scripts/make_zoo.sh)" >&2; return 2; }
     link_samples "$dir" "$w" "${BENCH_SAMPLES:-4}" 0
-    first=$(find "$w/data" -name '*.npy' | sort | head -n 1)
-    [ -n "$first" ] || { echo "error: no samples in $dir/inputs" >&2; return 2; }
+    first=("$w"/data/*.npy)  # sorted, as globs are (no pipe into head under pipefail)
+    [ -e "${first[0]}" ] || { echo "error: no samples in $dir/inputs" >&2; return 2; }
     "$bin/qprofile" "$dir/model.onnx" --data "$w/data" -o "$w/profile.json" --quiet
     "$bin/qconvert" "$dir/model.onnx" --profile "$w/profile.json" -o "$w/int8.onnx" >/dev/null
-    "$bin/step_bench" "$dir/model.onnx" "$first" "$runs"
-    "$bin/step_bench" "$w/int8.onnx" "$first" "$runs"
+    "$bin/step_bench" "$dir/model.onnx" "${first[0]}" "$runs"
+    "$bin/step_bench" "$w/int8.onnx" "${first[0]}" "$runs"
   done
 }
 
