@@ -139,6 +139,13 @@ link_samples() {
   done
 }
 
+# default_int8 DIR W: W/int8.onnx, qconvert's default output for
+# DIR/model.onnx, calibrated on W/data (its profile in W/profile.json).
+default_int8() {
+  "$bin/qprofile" "$1/model.onnx" --data "$2/data" -o "$2/profile.json" --quiet
+  "$bin/qconvert" "$1/model.onnx" --profile "$2/profile.json" -o "$2/int8.onnx" >/dev/null
+}
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
 
@@ -274,8 +281,7 @@ bench_speed() {
     local dir="$zoo/$model" w="$work/$model"
     [ -f "$dir/model.onnx" ] || { echo "error: $dir/model.onnx not found (run scripts/make_zoo.sh)" >&2; return 2; }
     link_samples "$dir" "$w" "$samples" "$runs"
-    "$bin/qprofile" "$dir/model.onnx" --data "$w/data" -o "$w/profile.json" --quiet
-    "$bin/qconvert" "$dir/model.onnx" --profile "$w/profile.json" -o "$w/int8.onnx" >/dev/null
+    default_int8 "$dir" "$w"
     if [ -z "${isa_said:-}" ]; then
       # Which ISA each side ran: qrun's from its bench line (QTOOL_ISA caps it),
       # ONNX Runtime's from the host's flags (it picks its own kernels).
@@ -506,8 +512,7 @@ bench_steps() {
     link_samples "$dir" "$w" "${BENCH_SAMPLES:-4}" 0
     first=("$w"/data/*.npy)  # sorted, as globs are (no pipe into head under pipefail)
     [ -e "${first[0]}" ] || { echo "error: no samples in $dir/inputs" >&2; return 2; }
-    "$bin/qprofile" "$dir/model.onnx" --data "$w/data" -o "$w/profile.json" --quiet
-    "$bin/qconvert" "$dir/model.onnx" --profile "$w/profile.json" -o "$w/int8.onnx" >/dev/null
+    default_int8 "$dir" "$w"
     "$bin/step_bench" "$dir/model.onnx" "${first[0]}" "$runs"
     "$bin/step_bench" "$w/int8.onnx" "${first[0]}" "$runs"
   done
