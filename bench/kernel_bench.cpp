@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/median.h"
 #include "libquant/kernels/conv.h"
 #include "libquant/kernels/conv_fast.h"
 #include "libquant/kernels/cpu.h"
@@ -38,6 +39,7 @@
 namespace {
 
 namespace qk = quant::kernels;
+using qtool_bench::median;
 using qk::detail::QGemmIsa;
 
 // This thread's CPU time in seconds: time spent descheduled (another
@@ -81,12 +83,6 @@ double fastest_call_seconds(const F& f, double min_seconds) {
     total += t;
   } while (total < min_seconds);
   return best;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // A kernel or layer timed against the peak loop in the same stretch of time.

@@ -18,8 +18,8 @@
 // time spent outside the steps' medians (scheduling, variance). A row is an
 // observed value: the graph's input, then each step's outputs in run order
 // (a step with several outputs has a row for each, the later ones about
-// 0). QTOOL_ISA caps the kernels as for qrun. Bad
-// arguments or a model that does not load or run: one "error:" line, exit 2.
+// 0). QTOOL_ISA caps the kernels as for qrun. Bad arguments or a model that
+// does not load or run: one "error:" line, exit 2.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/median.h"
 #include "libquant/io/npy.h"
 #include "libquant/kernels/cpu.h"
 #include "libquant/onnx/model_io.h"
@@ -35,13 +36,7 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using qtool_bench::median;
 
 double micros(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::micro>(b - a).count(); }
 
