@@ -1,6 +1,5 @@
 #include "libquant/core/tensor.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,7 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <utility>
-#include <new>
+
+#include "libquant/core/aligned_memory.h"
 
 namespace quant {
 
@@ -84,7 +84,6 @@ std::string dims_to_string(std::span<const int64_t> dims) {
 }
 
 namespace {
-constexpr size_t kHugePage = size_t{2} << 20;
 std::atomic<int64_t> g_allocations{0};
 }  // namespace
 
@@ -95,22 +94,8 @@ void Tensor::AlignedFree::operator()(std::byte* p) const { std::free(p); }
 Tensor::Tensor(DType dtype, Dims shape) : dtype_(dtype), shape_(std::move(shape)) {
   size_ = element_count(shape_);
   assert(size_ >= 0);
-  // Round the allocation up to the alignment, as aligned_alloc requires; never 0 bytes.
-  size_t bytes = (byte_size() + 63) / 64 * 64;
-  if (bytes == 0) bytes = 64;
-  std::byte* p;
-  if (bytes >= kHugePage) {
-    // Large tensors (weights, activations of big feature maps) on 2 MiB
-    // pages where the kernel allows it (transparent huge pages in madvise
-    // mode): one page fault per 2 MiB instead of 512, which on a virtual
-    // machine is most of the cost of first touching the memory.
-    bytes = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-    p = static_cast<std::byte*>(std::aligned_alloc(kHugePage, bytes));
-    if (p) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure changes nothing
-  } else {
-    p = static_cast<std::byte*>(std::aligned_alloc(64, bytes));
-  }
-  if (!p) throw std::bad_alloc();
+  const size_t bytes = aligned_size(byte_size());
+  auto* p = static_cast<std::byte*>(allocate_aligned(bytes));
   g_allocations.fetch_add(1, std::memory_order_relaxed);
   std::memset(p, 0, bytes);
   data_.reset(p);

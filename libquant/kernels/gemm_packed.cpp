@@ -4,8 +4,8 @@
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 
+#include "libquant/core/aligned_memory.h"
 #include "libquant/kernels/cpu.h"
 #include "libquant/kernels/threadpool.h"
 
@@ -259,9 +259,7 @@ void epilogue_only(int64_t M, int64_t N, float* c, int64_t ldc, const GemmEpilog
 }  // namespace
 
 AlignedFloats::AlignedFloats(int64_t count) : size_(count) {
-  const size_t bytes = (static_cast<size_t>(count) * sizeof(float) + 63) / 64 * 64;
-  data_.reset(static_cast<float*>(std::aligned_alloc(64, std::max<size_t>(bytes, 64))));
-  if (!data_) throw std::bad_alloc();
+  data_.reset(static_cast<float*>(allocate_aligned(static_cast<size_t>(count) * sizeof(float))));
 }
 
 void AlignedFloats::Free::operator()(float* p) const { std::free(p); }

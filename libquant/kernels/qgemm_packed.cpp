@@ -4,9 +4,9 @@
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 #include <type_traits>
 
+#include "libquant/core/aligned_memory.h"
 #include "libquant/kernels/threadpool.h"
 
 namespace quant::kernels {
@@ -29,10 +29,9 @@ AlignedBytes::~AlignedBytes() { std::free(data_); }
 uint8_t* AlignedBytes::reserve(size_t bytes) {
   if (bytes <= size_ && data_) return data_;
   std::free(data_);
-  const size_t rounded = std::max<size_t>((bytes + 63) / 64 * 64, 64);
-  data_ = static_cast<uint8_t*>(std::aligned_alloc(64, rounded));
-  if (!data_) throw std::bad_alloc();
-  size_ = rounded;
+  data_ = nullptr, size_ = 0;  // no dangling pointer should the allocation throw
+  data_ = static_cast<uint8_t*>(allocate_aligned(bytes));
+  size_ = aligned_size(bytes);
   return data_;
 }
 
