@@ -1,5 +1,6 @@
 // Conv, Gemm, MatMul (BatchNormalization is in ops_norm.cpp, Softmax in ops_softmax.cpp).
 #include <memory>
+#include <mutex>
 
 #include "libquant/interp/elementwise_util.h"
 #include "libquant/interp/fusion.h"
@@ -110,6 +111,34 @@ Status conv_then_add(const ir::Node& node, const kernels::ConvGeometry& g, const
   return Status::ok();
 }
 
+// A Conv's constant weights, packed once for the fast paths
+// (PackedConvWeights): when the session is made, or for a 1x1 kernel at the
+// first run, whose map size picks the lanes or the GEMM layout (small maps
+// go to the lanes path) and which exported graphs seldom state before it.
+// Runs of one Session may be in flight on several threads: the first packs,
+// the others wait for it.
+struct ConvPacking {
+  std::once_flag once;
+  kernels::PackedConvWeights weights;
+
+  void pack(const Tensor& w, int64_t group, int64_t pointwise_pixels) {
+    std::call_once(once, [&] {
+      weights = kernels::PackedConvWeights(w.data<float>(), w.dim(0), group, w.size() / w.dim(0),
+                                           std::span<const int64_t>(w.shape()).subspan(2), pointwise_pixels);
+    });
+  }
+};
+
+// The output pixels of a pointwise conv (1x1, unpadded, unit strides), else 0.
+int64_t pointwise_pixels(const kernels::ConvGeometry& g) {
+  int64_t pixels = 1;
+  for (size_t i = 0; i < g.kernel.size(); ++i) {
+    if (g.kernel[i] != 1 || g.strides[i] != 1 || g.pads_begin[i] != 0 || g.pads_end[i] != 0) return 0;
+    pixels *= g.out_spatial[i];
+  }
+  return pixels;
+}
+
 }  // namespace
 
 KernelResult make_conv(const KernelContext& ctx) { return make_conv_fused(ctx, {}); }
@@ -117,20 +146,18 @@ KernelResult make_conv(const KernelContext& ctx) { return make_conv_fused(ctx, {
 KernelResult make_conv_fused(const KernelContext& ctx, const kernels::ConvActivation& act, bool residual) {
   const ir::Node& node = ctx.node;
   QT_ASSIGN_OR_RETURN(ConvAttrs attrs, parse_conv_attrs(node));
-  // Constant weights are packed for the GEMM once, here; the run checks that
-  // it is handed that same tensor before using the packed copy.
+  // Constant weights are packed once (ConvPacking); the run checks that it
+  // is handed that same tensor before using the packed copy.
   const Tensor* w_const = constant_float_input(node, 1);
-  auto packed = std::make_shared<kernels::PackedConvWeights>();
+  auto packing = std::make_shared<ConvPacking>();
   // Depthwise weights (one channel in and out per group) are read directly.
   const bool depthwise = w_const && w_const->rank() >= 3 && w_const->dim(1) == 1 && w_const->dim(0) == attrs.group;
-  if (w_const && w_const->rank() >= 3 && attrs.group >= 1 && w_const->dim(0) % attrs.group == 0 && w_const->dim(0) > 0 &&
-      !depthwise)
-    *packed = kernels::PackedConvWeights(w_const->data<float>(), w_const->dim(0), attrs.group,
-                                         w_const->size() / w_const->dim(0),
-                                         std::span<const int64_t>(w_const->shape()).subspan(2));
+  const bool packed = w_const && w_const->rank() >= 3 && attrs.group >= 1 && w_const->dim(0) % attrs.group == 0 &&
+                      w_const->dim(0) > 0 && !depthwise;
+  if (packed && w_const->size() / w_const->dim(0) != w_const->dim(1)) packing->pack(*w_const, attrs.group, 0);
   const int threads = ctx.options.threads;
-  return make_kernel([&node, attrs, w_const, packed, threads, act, residual](std::span<const Tensor* const> in,
-                                                                             std::vector<Tensor>& out) -> Status {
+  return make_kernel([&node, attrs, w_const, packing, packed, threads, act, residual](
+                         std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     const Tensor& x = *in[0];
     const Tensor& w = *in[1];
@@ -146,7 +173,11 @@ KernelResult make_conv_fused(const KernelContext& ctx, const kernels::ConvActiva
     }
     Dims shape{g.batch, g.out_channels};
     shape.insert(shape.end(), g.out_spatial.begin(), g.out_spatial.end());
-    const kernels::PackedConvWeights* pw = &w == w_const ? packed.get() : nullptr;
+    const kernels::PackedConvWeights* pw = nullptr;
+    if (packed && &w == w_const) {
+      packing->pack(w, attrs.group, pointwise_pixels(g));  // packed already unless 1x1
+      pw = &packing->weights;
+    }
     if (r && (r->dtype() != DType::Float32 || r->shape() != shape)) return conv_then_add(node, g, x, w, pw, b, *r, threads, act, out[0]);
     QT_RETURN_IF_ERROR(reuse_or_create(out[0], DType::Float32, std::move(shape)));
     kernels::ConvActivation epilogue = act;

@@ -289,7 +289,10 @@ const LanesTables& lanes_tables(const detail::Spatial3& s, const DirectGeometry&
 
 // One group of one image on the lanes path (conv_lanes.h): x's c planes
 // zero padded (one phase: pixels step over the strides themselves) and its
-// tables (lanes_tables).
+// tables (lanes_tables). A pointwise conv (1x1, unpadded, unit strides)
+// reads x in place, its planes the padded ones would be, and its map is one
+// row to the kernels (each pixel's input one column after the last one's),
+// so that AVX-512's row tiles span it whole (49 = 12 + 12 + 12 + 13).
 void conv_lanes(const detail::Spatial3& s, const detail::LanesIsa& isa, int64_t c, int64_t m, const float* x,
                 const PackedMatrix& w, const float* bias, const ConvActivation& act, const float* residual, float* y,
                 int threads) {
@@ -297,18 +300,20 @@ void conv_lanes(const detail::Spatial3& s, const detail::LanesIsa& isa, int64_t 
   flat.strides[1] = flat.strides[2] = 1;
   const DirectGeometry d = direct_geometry(flat);
   const int64_t kw = s.kernel[2], kv = s.kernel[1] * kw, K = c * kv, oh = s.out[1], ow = s.out[2];
+  bool in_place = kv == 1 && s.strides[1] == 1 && s.strides[2] == 1;
+  for (int i = 1; i < 3; ++i) in_place = in_place && s.pads_begin[i] == 0 && s.pads_end[i] == 0;
   thread_local AlignedFloats padded;
   const LanesTables& tables = lanes_tables(s, d, c);
-  if (padded.size() < c * d.plane) padded = AlignedFloats(c * d.plane);
+  if (!in_place && padded.size() < c * d.plane) padded = AlignedFloats(c * d.plane);
   detail::LanesConv lc;
   lc.m = m;
   lc.depth = K;
   lc.taps_per_channel = kv;
   lc.pixels = oh * ow;
-  lc.row = ow;
+  lc.row = in_place ? oh * ow : ow;
   lc.stride = s.strides[2];
   lc.in_pixels = d.plane;
-  lc.x = padded.data();
+  lc.x = in_place ? x : padded.data();
   lc.taps = tables.taps.data();
   lc.pixel = tables.pixel.data();
   lc.w = &w;
@@ -326,7 +331,7 @@ void conv_lanes(const detail::Spatial3& s, const detail::LanesIsa& isa, int64_t 
   // the other core's cache, in runs of a few rows: resnet18's 3x3/2
   // 128 -> 256 conv took 521-531 us against 500 so, the sum of per-step
   // minima 15.66-15.68 ms against 15.69-15.77 (2 threads, QTOOL_ISA=avx2).
-  pad_planes(flat, d, x, c, 0, padded.data(), threads, detail::lanes_by_pixels(lc, threads));
+  if (!in_place) pad_planes(flat, d, x, c, 0, padded.data(), threads, detail::lanes_by_pixels(lc, threads));
   detail::conv_lanes_f32(lc, isa, threads);
 }
 
@@ -367,20 +372,22 @@ void subsample_planes(const detail::Spatial3& s, const float* x, int64_t c, floa
 // (2026-12-01, best of 100 calls, 1 thread): the same 3x3 convs 0.85-0.94,
 // the 3x3/2 ones 0.90-0.93; squeezenet's 3x3 expands (16 -> 64 at 55 to
 // 64 -> 256 at 13) 0.83-0.93; 32 -> 32 and 16 -> 32 at 112 0.96-0.97.
-bool lanes_fits(int64_t c, int64_t m, std::span<const int64_t> kernel) {
+bool lanes_fits(int64_t c, int64_t m, std::span<const int64_t> kernel, int64_t pointwise_pixels) {
   int64_t volume = 1;
   for (int64_t k : kernel) volume *= k;
   const detail::LanesIsa* lanes = detail::lanes_isa(detail::best_gemm_isa());
-  return lanes && kernel.size() >= 1 && kernel.size() <= 2 && volume > 1 && c >= 16 && m % lanes->width == 0;
+  if (!lanes || kernel.empty() || kernel.size() > 2 || c < 16 || m % lanes->width != 0) return false;
+  return volume > 1 || (pointwise_pixels > 0 && pointwise_pixels <= lanes->pointwise_max_pixels);
 }
 
 PackedConvWeights::PackedConvWeights(const float* w, int64_t out_channels, int64_t group, int64_t depth_per_group,
-                                     std::span<const int64_t> kernel) {
+                                     std::span<const int64_t> kernel, int64_t pointwise_pixels) {
   const int64_t m_per_group = out_channels / group;
   int64_t volume = 1;
   for (int64_t k : kernel) volume *= k;
   const detail::GemmIsa& isa = detail::best_gemm_isa();
-  if (!kernel.empty() && depth_per_group % volume == 0 && lanes_fits(depth_per_group / volume, m_per_group, kernel))
+  if (!kernel.empty() && depth_per_group % volume == 0 &&
+      lanes_fits(depth_per_group / volume, m_per_group, kernel, pointwise_pixels))
     lanes_ = detail::lanes_isa(isa);
   for (int64_t gi = 0; gi < group; ++gi) {
     const float* wg = w + gi * m_per_group * depth_per_group;
@@ -427,9 +434,10 @@ void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const 
   };
   // Weights packed for the lanes path run there (lanes_fits held for their
   // shape and the ISA in force when they were packed) where its kernels
-  // take the row stride; elsewhere the GEMM paths read them as they lie.
+  // take the row stride, pointwise convs too (packed so for their small
+  // maps); elsewhere the GEMM paths read them as they lie.
   const detail::LanesIsa* lanes = packed && packed->lanes_isa() == detail::lanes_isa(isa) ? packed->lanes_isa() : nullptr;
-  if (allow_direct && lanes && !pointwise && s.in[0] == 1 && s.kernel[0] == 1 &&
+  if (allow_direct && lanes && s.in[0] == 1 && s.kernel[0] == 1 &&
       (lanes->max_stride == 0 || s.strides[2] <= lanes->max_stride)) {
     for (int64_t n = 0; n < g.batch; ++n)
       for (int64_t gi = 0; gi < g.group; ++gi) {

@@ -38,13 +38,15 @@ struct LanesIsa;
 
 // Conv weights [M, C/group, k...] packed once (at prepare time) per group:
 // for the lanes path where it will run (lanes_fits, from the kernel's
-// shape `kernel`, empty if unknown), else as one GEMM A operand
-// [M/group, C/group * kernel volume].
+// shape `kernel`, empty if unknown, and for a pointwise conv its output
+// pixels, 0 if unknown or not pointwise), else as one GEMM A operand
+// [M/group, C/group * kernel volume]. Either packing serves any input
+// shape; the hints only pick the faster path.
 class PackedConvWeights {
  public:
   PackedConvWeights() = default;
   PackedConvWeights(const float* w, int64_t out_channels, int64_t group, int64_t depth_per_group,
-                    std::span<const int64_t> kernel = {});
+                    std::span<const int64_t> kernel = {}, int64_t pointwise_pixels = 0);
   bool empty() const { return groups_.empty(); }
   // Packed for the lanes path (conv_lanes.h) rather than as A operands:
   // for the lanes kernels lanes_isa(), null otherwise.
@@ -58,8 +60,11 @@ class PackedConvWeights {
 };
 
 // Whether a conv of c input and m output channels per group with kernel
-// `kernel` runs on the lanes path (with weights packed for it).
-bool lanes_fits(int64_t c, int64_t m, std::span<const int64_t> kernel);
+// `kernel` runs on the lanes path (with weights packed for it): kernels of
+// more than one tap, and pointwise convs (1x1, unpadded, unit strides) of
+// `pointwise_pixels` output pixels where the ISA takes them
+// (LanesIsa::pointwise_max_pixels; 0: not pointwise, or unknown).
+bool lanes_fits(int64_t c, int64_t m, std::span<const int64_t> kernel, int64_t pointwise_pixels = 0);
 
 // y = clamp(conv(x, w) + bias + residual) with clamp off unless `clamp` is
 // set: a Conv -> Relu/Clip, or Conv -> Add (-> Relu/Clip) fused.

@@ -73,6 +73,12 @@ struct LanesIsa {
   int64_t max_stride;  // the largest LanesConv::stride the kernels take (0: any)
   // The kernel for a tile of `pixels` (1 to max_pixels) pixels.
   LanesTileFn (*tile)(int pixels, int64_t stride, bool accumulate, bool last);
+  // Pointwise convs (1x1, unpadded, unit strides) of at most this many
+  // output pixels run here too, their input read in place (no padded copy),
+  // the map one row: where the GEMM path's column panels of the ISA's width
+  // are worst filled (7 x 7 = 49 columns in panels of 32 on AVX-512: 64
+  // computed). Measured per ISA (conv_lanes_<isa>.cpp).
+  int64_t pointwise_max_pixels;
 };
 
 // The lanes kernels for GEMM ISA `isa` where this build and CPU have them

@@ -10,6 +10,7 @@
 #include "libquant/kernels/conv.h"
 #include "libquant/kernels/conv_depthwise_3x3.h"
 #include "libquant/kernels/conv_fast.h"
+#include "libquant/kernels/conv_lanes.h"
 
 using namespace quant::kernels;
 
@@ -41,6 +42,14 @@ ConvGeometry geometry(const Case& c) {
   resolve_conv_pads(AutoPad::NotSet, g.in_spatial, g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end,
                     g.out_spatial);
   return g;
+}
+
+// The output pixels of a pointwise case (1x1, unpadded, unit strides), as
+// qrun hands them to PackedConvWeights at the first run; else 0.
+int64_t pointwise_pixels(const ConvGeometry& g) {
+  for (size_t i = 0; i < g.kernel.size(); ++i)
+    if (g.kernel[i] != 1 || g.strides[i] != 1 || g.pads_begin[i] != 0 || g.pads_end[i] != 0) return 0;
+  return product(g.out_spatial);
 }
 
 std::string describe(const Case& c) {
@@ -182,6 +191,20 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       // unit.small_l2_avx2_kernels runs), so one thread takes its pixels
       // in two chunks.
       {1, 32, 64, 1, {48, 48}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      // Pointwise convs of small maps on the lanes path, the input read in
+      // place (AVX2: up to 64 pixels, 16 output channels a panel; AVX-512:
+      // up to 196, 32 a panel; larger maps and other counts: the GEMM path):
+      // 7 x 7 with K of one and two depth blocks (48, 320), 8 x 8, 14 x 14,
+      // a 1-D map, two groups, a batch of two, and 15 x 15 (the GEMM path
+      // everywhere).
+      {1, 48, 32, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+      {1, 320, 64, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+      {1, 16, 96, 1, {8, 8}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+      {1, 24, 32, 1, {14, 14}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+      {1, 16, 32, 1, {29}, {1}, {1}, {1}, {0}, {0}},
+      {1, 64, 64, 2, {5, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+      {2, 32, 32, 1, {3, 6}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+      {1, 32, 32, 1, {15, 15}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
   };
   for (const Case& c : cases) {
     const ConvGeometry g = geometry(c);
@@ -194,7 +217,7 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
     std::vector<float> want(out_size);
     conv_f32(g, x.data(), w.data(), bias.data(), want.data());
     const float tol = 1e-5f * float(depth + 4);
-    const PackedConvWeights packed(w.data(), c.m, c.group, depth, c.kernel);  // as qrun packs them
+    const PackedConvWeights packed(w.data(), c.m, c.group, depth, c.kernel, pointwise_pixels(g));  // as qrun packs them
     INFO(describe(c));
     std::vector<float> one(out_size, 99.0f);
     conv_f32_fast(g, x.data(), w.data(), nullptr, bias.data(), one.data(), 1);
@@ -225,6 +248,26 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
     conv_f32_fast(g, x.data(), w.data(), &packed, bias.data(), im2col_fused.data(), 2,
                   ConvActivation{true, -0.3f, 0.4f, residual.data()}, false);
     CHECK(im2col_fused == fused);
+  }
+}
+
+TEST_CASE("pointwise convs pack for the lanes path on small maps only", "[kernels][conv]") {
+  // Bits are the same either way (the case above); this pins which way a
+  // pointwise conv goes, as qrun packs it once its first run gives the map.
+  const detail::LanesIsa* lanes = detail::lanes_isa(detail::best_gemm_isa());
+  const std::vector<float> w(64 * 32, 0.5f);
+  const std::vector<int64_t> one_by_one = {1, 1}, three_by_three = {3, 3};
+  const auto packed_for = [&](int64_t pixels, const std::vector<int64_t>& kernel, int64_t c) {
+    return PackedConvWeights(w.data(), 64, 1, c * kernel[0] * kernel[1], kernel, pixels).lanes();
+  };
+  CHECK_FALSE(packed_for(0, one_by_one, 32));        // map unknown, or not pointwise
+  CHECK_FALSE(packed_for(56 * 56, one_by_one, 32));  // a large map: the GEMM path
+  CHECK(packed_for(49, one_by_one, 32) == (lanes != nullptr));
+  CHECK_FALSE(packed_for(49, one_by_one, 8));  // fewer than 16 input channels
+  if (lanes) {
+    CHECK(packed_for(lanes->pointwise_max_pixels, one_by_one, 32));
+    CHECK_FALSE(packed_for(lanes->pointwise_max_pixels + 1, one_by_one, 32));
+    CHECK(packed_for(0, three_by_three, 32));  // larger kernels whatever the map
   }
 }
 
