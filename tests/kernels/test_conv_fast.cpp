@@ -191,6 +191,9 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       // unit.small_l2_avx2_kernels runs), so one thread takes its pixels
       // in two chunks.
       {1, 32, 64, 1, {48, 48}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      // Weights of 295 KB split by panels: over a 256 KiB L2 (the same
+      // runs), each thread's panels in one run rather than two.
+      {1, 128, 64, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
       // Pointwise convs of small maps on the lanes path, the input read in
       // place (AVX2: up to 64 pixels, 16 output channels a panel; AVX-512:
       // up to 196, 32 a panel; larger maps and other counts: the GEMM path):
