@@ -71,6 +71,11 @@ struct F32Lanes {
     even = _mm512_permutex2var_ps(a, e, b);
     odd = _mm512_permutex2var_ps(a, o, b);
   }
+  // Lanes 1 to 15 of a, then lane 0 of b: the window's third column (stride 2).
+  __attribute__((target("avx512f"))) static Vec next_lane(Vec a, Vec b) {
+    const __m512i up = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+    return _mm512_permutex2var_ps(a, up, b);
+  }
 };
 
 template <class Byte>
@@ -102,6 +107,11 @@ struct ByteLanes {
     even = low_bytes(a, b);
     odd = low_bytes(_mm512_srli_epi16(a, 8), _mm512_srli_epi16(b, 8));
   }
+  // Bytes 1 to 63 of a, then byte 0 of b: VALIGNQ gives each 128-bit lane
+  // the next one, VPALIGNR takes its first byte.
+  __attribute__((target("avx512f,avx512bw"))) static Vec next_lane(Vec a, Vec b) {
+    return _mm512_alignr_epi8(_mm512_alignr_epi64(b, a, 2), a, 1);
+  }
 };
 
 // The same operations in AVX2 vectors: 8 floats or 32 bytes.
@@ -131,6 +141,12 @@ struct F32Lanes8 {
   __attribute__((target("avx2"))) static void split(Vec a, Vec b, Vec& even, Vec& odd) {
     even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
     odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8));
+  }
+  // Lanes 1 to 7 of a, then lane 0 of b: VPERM2I128 gives each 128-bit half
+  // the next one, VPALIGNR takes its first float.
+  __attribute__((target("avx2"))) static Vec next_lane(Vec a, Vec b) {
+    const __m256i ai = _mm256_castps_si256(a);
+    return _mm256_castsi256_ps(_mm256_alignr_epi8(_mm256_permute2x128_si256(ai, _mm256_castps_si256(b), 0x21), ai, 4));
   }
 };
 
@@ -182,6 +198,10 @@ struct ByteLanes32 {
     const __m256i low = _mm256_set1_epi16(0xff);
     even = _mm256_permute4x64_epi64(_mm256_packus_epi16(_mm256_and_si256(a, low), _mm256_and_si256(b, low)), 0xd8);
     odd = _mm256_permute4x64_epi64(_mm256_packus_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(b, 8)), 0xd8);
+  }
+  // Bytes 1 to 31 of a, then byte 0 of b (as the float lanes' next_lane).
+  __attribute__((target("avx2"))) static Vec next_lane(Vec a, Vec b) {
+    return _mm256_alignr_epi8(_mm256_permute2x128_si256(a, b, 0x21), a, 1);
   }
 };
 
