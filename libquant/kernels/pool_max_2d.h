@@ -5,8 +5,9 @@
 // Each input row is loaded in place, the padding read as the type's lowest
 // value (masked loads at the row's ends; AVX2 bytes, which have none, load
 // across the row's end and blend), stride 2 split into its even and odd
-// columns in scratch, and folded across the window's columns into one value per
-// output column; an output row is then the fold of its window's rows. Every
+// columns (in scratch, or for 3-wide windows in registers), and folded across
+// the window's columns into one value per output column; an output row is
+// then the fold of its window's rows. Every
 // fold keeps the running value m unless the next one v has v > m (NaN never
 // replaces m, a tie keeps the earlier), starting from lowest(), as the
 // reference does over the window in (row, column) order: the kept value is
