@@ -154,7 +154,8 @@ KernelResult make_conv_fused(const KernelContext& ctx, const kernels::ConvActiva
   const bool depthwise = w_const && w_const->rank() >= 3 && w_const->dim(1) == 1 && w_const->dim(0) == attrs.group;
   const bool packed = w_const && w_const->rank() >= 3 && attrs.group >= 1 && w_const->dim(0) % attrs.group == 0 &&
                       w_const->dim(0) > 0 && !depthwise;
-  if (packed && w_const->size() / w_const->dim(0) != w_const->dim(1)) packing->pack(*w_const, attrs.group, 0);
+  const bool one_by_one = packed && w_const->size() == w_const->dim(0) * w_const->dim(1);  // every kernel dim 1
+  if (packed && !one_by_one) packing->pack(*w_const, attrs.group, 0);
   const int threads = ctx.options.threads;
   return make_kernel([&node, attrs, w_const, packing, packed, threads, act, residual](
                          std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
