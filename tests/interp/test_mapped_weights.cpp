@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,19 +46,31 @@ Tensor mapped_copy(const Tensor& w, std::string& path) {
   return Tensor::mapped(DType::Float32, w.shape(), *std::move(region));
 }
 
-// This process's resident memory in bytes (/proc/self/statm), mapped file pages included.
-int64_t resident_bytes() {
-  std::ifstream f("/proc/self/statm");
-  int64_t size = 0, resident = 0;
-  f >> size >> resident;
-  REQUIRE(f);
-  return resident * ::sysconf(_SC_PAGESIZE);
+// Resident bytes of the mapping that holds `p` (its Rss line in
+// /proc/self/smaps): the pages this process has of it, whatever the rest of
+// the process allocates or frees meanwhile.
+int64_t mapping_resident_bytes(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    unsigned long lo = 0, hi = 0;
+    int64_t kb = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2)
+      inside = at >= lo && at < hi;
+    else if (inside && std::sscanf(line.c_str(), "Rss: %ld kB", &kb) == 1)
+      return kb * 1024;
+  }
+  FAIL("no mapping holds the weight");
+  return 0;
 }
 
 // Y of one `op` node reading x (a graph input) and the constant weight w;
-// `rss_growth` gets how much resident memory the run (its first) added.
+// `weight_resident` gets how much of w's mapping is resident after the
+// session's first run.
 Tensor run_linear(const std::string& op, const Tensor& x, Tensor w, bool trans_b,
-                  const quant::interp::SessionOptions& options = {}, int64_t* rss_growth = nullptr) {
+                  const quant::interp::SessionOptions& options = {}, int64_t* weight_resident = nullptr) {
   quant::ir::Graph g;
   g.opset_imports[""] = 13;
   quant::ir::Value* in = g.add_value("x");
@@ -72,10 +85,10 @@ Tensor run_linear(const std::string& op, const Tensor& x, Tensor w, bool trans_b
   g.outputs = {out};
   auto session = quant::interp::Session::create(g, options);
   REQUIRE(session);
-  const int64_t before = resident_bytes();
   auto y = (*session)->run({x});
   REQUIRE(y);
-  if (rss_growth) *rss_growth = resident_bytes() - before;
+  const Tensor& weight = *wv->constant;  // const: a non-const pointer would pin its pages
+  if (weight_resident) *weight_resident = mapping_resident_bytes(weight.raw());
   auto again = (*session)->run({x});  // a released weight is read back the same
   REQUIRE(again);
   REQUIRE(std::memcmp((*again)[0].raw(), (*y)[0].raw(), (*y)[0].byte_size()) == 0);
@@ -108,12 +121,11 @@ TEST_CASE("A mapped region gives back its clean pages, never written ones", "[co
   const Tensor w = random_tensor({2048, 1024}, 3);  // 8 MiB
   std::string path;
   const Tensor mapped = mapped_copy(w, path);
-  const int64_t before = resident_bytes();
+  CHECK(mapping_resident_bytes(mapped.raw()) < (1 << 20));
   CHECK(std::memcmp(mapped.raw(), w.raw(), w.byte_size()) == 0);  // touches every page
-  const int64_t touched = resident_bytes();
-  CHECK(touched - before >= (7 << 20));
+  CHECK(mapping_resident_bytes(mapped.raw()) >= (7 << 20));
   REQUIRE(mapped.mapping()->release_pages());
-  CHECK(touched - resident_bytes() >= (7 << 20));
+  CHECK(mapping_resident_bytes(mapped.raw()) < (1 << 20));
   CHECK(std::memcmp(mapped.raw(), w.raw(), w.byte_size()) == 0);  // read back from the file
 
   // Once a non-const pointer was handed out, the pages may hold this process's
