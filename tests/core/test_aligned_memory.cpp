@@ -1,10 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -12,6 +10,7 @@
 #include "libquant/core/tensor.h"
 #include "libquant/kernels/gemm_packed.h"
 #include "libquant/kernels/qgemm_packed.h"
+#include "tests/smaps.h"
 
 using quant::aligned_size;
 using quant::allocate_aligned;
@@ -19,25 +18,8 @@ using quant::kHugePageBytes;
 
 namespace {
 
-// The VmFlags line of the mapping that holds `p` (/proc/self/smaps), or "".
-std::string vm_flags(const void* p) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    unsigned long lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {  // a mapping's header line
-      inside = at >= lo && at < hi;
-    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
-      return line;
-    }
-  }
-  return "";
-}
-
 // Whether madvise(MADV_HUGEPAGE) marked the mapping ("hg", proc(5)).
-bool advised_huge(const void* p) { return vm_flags(p).find(" hg") != std::string::npos; }
+bool advised_huge(const void* p) { return quant::testing::smaps_line(p, "VmFlags:").find(" hg") != std::string::npos; }
 
 }  // namespace
 

@@ -19,6 +19,7 @@
 #include "libquant/core/mapped_file.h"
 #include "libquant/interp/session.h"
 #include "libquant/ir/graph.h"
+#include "tests/smaps.h"
 
 using quant::DType;
 using quant::Tensor;
@@ -46,24 +47,12 @@ Tensor mapped_copy(const Tensor& w, std::string& path) {
   return Tensor::mapped(DType::Float32, w.shape(), *std::move(region));
 }
 
-// Resident bytes of the mapping that holds `p` (its Rss line in
-// /proc/self/smaps): the pages this process has of it, whatever the rest of
-// the process allocates or frees meanwhile.
+// The pages this process has of the mapping that holds `p`, whatever the
+// rest of the process allocates or frees meanwhile.
 int64_t mapping_resident_bytes(const void* p) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    unsigned long lo = 0, hi = 0;
-    int64_t kb = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2)
-      inside = at >= lo && at < hi;
-    else if (inside && std::sscanf(line.c_str(), "Rss: %ld kB", &kb) == 1)
-      return kb * 1024;
-  }
-  FAIL("no mapping holds the weight");
-  return 0;
+  const int64_t bytes = quant::testing::smaps_resident_bytes(p);
+  REQUIRE(bytes >= 0);
+  return bytes;
 }
 
 // Y of one `op` node reading x (a graph input) and the constant weight w;
