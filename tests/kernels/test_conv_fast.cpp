@@ -258,7 +258,7 @@ TEST_CASE("pointwise convs pack for the lanes path on small maps only", "[kernel
   // Bits are the same either way (the case above); this pins which way a
   // pointwise conv goes, as qrun packs it once its first run gives the map.
   const detail::LanesIsa* lanes = detail::lanes_isa(detail::best_gemm_isa());
-  const std::vector<float> w(64 * 32, 0.5f);
+  const std::vector<float> w(64 * 32 * 9, 0.5f);  // room for the 3 x 3 kernel too
   const std::vector<int64_t> one_by_one = {1, 1}, three_by_three = {3, 3};
   const auto packed_for = [&](int64_t pixels, const std::vector<int64_t>& kernel, int64_t c) {
     return PackedConvWeights(w.data(), 64, 1, c * kernel[0] * kernel[1], kernel, pixels).lanes();
