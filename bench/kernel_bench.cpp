@@ -506,11 +506,8 @@ Case float_conv_case(const qk::ConvGeometry& g, double ops, std::mt19937& rng) {
   d->x = random_floats(rng, static_cast<size_t>(g.in_channels * g.in_spatial[0] * g.in_spatial[1]));
   d->w = random_floats(rng, static_cast<size_t>(g.out_channels * depth));
   d->bias = random_floats(rng, static_cast<size_t>(g.out_channels));
-  bool pointwise = true;
-  for (size_t i = 0; i < g.kernel.size(); ++i)
-    pointwise = pointwise && g.kernel[i] == 1 && g.strides[i] == 1 && g.pads_begin[i] == 0 && g.pads_end[i] == 0;
   // As qrun packs them (a pointwise conv knowing its map: ops_nn.cpp, ConvPacking).
-  d->packed = qk::PackedConvWeights(d->w.data(), g.out_channels, 1, depth, g.kernel, pointwise ? plane : 0);
+  d->packed = qk::PackedConvWeights(d->w.data(), g.out_channels, 1, depth, g.kernel, qk::pointwise_pixels(g));
   d->y.resize(static_cast<size_t>(g.out_channels * plane));
   return {[d] {
             qk::ConvActivation relu;

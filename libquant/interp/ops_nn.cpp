@@ -129,16 +129,6 @@ struct ConvPacking {
   }
 };
 
-// The output pixels of a pointwise conv (1x1, unpadded, unit strides), else 0.
-int64_t pointwise_pixels(const kernels::ConvGeometry& g) {
-  int64_t pixels = 1;
-  for (size_t i = 0; i < g.kernel.size(); ++i) {
-    if (g.kernel[i] != 1 || g.strides[i] != 1 || g.pads_begin[i] != 0 || g.pads_end[i] != 0) return 0;
-    pixels *= g.out_spatial[i];
-  }
-  return pixels;
-}
-
 }  // namespace
 
 KernelResult make_conv(const KernelContext& ctx) { return make_conv_fused(ctx, {}); }
@@ -176,7 +166,7 @@ KernelResult make_conv_fused(const KernelContext& ctx, const kernels::ConvActiva
     shape.insert(shape.end(), g.out_spatial.begin(), g.out_spatial.end());
     const kernels::PackedConvWeights* pw = nullptr;
     if (packed && &w == w_const) {
-      packing->pack(w, attrs.group, pointwise_pixels(g));  // packed already unless 1x1
+      packing->pack(w, attrs.group, kernels::pointwise_pixels(g));  // packed already unless 1x1
       pw = &packing->weights;
     }
     if (r && (r->dtype() != DType::Float32 || r->shape() != shape)) return conv_then_add(node, g, x, w, pw, b, *r, threads, act, out[0]);

@@ -380,6 +380,15 @@ bool lanes_fits(int64_t c, int64_t m, std::span<const int64_t> kernel, int64_t p
   return volume > 1 || (pointwise_pixels > 0 && pointwise_pixels <= lanes->pointwise_max_pixels);
 }
 
+int64_t pointwise_pixels(const ConvGeometry& g) {
+  int64_t pixels = 1;
+  for (size_t i = 0; i < g.kernel.size(); ++i) {
+    if (g.kernel[i] != 1 || g.strides[i] != 1 || g.pads_begin[i] != 0 || g.pads_end[i] != 0) return 0;
+    pixels *= g.out_spatial[i];
+  }
+  return pixels;
+}
+
 PackedConvWeights::PackedConvWeights(const float* w, int64_t out_channels, int64_t group, int64_t depth_per_group,
                                      std::span<const int64_t> kernel, int64_t pointwise_pixels) {
   const int64_t m_per_group = out_channels / group;

@@ -66,6 +66,10 @@ class PackedConvWeights {
 // (LanesIsa::pointwise_max_pixels; 0: not pointwise, or unknown).
 bool lanes_fits(int64_t c, int64_t m, std::span<const int64_t> kernel, int64_t pointwise_pixels = 0);
 
+// The output pixels of a pointwise conv (1x1, unpadded, unit strides: what
+// PackedConvWeights takes as its hint), else 0.
+int64_t pointwise_pixels(const ConvGeometry& g);
+
 // y = clamp(conv(x, w) + bias + residual) with clamp off unless `clamp` is
 // set: a Conv -> Relu/Clip, or Conv -> Add (-> Relu/Clip) fused.
 struct ConvActivation {

@@ -44,14 +44,6 @@ ConvGeometry geometry(const Case& c) {
   return g;
 }
 
-// The output pixels of a pointwise case (1x1, unpadded, unit strides), as
-// qrun hands them to PackedConvWeights at the first run; else 0.
-int64_t pointwise_pixels(const ConvGeometry& g) {
-  for (size_t i = 0; i < g.kernel.size(); ++i)
-    if (g.kernel[i] != 1 || g.strides[i] != 1 || g.pads_begin[i] != 0 || g.pads_end[i] != 0) return 0;
-  return product(g.out_spatial);
-}
-
 std::string describe(const Case& c) {
   auto dims = [](const Dims& d) {
     std::string s;
