@@ -41,9 +41,9 @@ inline Tensor boolean(Dims shape, const std::vector<uint8_t>& v) {
   return t;
 }
 
-// Runs the node; returns its outputs or the error of create/run.
-inline Expected<std::vector<Tensor>> run_node(const NodeSpec& spec) {
-  ir::Graph g;
+// The node's one-node graph in `g`; returns the feeds its graph inputs take
+// (the inputs not given as initializers), in order.
+inline std::vector<Tensor> build_node_graph(const NodeSpec& spec, ir::Graph& g) {
   g.opset_imports[""] = spec.opset;
   if (!spec.domain.empty()) g.opset_imports[spec.domain] = 1;
   std::vector<ir::Value*> ins;
@@ -70,6 +70,13 @@ inline Expected<std::vector<Tensor>> run_node(const NodeSpec& spec) {
   ir::Node* n = g.add_node(spec.op_type, ins, outs, "node", spec.domain);
   n->attributes = spec.attributes;
   g.outputs = outs;
+  return feeds;
+}
+
+// Runs the node; returns its outputs or the error of create/run.
+inline Expected<std::vector<Tensor>> run_node(const NodeSpec& spec) {
+  ir::Graph g;
+  const std::vector<Tensor> feeds = build_node_graph(spec, g);
   interp::SessionOptions options;
   options.threads = spec.threads;
   QT_ASSIGN_OR_RETURN(auto session, interp::Session::create(g, options));

@@ -6,37 +6,17 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "libquant/interp/session.h"
 #include "libquant/ir/graph.h"
+#include "tests/interp/single_node.h"
 
 using namespace quant;
 
 namespace {
-
-// One Conv node (1x1, c -> m channels), its weights an initializer or a graph input.
-struct ConvGraph {
-  ir::Graph g;
-  ConvGraph(const Tensor& w, bool constant_weights) {
-    g.opset_imports[""] = 13;
-    ir::Value* x = g.add_value("x");
-    x->dtype = DType::Float32;
-    g.inputs.push_back(x);
-    ir::Value* wv = g.add_value("w");
-    wv->dtype = DType::Float32;
-    if (constant_weights)
-      wv->constant = std::make_unique<Tensor>(w);
-    else
-      g.inputs.push_back(wv);
-    ir::Value* y = g.add_value("y");
-    g.add_node("Conv", {x, wv}, {y}, "conv");
-    g.outputs = {y};
-  }
-};
 
 Tensor random_tensor(Dims shape, std::mt19937& rng) {
   Tensor t(DType::Float32, std::move(shape));
@@ -57,12 +37,17 @@ TEST_CASE("1x1 Conv weights packed at the first run give the unpacked conv's bit
   std::mt19937 rng(7);
   const int64_t c = 48, m = 64;  // lanes-eligible on AVX2 (16 a panel) and AVX-512 (32)
   const Tensor w = random_tensor({m, c, 1, 1}, rng);
-  ConvGraph packed_graph(w, true), input_graph(w, false);
+  // One Conv node, its weights an initializer (packed) or a graph input (never packed).
+  testing::NodeSpec spec{"Conv", 13, {random_tensor({1, c, 7, 7}, rng), w}};
+  ir::Graph input_graph, packed_graph;
+  testing::build_node_graph(spec, input_graph);
+  spec.constant_inputs = {false, true};
+  testing::build_node_graph(spec, packed_graph);
   for (int threads : {1, 2}) {
     interp::SessionOptions options;
     options.threads = threads;
-    auto packed = interp::Session::create(packed_graph.g, options);
-    auto unpacked = interp::Session::create(input_graph.g, options);
+    auto packed = interp::Session::create(packed_graph, options);
+    auto unpacked = interp::Session::create(input_graph, options);
     REQUIRE(packed);
     REQUIRE(unpacked);
     // The first runs race: four threads at once, a 7 x 7 map (the lanes
