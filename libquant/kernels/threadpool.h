@@ -25,6 +25,16 @@ namespace quant::kernels {
 // throw.
 void parallel_for(int threads, int64_t tasks, const std::function<void(int64_t)>& fn);
 
+// The pool's state, for tests: worker threads started, those asleep now
+// (until a job is posted; not spinning for one or running one), and how many
+// times a worker has gone to sleep since the pool started.
+struct PoolCounters {
+  int workers = 0;
+  int sleeping = 0;
+  int64_t sleeps = 0;
+};
+PoolCounters pool_counters();
+
 // Elements per piece of in_pieces: large enough that handing out a piece
 // costs little, small enough that two threads share a 56x56x64 activation evenly.
 inline constexpr int64_t kElementPiece = 16384;

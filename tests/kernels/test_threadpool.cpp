@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -85,4 +86,38 @@ TEST_CASE("parallel_for gives each thread its own share, in runs", "[kernels][th
     INFO("task " << t << " ran on another thread than task " << t - 1);
     CHECK((t < kHalf ? t : t - kHalf) % kGrain == 0);
   }
+}
+
+namespace {
+
+// Polls pred every 100 us for up to 10 s; true once it holds.
+template <class Pred>
+bool within_10s(Pred pred) {
+  for (int i = 0; i < 100000; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return pred();
+}
+
+}  // namespace
+
+TEST_CASE("parallel_for's wake-up puts every sleeping worker back to spinning", "[kernels][threads]") {
+  // A call wakes all sleeping workers; at most one joins its job (two
+  // tasks), the others find it gone. Each must then spin for the next call
+  // and only later sleep again, so that the next call needs no wake-up
+  // (threadpool.cpp): every worker goes to sleep once more. A pool whose
+  // woken workers wait on for a job still queued would count at most the
+  // one that joined.
+  using quant::kernels::pool_counters;
+  parallel_for(4, 4, [](int64_t) {});  // three workers at least
+  REQUIRE(within_10s([] {
+    const auto c = pool_counters();
+    return c.workers >= 3 && c.sleeping == c.workers;
+  }));
+  const auto before = pool_counters();
+  parallel_for(2, 2, [](int64_t) {});
+  const bool all_slept_again = within_10s([&] { return pool_counters().sleeps >= before.sleeps + before.workers; });
+  INFO("workers " << before.workers << ", sleeps before " << before.sleeps << ", after " << pool_counters().sleeps);
+  CHECK(all_slept_again);
 }
