@@ -163,52 +163,44 @@ void zero_floats(float* dst, int64_t count) {
 void pad_planes(const detail::Spatial3& s, const DirectGeometry& d, const float* x, int64_t channels, int64_t slack,
                 float* dst, int threads, bool by_rows) {
   const int64_t top = s.pads_begin[1], left = s.pads_begin[2], h = s.in[1], w = s.in[2];
-  const int64_t planes = channels * d.sh * d.sw, bands = by_rows ? std::clamp<int64_t>(threads, 1, d.hq) : 1;
-  if (d.sh == 1 && d.sw == 1) {
-    // One phase (the lanes path; the direct path at unit strides): each
-    // padded row is `left` zeros, w inputs, `right` zeros, found without
-    // the phase arithmetic's divisions per plane and row. resnet18's layer4
-    // input (512 planes of 7 x 7) took 37.7 us so on one thread and 21.8 on
-    // two, 26.1 and 16.1 so (with copy_floats' overlapping tails; medians of
-    // 200 calls, QTOOL_ISA=avx2); its 16 lanes convs' copies together, on
-    // one thread, 651 and 663 us a run against 525 and 592 (minima of 50
-    // runs, two processes each), no change whole runs could show.
-    const int64_t right = d.wq - left - w;
-    parallel_for(threads, bands * planes, [&](int64_t task) {
-      const int64_t band = bands == 1 ? 0 : task / planes, c = task - band * planes;
-      const int64_t r0 = band * d.hq / bands, r1 = (band + 1) * d.hq / bands;
-      float* row = dst + c * d.phase + r0 * d.wq;
-      for (int64_t r = r0; r < r1; ++r, row += d.wq) {
-        if (r < top || r >= top + h) {
-          zero_floats(row, d.wq);
-          continue;
-        }
-        zero_floats(row, left);
-        copy_floats(x + (c * h + r - top) * w, w, row + left);
-        zero_floats(row + left + w, right);
-      }
-    });
-    zero_floats(dst + channels * d.plane, slack);
-    return;
+  const int64_t phases = d.sh * d.sw, planes = channels * phases;
+  const int64_t bands = by_rows ? std::clamp<int64_t>(threads, 1, d.hq) : 1;
+  // Each phase's first padded row and column (py, px) and its columns q with
+  // left <= q * sw + px < left + w, which hold input columns q * sw + px -
+  // left: [q0, q1). Worked out once, not per plane: on small maps the
+  // divisions per plane (and a row's scalar tails, copy_floats) cost more
+  // than the bytes. resnet18's layer4 input (512 planes of 7 x 7, one phase)
+  // took 37.7 us so on one thread and 21.8 on two, 27.0-28.2 and 16.6 now
+  // (medians of 200 calls, QTOOL_ISA=avx2); its 16 lanes convs' copies
+  // together, on one thread, 651 and 663 us a run against 553-602 (minima
+  // of 50 runs), no change whole runs could show. A branch of its own for
+  // one phase took 23.1-26.1 us on layer4's input, not worth a second loop.
+  struct PhaseColumns {
+    int64_t py, px, q0, q1;
+  };
+  std::vector<PhaseColumns> columns(static_cast<size_t>(phases));
+  for (int64_t f = 0; f < phases; ++f) {
+    PhaseColumns& pc = columns[static_cast<size_t>(f)];
+    pc.py = f / d.sw;
+    pc.px = f % d.sw;
+    pc.q0 = std::min(d.wq, (std::max<int64_t>(0, left - pc.px) + d.sw - 1) / d.sw);
+    pc.q1 = std::max(pc.q0, std::min(d.wq, (left + w - pc.px + d.sw - 1) / d.sw));
   }
   parallel_for(threads, bands * planes, [&](int64_t task) {
-    const int64_t band = task / planes, cp = task % planes;
-    const int64_t c = cp / (d.sh * d.sw), py = cp / d.sw % d.sh, px = cp % d.sw;
-    float* p = dst + cp * d.phase;
+    const int64_t band = bands == 1 ? 0 : task / planes, cp = task - band * planes;
+    const int64_t c = phases == 1 ? cp : cp / phases;
+    const PhaseColumns& pc = columns[static_cast<size_t>(cp - c * phases)];
+    const int64_t q0 = pc.q0, q1 = pc.q1;
     const float* xc = x + c * h * w;
-    // Phase columns q with left <= q * sw + px < left + w hold input columns
-    // q * sw + px - left: [q0, q1).
-    const int64_t q0 = std::min(d.wq, (std::max<int64_t>(0, left - px) + d.sw - 1) / d.sw);
-    const int64_t q1 = std::max(q0, std::min(d.wq, (left + w - px + d.sw - 1) / d.sw));
-    for (int64_t r = band * d.hq / bands, r1 = (band + 1) * d.hq / bands; r < r1; ++r) {
-      float* row = p + r * d.wq;
-      const int64_t ir = r * d.sh + py - top;
+    float* row = dst + cp * d.phase + band * d.hq / bands * d.wq;
+    for (int64_t r = band * d.hq / bands, r1 = (band + 1) * d.hq / bands; r < r1; ++r, row += d.wq) {
+      const int64_t ir = r * d.sh + pc.py - top;
       if (ir < 0 || ir >= h) {
         zero_floats(row, d.wq);
         continue;
       }
       zero_floats(row, q0);
-      const float* src = xc + ir * w + q0 * d.sw + px - left;
+      const float* src = xc + ir * w + q0 * d.sw + pc.px - left;
       if (d.sw == 1)
         copy_floats(src, q1 - q0, row + q0);
       else if (d.sw == 2)
