@@ -192,8 +192,9 @@ void pad_planes(const detail::Spatial3& s, const DirectGeometry& d, const float*
     const PhaseColumns& pc = columns[static_cast<size_t>(cp - c * phases)];
     const int64_t q0 = pc.q0, q1 = pc.q1;
     const float* xc = x + c * h * w;
-    float* row = dst + cp * d.phase + band * d.hq / bands * d.wq;
-    for (int64_t r = band * d.hq / bands, r1 = (band + 1) * d.hq / bands; r < r1; ++r, row += d.wq) {
+    const int64_t r0 = band * d.hq / bands, r1 = (band + 1) * d.hq / bands;
+    float* row = dst + cp * d.phase + r0 * d.wq;
+    for (int64_t r = r0; r < r1; ++r, row += d.wq) {
       const int64_t ir = r * d.sh + pc.py - top;
       if (ir < 0 || ir >= h) {
         zero_floats(row, d.wq);
