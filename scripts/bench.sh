@@ -9,7 +9,8 @@
 # ORT alternating, and reports each side's best round and the median of the
 # rounds' ratios (on a host whose speed moves between runs, the ratio of two
 # adjacent runs moves much less than either run), and so each side's
-# 2-thread speed-up: the median of the rounds' own (paired_speedups);
+# 2-thread speed-up: the median of the rounds' own, and qrun's over ONNX
+# Runtime's round by round (paired_speedups);
 # BENCH_QPROFILE=0 leaves out qprofile's timing (the longest part);
 # QTOOL_ISA=portable|avx2|avx512|vnni runs qrun's kernels capped at that ISA
 # (libquant/kernels/cpu.h), e.g. the AVX2 paths on an AVX-512 host;
@@ -251,7 +252,10 @@ paired_rounds() {
 # round's 1-thread / 2-thread median time. A round's two runs of one side
 # are seconds apart; the best rounds of each thread count may be minutes
 # apart, on a host whose speed moves by 1.5x in that time (stops 41-43).
-# Prints "QF OF QI OI".
+# Then, f32 and int8, qrun's speed-up over ONNX Runtime's in each round: its
+# median, lowest and highest over the rounds ("at least ONNX Runtime's own"
+# is a median of 1.00 or more; the range is how far the host's noise moves
+# it). Prints "QF OF QI OI F_MED F_LO F_HI I_MED I_LO I_HI".
 paired_speedups() {
   awk "$(awk_median)"'
     $1 == 1 { n1++; for (f = 0; f < 4; f++) one[f, n1] = $(2 + 3 * f) }
@@ -260,7 +264,16 @@ paired_speedups() {
       n = n1 < n2 ? n1 : n2
       for (f = 0; f < 4; f++) {
         for (i = 1; i <= n; i++) r[i] = one[f, i] / two[f, i]
-        printf "%.2f%s", median(r, n), f < 3 ? " " : "\n"
+        printf "%.2f ", median(r, n)
+      }
+      for (p = 0; p < 2; p++) {
+        q = 2 * p; o = q + 1
+        for (i = 1; i <= n; i++) {
+          r[i] = (one[q, i] / two[q, i]) / (one[o, i] / two[o, i])
+          if (i == 1 || r[i] < lo) lo = r[i]
+          if (i == 1 || r[i] > hi) hi = r[i]
+        }
+        printf "%.2f %.2f %.2f%s", median(r, n), lo, hi, p < 1 ? " " : "\n"
       }
     }'
 }
@@ -313,10 +326,12 @@ bench_speed() {
       [ -n "$ort1" ] || ort1=$4
     done
     if [[ " $threads_list " == *" 1 "* && " $threads_list " == *" 2 "* ]]; then
-      local pq pof pqi poi
-      read -r pq pof pqi poi < <(paired_speedups <"$w/rounds")
+      local pq pof pqi poi rf rflo rfhi ri rilo rihi
+      read -r pq pof pqi poi rf rflo rfhi ri rilo rihi < <(paired_speedups <"$w/rounds")
       summary+=("$(printf '%-14s speed-up 2 vs 1 threads, median of the rounds (of best rounds): qrun f32 %sx (%sx), ORT f32 %sx (%sx), qrun int8 %sx (%sx), ORT int8 %sx (%sx)' "$model" \
         "$pq" "$(ratio "$qf_1" "$qf_2")" "$pof" "$(ratio "$of_1" "$of_2")" "$pqi" "$(ratio "$qi_1" "$qi_2")" "$poi" "$(ratio "$oi_1" "$oi_2")")")
+      summary+=("$(printf '%-14s qrun speed-up / ORT speed-up, round by round: f32 %s (rounds %s-%s), int8 %s (rounds %s-%s)' \
+        "$model" "$rf" "$rflo" "$rfhi" "$ri" "$rilo" "$rihi")")
     fi
     # qprofile, 1 thread: per sample (qprofile_per_sample).
     [ "${BENCH_QPROFILE:-1}" != 0 ] || continue

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/bench.sh speed with BENCH_ROUNDS: each side's best round, the
 # largest RSS, and the median over the rounds of each round's qrun / ORT
-# ratio (paired_rounds), and per side the median over the rounds of each
-# round's 1-thread / 2-thread time (paired_speedups), from round lines
+# ratio (paired_rounds), per side the median over the rounds of each
+# round's 1-thread / 2-thread time and qrun's speed-up over ORT's round by
+# round (paired_speedups), from round lines
 # written out here; a bad BENCH_ROUNDS is refused with exit code 2 before
 # anything runs.
 source "$(dirname "$0")/lib.sh"
@@ -30,7 +31,9 @@ got=$(paired_rounds 2 <"$tmp/rounds")
 # rounds: 9/5 = 1.8); ORT f32 18/12, 20/10, 21/14 -> 1.5, 2, 1.5: median 1.5; qrun int8 6/3, 5/2,
 # 4/4 -> 2, 2.5, 1: 2; ORT int8 7/5, 8/4, 10/5 -> 1.4, 2, 2: 2.
 { cat "$tmp/rounds"; echo "2 5 6 100 10 11 200 2 3 50 4 5 80"; echo "2 6 7 100 14 15 200 4 5 50 5 6 80"; } >"$tmp/rounds3"
+# Then qrun's speed-up over ORT's in each round: f32 2/1.5, 2/2, 1.5/1.5 -> 1.33, 1, 1 (median 1.00,
+# range 1.00-1.33); int8 2/1.4, 2.5/2, 1/2 -> 1.43, 1.25, 0.5 (median 1.25, range 0.50-1.43).
 got=$(paired_speedups <"$tmp/rounds3")
-[ "$got" = "2.00 1.50 2.00 2.00" ] || fail "paired_speedups: '$got'"
+[ "$got" = "2.00 1.50 2.00 2.00 1.00 1.00 1.33 1.25 0.50 1.43" ] || fail "paired_speedups: '$got'"
 expect_exit 2 "BENCH_ROUNDS must be a positive integer" env BENCH_ROUNDS=0 QTOOL_BIN="$bin" bash "$src/scripts/bench.sh" speed
 echo "paired_rounds and paired_speedups sum up rounds as documented; BENCH_ROUNDS=0 refused"
