@@ -7,8 +7,6 @@
 
 #include "libquant/kernels/cpu.h"
 #include "libquant/kernels/qconv_input.h"
-#include "libquant/kernels/qconv_shape.h"
-#include "libquant/kernels/spatial.h"
 #include "libquant/kernels/threadpool.h"
 
 namespace quant::kernels {
