@@ -12,14 +12,14 @@
 # 2-thread speed-up: the median of the rounds' own, and qrun's over ONNX
 # Runtime's round by round (paired_speedups);
 # BENCH_QPROFILE=0 leaves out qprofile's timing (the longest part);
-# QTOOL_ISA=portable|avx2|avx512|vnni runs qrun's kernels capped at that ISA
+# QTOOL_ISA=portable|avx2|avx512|vnni|amx runs qrun's kernels capped at that ISA
 # (libquant/kernels/cpu.h), e.g. the AVX2 paths on an AVX-512 host;
 # BENCH_CPUID=avx2 runs every process of every section (qrun, qprofile, ONNX
 # Runtime, PyTorch) with AVX-512, AVX-VNNI and AMX hidden from CPUID
 # (scripts/cpuid_avx2.c, preloaded), so that an AVX-512 host measures both
 # sides on the kernels each picks on an AVX2-only CPU; BENCH_CPUID=avx512
 # hides AMX alone (CPUID_VIEW=avx512 of the same library): on a host with
-# AMX, ONNX Runtime's int8 GEMMs then run on VPDPBUSD as qrun's do.
+# AMX, both sides' int8 convolutions then run on VPDPBUSD.
 set -euo pipefail
 export LC_ALL=C  # "." decimal points in EPOCHREALTIME and printf, which awk reads
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

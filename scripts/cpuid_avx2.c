@@ -11,8 +11,8 @@
 // -BF16, -FP16): the view of an AVX-512 VNNI CPU without AMX (Ice Lake,
 // Cascade Lake, Zen 4), whose int8 kernels are VPDPBUSD's. ONNX Runtime's
 // MLAS takes AMX tiles for its u8 x s8 GEMMs where CPUID lists them (4th
-// generation Xeon and later), and qrun has no AMX kernel: on such a host
-// this view compares the two on the same VNNI instructions. Any other value
+// generation Xeon and later), and so do qrun's int8 convolutions: on such a
+// host this view compares the two on the same VNNI instructions. Any other value
 // of CPUID_VIEW stops the process (exit 2, one `error:` line).
 //
 // How: Linux can make CPUID fault in user space (arch_prctl ARCH_SET_CPUID,

@@ -40,7 +40,7 @@ inline void report_weight_pairs(const ir::Node& node, bool bounded, bool depthwi
 }
 
 // A per-tensor scale: float32, one element, positive and finite.
-inline Expected<float> scalar_scale(const Tensor* t, const char* what) {
+[[gnu::noinline]] inline Expected<float> scalar_scale(const Tensor* t, const char* what) {
   if (!t) return Status::bad_input(std::string(what) + " is missing");
   if (t->dtype() != DType::Float32 || t->size() != 1)
     return Status::bad_input(std::string(what) + " must be one float32 value, got " + std::string(dtype_name(t->dtype())) +
@@ -51,7 +51,7 @@ inline Expected<float> scalar_scale(const Tensor* t, const char* what) {
 }
 
 // A per-tensor zero point of type `want` (one element); absent means 0.
-inline Expected<int32_t> scalar_zero_point(const Tensor* t, DType want, const char* what) {
+[[gnu::noinline]] inline Expected<int32_t> scalar_zero_point(const Tensor* t, DType want, const char* what) {
   if (!t) return 0;
   if (t->dtype() != want || t->size() != 1)
     return Status::bad_input(std::string(what) + " must be one " + std::string(dtype_name(want)) + " value, got " +
@@ -66,7 +66,7 @@ inline Expected<int32_t> scalar_zero_point(const Tensor* t, DType want, const ch
 // them into multiplier and shift (tensorflow/lite/kernels/kernel_util.cc,
 // PopulateConvolutionQuantizationParams) and as ExecuTorch's Arm backend
 // does for TOSA RESCALE (Python floats).
-inline Expected<kernels::Requantizer> product_requantizer(kernels::RequantMode mode, float in_scale, const Tensor& w_scale,
+[[gnu::noinline]] inline Expected<kernels::Requantizer> product_requantizer(kernels::RequantMode mode, float in_scale, const Tensor& w_scale,
                                                          const char* what, float out_scale, int32_t out_zero_point) {
   std::vector<float> multipliers;
   std::vector<double> exact;
@@ -162,13 +162,28 @@ inline Status require_present(const ir::Node& node, std::span<const Tensor* cons
 // Input i of a run, or nullptr when omitted.
 inline const Tensor* optional_input(std::span<const Tensor* const> in, size_t i) { return i < in.size() ? in[i] : nullptr; }
 
+// "<what> must be <want>, got <t>". Not inlined, as the checks above are
+// not: GCC 12 at -O2 and -O3 took their string concatenations, inlined
+// into a caller, for writes past a std::string (-Warray-bounds, a false
+// positive like GCC bug 105329), depending on what else that caller
+// inlined (ops_qlinear_conv.cpp's kernel lambda did once the AMX kernels
+// came in). They run once per node, not per element.
+[[gnu::noinline]] inline Status wrong_type(const char* what, const char* want, DType t) {
+  std::string message = what;
+  message += " must be ";
+  message += want;
+  message += ", got ";
+  message += dtype_name(t);
+  return Status::bad_input(message);
+}
+
 // Calls f(T{}) for T = uint8_t or int8_t.
 template <class F>
 Status dispatch_8bit(DType t, const char* what, F&& f) {
   switch (t) {
     case DType::UInt8: return f(uint8_t{});
     case DType::Int8: return f(int8_t{});
-    default: return Status::bad_input(std::string(what) + " must be uint8 or int8, got " + std::string(dtype_name(t)));
+    default: return wrong_type(what, "uint8 or int8", t);
   }
 }
 
@@ -178,7 +193,7 @@ Status dispatch_16bit(DType t, const char* what, F&& f) {
   switch (t) {
     case DType::UInt16: return f(uint16_t{});
     case DType::Int16: return f(int16_t{});
-    default: return Status::bad_input(std::string(what) + " must be uint16 or int16, got " + std::string(dtype_name(t)));
+    default: return wrong_type(what, "uint16 or int16", t);
   }
 }
 

@@ -78,7 +78,7 @@ kernels::PackedQConvWeights pack_weights(const Tensor& w, const Tensor& wz, int6
   (void)dispatch_8bit(w.dtype(), "w", [&](auto tw) {
     using TW = decltype(tw);
     packed = kernels::PackedQConvWeights(w.data<TW>(), w.dim(0), group, w.size() / w.dim(0), wz.data<TW>(), wz.size(),
-                                         kernels::detail::best_qgemm_isa(), w.size() / std::max<int64_t>(w.dim(0) * w.dim(1), 1));
+                                         kernels::detail::best_conv_qgemm_isa(), w.size() / std::max<int64_t>(w.dim(0) * w.dim(1), 1));
     return Status::ok();
   });
   return packed;

@@ -4,7 +4,8 @@
 //   QTOOL_ISA=portable  no SIMD path (plain C++)
 //   QTOOL_ISA=avx2      AVX2 + FMA (+ BMI2): as an AVX2-only x86 host (AMD Zen 1-3, Intel before Skylake-X)
 //   QTOOL_ISA=avx512    AVX-512 F/BW/VL/VBMI as well, no VNNI of either kind (Skylake-X)
-//   QTOOL_ISA=vnni      everything the host has (the default when unset)
+//   QTOOL_ISA=vnni      AVX-512 VNNI / AVX-VNNI as well, no AMX (Ice Lake, Cascade Lake, Zen 4)
+//   QTOOL_ISA=amx       everything the host has, AMX-INT8 tiles included (the default when unset)
 // The cap only removes features: asking for more than the host has gives
 // the host's. It is read once, at the first question; every kernel's
 // dispatch asks here instead of __builtin_cpu_supports. QTOOL_L2_KB (below)
@@ -16,20 +17,22 @@
 
 namespace quant::kernels {
 
-enum class IsaCap { Portable, Avx2, Avx512, Vnni };
+enum class IsaCap { Portable, Avx2, Avx512, Vnni, Amx };
 
 // Whether the kernels may use `feature`: one of the names
 // __builtin_cpu_supports takes ("avx2", "fma", "bmi2", "avx512f",
-// "avx512bw", "avx512vl", "avx512vbmi", "avx512vnni") or "avxvnni" (read
-// from CPUID, which GCC 12's builtin does not know). Unknown names: false.
+// "avx512bw", "avx512vl", "avx512vbmi", "avx512vnni"), "avxvnni" (read
+// from CPUID, which GCC 12's builtin does not know) or "amx" (AMX-TILE and
+// AMX-INT8 with the OS's leave to use them, and AVX-512 BW / VL: the AMX
+// kernels' needs, cpu.cpp). Unknown names: false.
 bool cpu_supports(const char* feature);
 
-// The cap in force, and its name ("portable", "avx2", "avx512", "vnni").
+// The cap in force, and its name ("portable", "avx2", "avx512", "vnni", "amx").
 IsaCap isa_cap();
 const char* isa_cap_name(IsaCap cap);
 // The widest level the kernels use on this host under the cap: what a
 // benchmark reports as the ISA it ran ("portable", "avx2", "avx512",
-// "avx512-vnni" or "avx-vnni").
+// "avx512-vnni", "avx512-vnni+amx" or "avx-vnni").
 std::string effective_isa();
 
 // The per-core L2 cache in bytes, which sizes the GEMMs' column blocks
@@ -46,7 +49,7 @@ int64_t l2_cache_bytes();
 // parses it).
 std::string kernel_setup();
 
-// An error message when QTOOL_ISA is set to something else than the four
+// An error message when QTOOL_ISA is set to something else than the five
 // names above, or QTOOL_L2_KB to something else than a whole number of KiB in
 // its range (the apps turn it into exit code 2), else empty.
 std::string kernel_env_error();

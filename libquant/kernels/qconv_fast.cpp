@@ -58,19 +58,24 @@ bool rows_pairs_fit(const TW* w, int64_t rows, int64_t depth, bool flip) {
 
 template <class TW>
 PackedQConvWeights::PackedQConvWeights(const TW* w, int64_t out_channels, int64_t group, int64_t depth_per_group,
-                                       const TW* zero_points, int64_t zero_point_count, const detail::QGemmIsa& isa,
-                                       int64_t taps)
-    : isa_(&isa), out_channels_(out_channels), depth_(depth_per_group) {
+                                       const TW* zero_points, int64_t zero_point_count,
+                                       const detail::QGemmIsa& isa_asked, int64_t taps)
+    : out_channels_(out_channels), depth_(depth_per_group) {
   const bool flip = std::is_unsigned_v<TW>;  // the kernels take the weights as int8
+  // Only the depthwise path (one output channel per group) reads centered weights.
+  const bool depthwise = group == out_channels;
+  // The depthwise path has no AMX kernels: its weights go to the best other ISA.
+  const detail::QGemmIsa& isa = isa_asked.amx_tiles && depthwise ? detail::best_qgemm_isa() : isa_asked;
+  isa_ = &isa;
   const int mr = isa.mr;
   const int64_t group_out = out_channels / group, panels = (group_out + mr - 1) / mr, kp = q_padded_k(depth_per_group);
   group_bytes_ = panels * mr * kp;
-  // Only the depthwise path (one output channel per group) reads centered weights.
-  const bool depthwise = group == out_channels;
   // Room to widen the bytes in place (below); where they are not widened the
-  // second half is never touched, so it takes no memory.
+  // second half is never touched, so it takes no memory. AMX tiles are
+  // rewritten from the usual layout, packed first into a buffer of its own.
   const int64_t room = isa.a_signed_wide && !depthwise ? 2 : 1;
-  uint8_t* d = data_.reserve(static_cast<size_t>(std::max<int64_t>(room * group_bytes_ * group, 1)));
+  AlignedBytes usual;
+  uint8_t* d = (isa.amx_tiles ? usual : data_).reserve(static_cast<size_t>(std::max<int64_t>(room * group_bytes_ * group, 1)));
   row_sum_.assign(static_cast<size_t>(out_channels), 0);
   row_zp_.assign(static_cast<size_t>(out_channels), 0);
   if (depthwise) centered_.resize(static_cast<size_t>(out_channels * depth_per_group));
@@ -122,6 +127,15 @@ PackedQConvWeights::PackedQConvWeights(const TW* w, int64_t out_channels, int64_
   if (!pairs_bounded_ && isa.a_signed_wide && !depthwise) {  // d is data_'s, with room for twice the bytes
     detail::widen_q_panels(d, bytes, reinterpret_cast<int16_t*>(d));
     group_bytes_ *= 2, widened_ = true;
+  }
+  panel_bytes_ = mr * kp * (widened_ ? 2 : 1);
+  if (isa.amx_tiles) {
+    const int64_t groups = kp / kQKGroup, chunks = (groups + detail::kQAmxGroups - 1) / detail::kQAmxGroups;
+    panel_bytes_ = mr * chunks * detail::kQAmxGroups * kQKGroup;
+    const int64_t usual_bytes = group_bytes_;
+    group_bytes_ = panels * panel_bytes_;
+    uint8_t* tiles = data_.reserve(static_cast<size_t>(std::max<int64_t>(group_bytes_ * group, 1)));
+    for (int64_t g = 0; g < group; ++g) detail::pack_q_tiles(d + g * usual_bytes, panels, groups, tiles + g * group_bytes_);
   }
   for (int64_t m = 0; m < out_channels; ++m) {
     const TW z = zero_point_count == 0 ? TW{0} : zero_points[zero_point_count == 1 ? 0 : m];
@@ -195,7 +209,6 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   const int64_t b_bytes = wide_b ? 2 : 1;  // per packed activation
   const detail::QMicroKernel one_panel = pairs ? isa.a_signed_pairs : wide_a ? isa.a_signed_wide : isa.a_signed;
   const detail::QMicroKernel2 two_panels = pairs || wide_a ? nullptr : isa.a_signed_x2;
-  const int64_t a_bytes = wide_a ? 2 : 1;  // per packed weight
   if (fused) {
     const detail::QFinishParams fp = detail::finish_params(o);
     row_scale.resize(static_cast<size_t>(g.out_channels));
@@ -214,11 +227,17 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   // (pad_quads) at each tap's offset, and nothing is packed per block.
   // Columns past a block's end read on into the planes' slack (or the next
   // quad), computed and never stored, as the wide rows are.
-  const bool direct = fused && c.wide && (packed.k_tap_major() || c.taps == 1) && c.group_in % 4 == 0 && !o.row_zp;
+  // AMX reads 16 groups of a tap as one tile: a tap's quads in whole chunks,
+  // or one tap (its last chunk reading on past the quads, below).
+  const bool direct = fused && c.wide && (packed.k_tap_major() || c.taps == 1) && c.group_in % 4 == 0 && !o.row_zp &&
+                      (!isa.amx_tiles || c.taps == 1 || (c.group_in / 4) % detail::kQAmxGroups == 0);
   const int64_t quad_bytes = direct ? quad_pixels(c) * 4 * b_bytes : 0;  // per channel quad
   thread_local std::vector<int64_t> tap_off;
   if (direct) {
-    uint8_t* d = padded_buf.reserve(static_cast<size_t>(g.batch * g.in_channels / 4 * quad_bytes));
+    // AMX's last chunk of a tap of fewer than 16 quads reads up to 16 quads
+    // from its first (the weights past K are zeros): slack for that.
+    const int64_t slack = isa.amx_tiles ? (detail::kQAmxGroups + 1) * quad_bytes : 0;
+    uint8_t* d = padded_buf.reserve(static_cast<size_t>(g.batch * g.in_channels / 4 * quad_bytes + slack));
     for (int64_t n = 0; n < g.batch; ++n) {
       const TX* xn = x + n * g.in_channels * c.in_plane;
       uint8_t* dn = d + n * g.in_channels / 4 * quad_bytes;
@@ -345,6 +364,9 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   thread_local AlignedBytes shared_panels;
   thread_local std::vector<int32_t> shared_sums;
   const size_t block_bytes = static_cast<size_t>(kp * ((nc + kQNr - 1) / kQNr * kQNr) * b_bytes);
+  // AMX reads a panel's last chunk as 16 groups whatever K (the weights past
+  // K are zeros): up to a tile's bytes past the last panel.
+  const size_t panel_slack = isa.amx_tiles ? detail::kQAmxGroups * kQNr * kQKGroup : 0;
   // With one chunk per thread each task packs the block itself, as the
   // widening 1x1 convs do (by_channel): no job before the product, and each
   // thread reads its own copy. mobilenet_v2 int8's 7 x 7 project convs, 2
@@ -352,7 +374,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   // by both threads beforehand.
   const bool pack_shared = shared && chunks > threads;
   if (pack_shared && !direct) {
-    uint8_t* const panels = shared_panels.reserve(static_cast<size_t>(outer) * block_bytes);
+    uint8_t* const panels = shared_panels.reserve(static_cast<size_t>(outer) * block_bytes + panel_slack);
     shared_sums.resize(static_cast<size_t>(outer * nc + kQNr));
     int32_t* const sums = shared_sums.data();
     const int64_t runs = std::min<int64_t>(threads, (nc + kQNr - 1) / kQNr);
@@ -401,7 +423,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
       sums = shared_sum + b * nc;
     } else {
       uint8_t* rb = gather ? rows_buf.reserve(static_cast<size_t>(c.reduction * stride * sizeof(TX))) : nullptr;
-      uint8_t* own = panel_buf.reserve(static_cast<size_t>(kp * stride * b_bytes));
+      uint8_t* own = panel_buf.reserve(static_cast<size_t>(kp * stride * b_bytes) + panel_slack);
       col_sum.resize(static_cast<size_t>(stride));
       pack_block(c, k.xg, x_zero_point, p0, count, rb, own, o.row_zp ? col_sum.data() : nullptr, packed.k_tap_major(),
                  wide_b);
@@ -421,7 +443,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
     for (int64_t p = p_begin; p < p_end; ++p) {
       const int64_t i0 = grp * c.group_out + p * mr;
       const int64_t mv = std::min<int64_t>(mr, c.group_out - p * mr);
-      const uint8_t* wp = wg + p * mr * kp * a_bytes;
+      const uint8_t* wp = wg + p * packed.panel_bytes();
       if (fused) {
         detail::QRequantTile t = rt;
         t.row_add = rt.row_add + i0, t.row_scale = rt.row_scale + i0, t.row_zp = rt.row_zp ? rt.row_zp + i0 : nullptr;

@@ -44,17 +44,22 @@ class PackedQConvWeights {
   // a pairs kernel; with one, when the weights' own order does not bound
   // every pair), and for an ISA with a pairs kernel when only that order
   // (ONNX Runtime's, targets' pair_bound) bounds them; qconv_fast gathers
-  // the patches alike.
+  // the patches alike. An ISA with amx_tiles (best_conv_qgemm_isa) is
+  // taken for every conv but a depthwise one, whose weights go to
+  // best_qgemm_isa() (isa() says which).
   PackedQConvWeights(const TW* w, int64_t out_channels, int64_t group, int64_t depth_per_group, const TW* zero_points,
-                     int64_t zero_point_count, const detail::QGemmIsa& isa = detail::best_qgemm_isa(),
+                     int64_t zero_point_count, const detail::QGemmIsa& isa = detail::best_conv_qgemm_isa(),
                      int64_t taps = 1);
   bool empty() const { return out_channels_ == 0; }
   const detail::QGemmIsa& isa() const { return *isa_; }
   int64_t out_channels() const { return out_channels_; }
   int64_t depth() const { return depth_; }
   // Row panels of group g (rows = its output channels): int8 bytes, or where
-  // widened() the same values as int16 (detail::widen_q_panels).
+  // widened() the same values as int16 (detail::widen_q_panels), or for an
+  // ISA with amx_tiles AMX tiles (detail::pack_q_tiles); panel_bytes()
+  // apart.
   const uint8_t* panels(int64_t g) const { return data_.data() + g * group_bytes_; }
+  int64_t panel_bytes() const { return panel_bytes_; }
   // For an ISA with an a_signed_wide kernel, weights the pairs kernel cannot
   // take are kept widened for it (twice the bytes, none kept as int8).
   bool widened() const { return widened_; }
@@ -72,7 +77,7 @@ class PackedQConvWeights {
  private:
   AlignedBytes data_;
   const detail::QGemmIsa* isa_ = nullptr;
-  int64_t out_channels_ = 0, depth_ = 0, group_bytes_ = 0;
+  int64_t out_channels_ = 0, depth_ = 0, group_bytes_ = 0, panel_bytes_ = 0;
   std::vector<int32_t> row_sum_, row_zp_, centered_;
   bool has_zp_ = false;
   bool pairs_bounded_ = false;

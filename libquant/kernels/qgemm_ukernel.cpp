@@ -106,4 +106,30 @@ const QGemmIsa& best_qgemm_isa() {
   return *best;
 }
 
+std::vector<const QGemmIsa*> supported_conv_qgemm_isas() {
+  std::vector<const QGemmIsa*> isas = supported_qgemm_isas();
+  if (kQGemmIsaAmx && cpu_supports("amx")) isas.push_back(kQGemmIsaAmx);
+  return isas;
+}
+
+const QGemmIsa& best_conv_qgemm_isa() {
+  static const QGemmIsa* best = supported_conv_qgemm_isas().back();
+  return *best;
+}
+
+void pack_q_tiles(const uint8_t* src, int64_t panels, int64_t groups, uint8_t* dst) {
+  constexpr int kRows = 32, kHalf = 16;
+  const int64_t chunks = (groups + kQAmxGroups - 1) / kQAmxGroups;
+  for (int64_t p = 0; p < panels; ++p, src += kRows * groups * kQKGroup)
+    for (int64_t c = 0; c < chunks; ++c)
+      for (int h = 0; h < 2; ++h)
+        for (int r = 0; r < kHalf; ++r, dst += kQAmxGroups * kQKGroup)
+          for (int64_t i = 0; i < kQAmxGroups; ++i) {
+            const int64_t g = c * kQAmxGroups + i;
+            // Group g of row h * 16 + r in the source layout, zeros past K.
+            for (int q = 0; q < kQKGroup; ++q)
+              dst[i * kQKGroup + q] = g < groups ? src[(g * kRows + h * kHalf + r) * kQKGroup + q] : 0;
+          }
+}
+
 }  // namespace quant::kernels::detail

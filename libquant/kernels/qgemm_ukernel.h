@@ -46,7 +46,7 @@ namespace quant::kernels::detail {
 
 inline constexpr int kQNr = 16;      // columns per B panel
 inline constexpr int kQKGroup = 4;   // k per dot-product group
-inline constexpr int kQMaxMr = 8;    // the tallest A panel of any ISA
+inline constexpr int kQMaxMr = 32;   // the tallest A panel of any ISA (AMX's)
 
 inline int64_t q_padded_k(int64_t k) { return (k + kQKGroup - 1) / kQKGroup * kQKGroup; }
 
@@ -188,7 +188,19 @@ struct QGemmIsa {
   bool requant_lines = false;
   // a_signed_pairs_requant over whole tiles; null: one call per tile.
   QMicroKernelRequantRun a_signed_pairs_requant_run = nullptr;
+  // A (the convolution's weights) packed as AMX tiles instead of the layout
+  // above (pack_q_tiles): per panel of mr = 32 rows and chunk of
+  // kQAmxGroups groups of four k, two tiles of 16 rows x 64 bytes, row r's
+  // 64 k in order, K zero-padded to whole chunks. Only a_signed,
+  // a_signed_x2 and a_signed_requant exist (no a_unsigned: the GEMM of
+  // qgemm_packed.h keeps its ISA's layout); B is read as everywhere, a
+  // chunk's 16 groups as the 16 rows of a tile, so a chunk must not cross
+  // a tap of a direct B (taps == 1 or quads a multiple of kQAmxGroups).
+  bool amx_tiles = false;
 };
+
+// Groups of four k per AMX chunk: a tile row of 64 bytes.
+inline constexpr int64_t kQAmxGroups = 16;
 
 // Packed bytes as int16, sign-extended (int8 weights, for a_signed_wide) or
 // zero-extended (uint8 activations, for a_unsigned_wide); in place when out
@@ -211,6 +223,16 @@ bool s8_pairs_fit_int16(const uint8_t* bytes, int64_t count);
 // portable first (tests compare each against the reference kernels).
 const QGemmIsa& best_qgemm_isa();
 std::vector<const QGemmIsa*> supported_qgemm_isas();
+// The same for the weights of a (not depthwise) convolution, where the AMX
+// kernels may take part: AMX where the CPU and QTOOL_ISA allow it.
+const QGemmIsa& best_conv_qgemm_isa();
+std::vector<const QGemmIsa*> supported_conv_qgemm_isas();
+
+// Panels of the A layout above (mr rows, per group mr x 4 bytes, K padded
+// to `groups` groups) rewritten as AMX tiles (QGemmIsa::amx_tiles), panel by
+// panel: `panels` panels of mr = 32 rows from `src` to `dst`, which holds
+// panels x 32 x chunks x 64 bytes (chunks = groups / kQAmxGroups rounded up).
+void pack_q_tiles(const uint8_t* src, int64_t panels, int64_t groups, uint8_t* dst);
 
 // What the vector output stages need of a QOutput, read once per call: the
 // requantized range less the zero point, [lo, hi] (float clamp bounds), the
@@ -231,10 +253,14 @@ void q_finish_one(uint32_t v, int64_t i, int64_t j, const QOutput& o);
 extern const QGemmIsa* const kQGemmIsaAvx2;
 extern const QGemmIsa* const kQGemmIsaAvxVnni;
 extern const QGemmIsa* const kQGemmIsaAvx512Vnni;
+extern const QGemmIsa* const kQGemmIsaAmx;
 #if defined(__x86_64__) && defined(__GNUC__)
 // The AVX2 output stage, shared by the x86 ISAs (qgemm_ukernel_avx2.cpp).
 void q_finish_avx2(const int32_t* acc, int64_t acc_stride, int64_t rows, int64_t cols, int64_t i0, int64_t j0,
                    const QOutput& o);
+// The AVX-512 output stage (qgemm_ukernel_avx512.cpp), AMX's too.
+void q_finish_avx512(const int32_t* acc, int64_t acc_stride, int64_t rows, int64_t cols, int64_t i0, int64_t j0,
+                     const QOutput& o);
 #endif
 
 }  // namespace quant::kernels::detail

@@ -6,6 +6,7 @@
 // Compiled with a target attribute; called only when the CPU reports
 // avx512f, avx512bw, avx512vl and avx512vnni.
 #include "libquant/kernels/qgemm_ukernel.h"
+#include "libquant/kernels/qgemm_requant_avx512.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -88,46 +89,6 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_gemm_avx512vnni_8
 // AVX-512 intrinsics as maybe-uninitialized (a known false positive).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-// Sixteen int32 sums requantized as q_finish_avx2 does each one: times the
-// scale, clamped to [lo, hi], rounded, plus the zero point, narrowed to bytes;
-// then the `mask` lanes stored at out. Shared by the fused conv output stage
-// and q_finish_avx512.
-__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline __m128i requant_bytes(
-    __m512i v, __m512 scale, __m512 lo, __m512 hi, __m512i zero_point) {
-  __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), scale);
-  f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
-  return _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), zero_point));
-}
-
-__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void requant_store(
-    __m512i v, __m512 scale, __m512 lo, __m512 hi, __m512i zero_point, __mmask16 mask, uint8_t* out) {
-  const __m128i q = requant_bytes(v, scale, lo, hi, zero_point);
-  if (mask == 0xFFFF) _mm_storeu_si128(reinterpret_cast<__m128i*>(out), q);
-  else _mm_mask_storeu_epi8(out, mask, q);
-}
-
-// The fused output stage of one accumulator row: 16 columns from col on
-// (panel col / 16), `mask` of them stored (QRequantTile), or with t.lines
-// that panel's line stores (`mask` still the valid columns).
-template <bool kLines>
-__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void requant_row(
-    __m512i v, int r, int col, __mmask16 mask, const QRequantTile& t) {
-  v = _mm512_add_epi32(v, _mm512_set1_epi32(t.row_add[r]));
-  if (t.row_zp)
-    v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_set1_epi32(t.row_zp[r]), _mm512_maskz_loadu_epi32(mask, t.col_sum + col)));
-  if (kLines) {
-    const __m128i q = requant_bytes(v, _mm512_set1_ps(t.row_scale[r]), _mm512_set1_ps(t.lo), _mm512_set1_ps(t.hi),
-                                    _mm512_set1_epi32(t.zero_point));
-    const int h = col / kQNr;
-    uint8_t* out = t.y + r * t.ldy + col;
-    for (int s = 0; s < t.lines->count[h]; ++s)
-      _mm_mask_storeu_epi8(out - t.lines->shift[h][s], t.lines->mask[h][s], q);
-    return;
-  }
-  requant_store(v, _mm512_set1_ps(t.row_scale[r]), _mm512_set1_ps(t.lo), _mm512_set1_ps(t.hi),
-                _mm512_set1_epi32(t.zero_point), mask, t.y + r * t.ldy + col);
-}
-
 // q8_gemm_avx512vnni_8x32_a_signed (kTwo) or 8x16<false> with the output
 // stage fused (QMicroKernelRequant); kLines: t.lines is set. (Instances
 // apart: with both stores in one, the epilogue's code doubled, and a
@@ -161,6 +122,45 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void q8_conv_req
   }
 }
 
+#pragma GCC diagnostic pop
+
+// One A row against one B panel (QRowKernel): per group of four k the row's
+// four bytes in every lane and one VPDPBUSD on the panel's 64 bytes, each
+// int32 lane one column. Two chains over alternate groups hide the latency.
+__attribute__((target("avx512f,avx512vnni"), always_inline)) inline __m512i row_step(__m512i acc, const uint8_t* a,
+                                                                                      const uint8_t* b, int64_t g) {
+  int32_t word;
+  std::memcpy(&word, a + g * kQKGroup, 4);
+  return dpbusd(acc, _mm512_set1_epi32(word), _mm512_loadu_si512(b + g * kQNr * kQKGroup));
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_row_avx512vnni(int64_t groups, const uint8_t* a,
+                                                                               const int16_t*, const uint8_t* b,
+                                                                               int32_t* out) {
+  __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
+  int64_t g = 0;
+  for (; g + 2 <= groups; g += 2) {
+    acc0 = row_step(acc0, a, b, g);
+    acc1 = row_step(acc1, a, b, g + 1);
+  }
+  if (g < groups) acc0 = row_step(acc0, a, b, g);
+  _mm512_storeu_si512(out, _mm512_add_epi32(acc0, acc1));
+}
+
+const QGemmIsa kIsa = [] {
+  QGemmIsa isa{"avx512vnni", kMr, q8_gemm_avx512vnni_8x16<true>, q8_gemm_avx512vnni_8x16<false>,
+               q_finish_avx512, q8_gemm_avx512vnni_8x32_a_signed, q8_conv_requant_avx512vnni};
+  isa.requant_lines = true;
+  isa.a_unsigned_row = q8_row_avx512vnni;
+  return isa;
+}();
+
+}  // namespace
+
+const QGemmIsa* const kQGemmIsaAvx512Vnni = &kIsa;
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 // q_finish_avx2 sixteen columns at a time, lane for lane the same operations
 // (so the same bits), the last columns under a mask (a 7 x 7 map has 49);
 // Requantizers the vector stage cannot reproduce go to q_finish_avx2. The
@@ -207,41 +207,6 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void q_finish_avx512(const 
   }
 }
 #pragma GCC diagnostic pop
-
-// One A row against one B panel (QRowKernel): per group of four k the row's
-// four bytes in every lane and one VPDPBUSD on the panel's 64 bytes, each
-// int32 lane one column. Two chains over alternate groups hide the latency.
-__attribute__((target("avx512f,avx512vnni"), always_inline)) inline __m512i row_step(__m512i acc, const uint8_t* a,
-                                                                                      const uint8_t* b, int64_t g) {
-  int32_t word;
-  std::memcpy(&word, a + g * kQKGroup, 4);
-  return dpbusd(acc, _mm512_set1_epi32(word), _mm512_loadu_si512(b + g * kQNr * kQKGroup));
-}
-
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_row_avx512vnni(int64_t groups, const uint8_t* a,
-                                                                               const int16_t*, const uint8_t* b,
-                                                                               int32_t* out) {
-  __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
-  int64_t g = 0;
-  for (; g + 2 <= groups; g += 2) {
-    acc0 = row_step(acc0, a, b, g);
-    acc1 = row_step(acc1, a, b, g + 1);
-  }
-  if (g < groups) acc0 = row_step(acc0, a, b, g);
-  _mm512_storeu_si512(out, _mm512_add_epi32(acc0, acc1));
-}
-
-const QGemmIsa kIsa = [] {
-  QGemmIsa isa{"avx512vnni", kMr, q8_gemm_avx512vnni_8x16<true>, q8_gemm_avx512vnni_8x16<false>,
-               q_finish_avx512, q8_gemm_avx512vnni_8x32_a_signed, q8_conv_requant_avx512vnni};
-  isa.requant_lines = true;
-  isa.a_unsigned_row = q8_row_avx512vnni;
-  return isa;
-}();
-
-}  // namespace
-
-const QGemmIsa* const kQGemmIsaAvx512Vnni = &kIsa;
 
 }  // namespace quant::kernels::detail
 

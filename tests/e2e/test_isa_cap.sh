@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # QTOOL_ISA caps the kernels' ISA (libquant/kernels/cpu.h), so that the AVX2
-# and portable paths run on hosts that have AVX-512 (issue 22). Integer
+# and portable paths run on hosts that have AVX-512 (issue 22), and the VNNI
+# ones on hosts that have AMX. Integer
 # results are the same bits on every path; float outputs and profiles stay
 # within rounding of each other; the bench line names the ISA used; a value
 # that is not an ISA is refused. QTOOL_L2_KB (the cache size the blocking
@@ -10,8 +11,8 @@ py=/usr/bin/python3
 "$bin/qprofile" "$model" --data "$samples/digits/calib" -o "$tmp/p.json" --quiet
 "$bin/qconvert" "$model" --profile "$tmp/p.json" -o "$tmp/u8.onnx"
 "$bin/qconvert" "$model" --profile "$tmp/p.json" -o "$tmp/s8.onnx" --target ort-x86-vnni
-host=$(grep -o -E 'avx512vnni|avx512_vnni|avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')
-for isa in portable avx2 avx512 vnni; do
+host=$(grep -o -E 'avx512vnni|avx512_vnni|avx512f|avx2|amx_int8' /proc/cpuinfo | sort -u | tr '\n' ' ')
+for isa in portable avx2 avx512 vnni amx; do
   for m in u8 s8; do
     QTOOL_ISA=$isa "$bin/qrun" "$tmp/$m.onnx" --data "$samples/digits/test" --limit 40 -o "$tmp/$isa.$m" --quiet >/dev/null
   done
@@ -24,7 +25,17 @@ for isa in portable avx2 avx512 vnni; do
     *) want="" ;;  # depends on the host's AVX-512 flavour
   esac
   [ -z "$want" ] || grep -q "isa $want, l2 [0-9]* KiB)" <<<"$line" || fail "QTOOL_ISA=$isa: bench line says: $line"
+  # AMX (the default) where the host has it and Linux lets the process use
+  # it; never under a lower cap.
+  if [ "$isa" = amx ] && [[ $host == *amx_int8* && $host == *avx512* ]]; then
+    grep -q "isa avx512-vnni+amx," <<<"$line" || fail "QTOOL_ISA=amx on an AMX host: bench line says: $line"
+  elif grep -q "+amx," <<<"$line"; then
+    fail "QTOOL_ISA=$isa: AMX taken: $line"
+  fi
 done
+line=$("$bin/qrun" "$tmp/u8.onnx" --data "$samples/digits/test" --limit 2 --bench 1 --quiet)
+line_amx=$(QTOOL_ISA=amx "$bin/qrun" "$tmp/u8.onnx" --data "$samples/digits/test" --limit 2 --bench 1 --quiet)
+[ "${line##*isa }" = "${line_amx##*isa }" ] || fail "QTOOL_ISA unset is not amx: '$line' vs '$line_amx'"
 $py - "$tmp" <<'PY' || fail "the ISA paths disagree"
 import glob, json, os, sys
 import numpy as np
@@ -32,19 +43,22 @@ d = sys.argv[1]
 for m in ("u8", "s8"):
     for f in sorted(glob.glob(f"{d}/vnni.{m}/*.npy")):
         ref = np.load(f)
-        for isa in ("portable", "avx2", "avx512"):
+        for isa in ("portable", "avx2", "avx512", "amx"):
             got = np.load(f.replace("/vnni.", f"/{isa}."))
             assert np.array_equal(ref, got), f"{m} {isa} {os.path.basename(f)}: integer paths differ"
 for f in sorted(glob.glob(f"{d}/vnni.f32/*.npy")):
     ref = np.load(f)
+    assert np.array_equal(ref, np.load(f.replace("/vnni.", "/amx."))), f"f32 amx {os.path.basename(f)}: AMX changed float"
     for isa in ("portable", "avx2", "avx512"):
         got = np.load(f.replace("/vnni.", f"/{isa}."))
         assert np.allclose(ref, got, rtol=1e-4, atol=1e-5), f"f32 {isa} {os.path.basename(f)}"
 # Float kernels sum in another order per ISA, so profiles agree to rounding;
-# VNNI changes only integer kernels, so avx512 and vnni profile the same bits.
+# VNNI and AMX change only integer kernels, so avx512, vnni and amx profile
+# the same bits.
 tensors = lambda isa: json.load(open(f"{d}/{isa}.profile.json"))["tensors"]
 ref = tensors("vnni")
 assert tensors("avx512") == ref, "profiles under avx512 and vnni differ"
+assert tensors("amx") == ref, "profiles under amx and vnni differ"
 for isa in ("portable", "avx2"):
     got = tensors(isa)
     assert got.keys() == ref.keys(), isa
@@ -64,7 +78,7 @@ grep -q ", l2 256 KiB)\$" <<<"$line" || fail "QTOOL_L2_KB=256: bench line says: 
 expect_exit 2 "QTOOL_L2_KB=32 is not a whole number of KiB from 64 to 65536" env QTOOL_L2_KB=32 "$bin/qrun" "$model" --data "$samples/digits/test" --limit 1
 expect_exit 2 "QTOOL_L2_KB=1M is not a whole number" env QTOOL_L2_KB=1M "$bin/qconvert" "$model" --profile "$tmp/p.json" -o "$tmp/x.onnx"
 [ ! -e "$tmp/x.onnx" ] || fail "qconvert wrote a model under a bad QTOOL_L2_KB"
-expect_exit 2 "QTOOL_ISA=sse4 is not one of portable, avx2, avx512, vnni" env QTOOL_ISA=sse4 "$bin/qrun" "$model" --data "$samples/digits/test" --limit 1
+expect_exit 2 "QTOOL_ISA=sse4 is not one of portable, avx2, avx512, vnni, amx" env QTOOL_ISA=sse4 "$bin/qrun" "$model" --data "$samples/digits/test" --limit 1
 expect_exit 2 "QTOOL_ISA=AVX2 is not one of" env QTOOL_ISA=AVX2 "$bin/qprofile" "$model" --data "$samples/digits/calib" -o "$tmp/x.json"
 [ ! -e "$tmp/x.json" ] || fail "qprofile wrote a profile under a bad QTOOL_ISA"
 echo "isa cap ok"

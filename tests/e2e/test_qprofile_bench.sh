@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 
 "$bin/qprofile" "$model" --data "$samples/digits/test" --limit 3 --bench 2 --threads 1 --quiet >"$tmp/bench.txt"
 num='[0-9]+(\.[0-9]+)?'
-grep -Eq "^bench: profiled $num ms per sample \(cpu; wall median $num ms per run\), unprofiled $num ms \(cpu; wall median $num ms\), profiling -?$num ms per sample = -?$num ns per profiled value \([0-9]+ values per sample; median of 6 paired runs; observer alone $num ms = $num ns\), 6 runs, 1 threads, isa (portable|avx2|avx512|avx512-vnni|avx512\+avx-vnni|avx-vnni), l2 [0-9]+ KiB\$" \
+grep -Eq "^bench: profiled $num ms per sample \(cpu; wall median $num ms per run\), unprofiled $num ms \(cpu; wall median $num ms\), profiling -?$num ms per sample = -?$num ns per profiled value \([0-9]+ values per sample; median of 6 paired runs; observer alone $num ms = $num ns\), 6 runs, 1 threads, isa (portable|avx2|avx512|avx512-vnni|avx512-vnni\+amx|avx512\+avx-vnni|avx-vnni), l2 [0-9]+ KiB\$" \
   "$tmp/bench.txt" || fail "bench line missing or malformed: $(cat "$tmp/bench.txt")"
 values=$(sed -n 's/.*(\([0-9]*\) values per sample;.*/\1/p' "$tmp/bench.txt")
 

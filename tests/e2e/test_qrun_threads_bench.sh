@@ -14,7 +14,7 @@ done
 [ "$(ls "$tmp/t1" | wc -l)" -eq 5 ] || fail "expected 5 outputs, got $(ls "$tmp/t1")"
 
 "$bin/qrun" "$model" --data "$samples/digits/test" --limit 2 --bench 3 --threads 2 --quiet >"$tmp/bench.txt"
-grep -Eq '^bench: [0-9.]+ ms per sample \(median [0-9.]+ ms, min [0-9.]+ ms, cpu [0-9.]+ ms per sample, 6 runs, 2 threads, [0-9]+ steps, isa (portable|avx2|avx512|avx512-vnni|avx512\+avx-vnni|avx-vnni), l2 [0-9]+ KiB\)$' \
+grep -Eq '^bench: [0-9.]+ ms per sample \(median [0-9.]+ ms, min [0-9.]+ ms, cpu [0-9.]+ ms per sample, 6 runs, 2 threads, [0-9]+ steps, isa (portable|avx2|avx512|avx512-vnni|avx512-vnni\+amx|avx512\+avx-vnni|avx-vnni), l2 [0-9]+ KiB\)$' \
   "$tmp/bench.txt" || fail "bench line missing or malformed: $(cat "$tmp/bench.txt")"
 "$bin/qrun" "$model" --data "$samples/digits/test" --limit 5 -o "$tmp/nf" --no-fuse --quiet >/dev/null
 for f in "$tmp"/t1/*.npy; do

@@ -90,6 +90,10 @@ BENCH_CPUID=avx10 QTOOL_BIN="$bin" bash "$src/scripts/bench.sh" speed >/dev/null
 isa=$(LD_PRELOAD=$shim env -u QTOOL_ISA "$bin/qrun" "$src/samples/digits_cnn.onnx" --data "$src/samples/digits/test" \
   --limit 1 --bench 1 --quiet | sed -n 's/.*, isa \([a-z0-9+-]*\), l2 .*/\1/p')
 [ "$isa" = avx2 ] || fail "qrun under cpuid_avx2 ran its '$isa' kernels"
+# Under CPUID_VIEW=avx512 qrun keeps what the host has but AMX.
+isa=$(CPUID_VIEW=avx512 LD_PRELOAD=$shim env -u QTOOL_ISA "$bin/qrun" "$src/samples/digits_cnn.onnx" \
+  --data "$src/samples/digits/test" --limit 1 --bench 1 --quiet | sed -n 's/.*, isa \([a-z0-9+-]*\), l2 .*/\1/p')
+[[ -n "$isa" && "$isa" != *amx* ]] || fail "qrun under CPUID_VIEW=avx512 ran its '$isa' kernels"
 
 # Faults other than CPUID keep their meaning.
 code=0

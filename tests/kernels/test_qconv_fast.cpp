@@ -1,5 +1,5 @@
 // The fast integer convolution (qconv_fast.h) against the reference kernels
-// (qconv_s32, qlinear_conv), bit for bit: every ISA this CPU runs (weights
+// (qconv_s32, qlinear_conv), bit for bit: every ISA this CPU runs, AMX included (weights
 // packed for each), pointwise / wide / im2col / grouped / depthwise geometries with
 // padding, strides, dilations and tails, 1-D to 3-D, every 8-bit type pair,
 // weight zero points absent / per tensor / per channel, both requantization
@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "libquant/kernels/cpu.h"
 #include "libquant/kernels/qconv_fast.h"
 #include "tests/kernels/conv_case.h"
 #include "tests/kernels/random_ints.h"
@@ -95,13 +96,21 @@ std::vector<Case> cases() {
       {1, 2, 3, 1, {4, 40}, {1, 33}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},    // too many dropped columns: gathered
       {1, 16, 16, 16, {33, 35}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, // depthwise, long padded plane
       {1, 16, 16, 16, {33, 35}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}}, // depthwise 5x5 stride 2, long padded plane
+      // AMX (32-row panels, chunks of 16 groups): a direct 3x3 whose taps
+      // are whole chunks (64 channels) and 40 output channels (a second
+      // panel of 8 rows); a pointwise conv of 18 quads (a last chunk of 2,
+      // read on past the planes) and 48 channels (16 rows in the second
+      // panel); a strided 3x3 through packed panels (K = 576, 36 chunks)
+      {1, 64, 40, 1, {6, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {1, 72, 48, 1, {5, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+      {1, 64, 33, 1, {9, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
   };
 }
 
 template <class TX, class TW>
 void sweep(uint32_t seed) {
   std::mt19937 rng(seed);
-  for (const detail::QGemmIsa* isa : detail::supported_qgemm_isas()) {
+  for (const detail::QGemmIsa* isa : detail::supported_conv_qgemm_isas()) {
     for (const Case& c : cases()) {
       const ConvGeometry g = geometry(c);
       const int64_t depth = g.in_channels / g.group * element_count(g.kernel);
@@ -250,7 +259,7 @@ TEST_CASE("qconv_fast splits direct blocks the threads cannot share evenly by ou
   const size_t out_size = static_cast<size_t>(M * element_count(g.out_spatial));
   std::vector<uint8_t> want(out_size);
   qlinear_conv<uint8_t, int8_t, uint8_t>(g, a, bias.data(), r, want.data(), workspace.data());
-  for (const detail::QGemmIsa* isa : detail::supported_qgemm_isas()) {
+  for (const detail::QGemmIsa* isa : detail::supported_conv_qgemm_isas()) {
     const PackedQConvWeights packed(w.data(), M, 1, depth, static_cast<const int8_t*>(nullptr), 0, *isa,
                                     element_count(g.kernel));
     for (int threads : {1, 2, 3}) {
@@ -260,4 +269,15 @@ TEST_CASE("qconv_fast splits direct blocks the threads cannot share evenly by ou
       REQUIRE(got == want);
     }
   }
+}
+
+TEST_CASE("qconv_fast packs conv weights for AMX where the CPU has it, depthwise ones for the next best ISA",
+          "[kernels][qconv_fast]") {
+  const bool amx = detail::kQGemmIsaAmx && cpu_supports("amx");
+  CHECK(detail::best_conv_qgemm_isa().amx_tiles == amx);
+  const std::vector<int8_t> w(8 * 9, 1);
+  const PackedQConvWeights dense(w.data(), 8, 1, 9, static_cast<const int8_t*>(nullptr), 0);
+  CHECK(dense.isa().amx_tiles == amx);
+  const PackedQConvWeights depthwise(w.data(), 8, 8, 9, static_cast<const int8_t*>(nullptr), 0);
+  CHECK(&depthwise.isa() == &detail::best_qgemm_isa());
 }
