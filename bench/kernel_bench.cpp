@@ -2,7 +2,7 @@
 // from, measured in the same process (scripts/bench.sh kernels). Not a test:
 // it times things, and the figures depend on the host and its load.
 //
-//   kernel_bench SECTION...    sections: int8-avx2 float-avx2
+//   kernel_bench SECTION...    sections: int8-avx2 float-avx2 int8-amx
 //
 // Each section is one function of kSections at the bottom; another is a
 // function and a row. Every kernel and layer is timed in rounds interleaved
@@ -14,6 +14,8 @@
 // same few milliseconds. "ops"
 // counts a multiply and an add as two operations. Bad arguments: one
 // "error:" line, exit 2.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <ctime>
 #include <cstdint>
@@ -352,7 +354,8 @@ double layer_ops(const ConvLayer& l) {
 // from [-wmax, wmax]: 64 keeps every pair bounded (the pairs kernel), 127
 // does not (the widened kernel, on weights widened when packed). Measured
 // against the pairs sequence's peak.
-Case conv_case(const qk::ConvGeometry& g, int wmax, double ops, std::mt19937& rng) {
+Case conv_case(const qk::ConvGeometry& g, int wmax, double ops, std::mt19937& rng,
+               const QGemmIsa& isa = qk::detail::best_conv_qgemm_isa(), double (*peak)() = nullptr) {
   const int64_t depth = g.in_channels * g.kernel[0] * g.kernel[1];
   const int64_t plane = g.out_spatial[0] * g.out_spatial[1];
   const auto wb = random_bytes(rng, static_cast<size_t>(g.out_channels * depth), -wmax, wmax);
@@ -372,7 +375,7 @@ Case conv_case(const qk::ConvGeometry& g, int wmax, double ops, std::mt19937& rn
   };
   auto d = std::make_shared<Data>(Data{
       g, random_bytes(rng, static_cast<size_t>(g.in_channels * g.in_spatial[0] * g.in_spatial[1]), 0, 255),
-      qk::PackedQConvWeights(w.data(), g.out_channels, 1, depth, &zero, 1),
+      qk::PackedQConvWeights(w.data(), g.out_channels, 1, depth, &zero, 1, isa),
       qk::make_requantizer(qk::RequantMode::Float, scales, 3), std::vector<int32_t>(static_cast<size_t>(g.out_channels), 1000),
       std::vector<uint8_t>(static_cast<size_t>(g.out_channels * plane))});
   if (d->packed.pairs_bounded() != (wmax <= 64)) {
@@ -383,7 +386,7 @@ Case conv_case(const qk::ConvGeometry& g, int wmax, double ops, std::mt19937& rn
             qk::qconv_fast<uint8_t, uint8_t>(d->g, d->x.data(), uint8_t{7}, d->packed, d->bias.data(), &d->r, d->y.data(),
                                              1);
           },
-          ops, pairs_peak_sample};
+          ops, peak ? peak : pairs_peak_sample};
 }
 
 // Whether the kernels in force are the AVX2 ones (`isa_name`, and `complete`
@@ -463,6 +466,84 @@ int section_int8_avx2() {
   return 0;
 #else
   std::fprintf(stderr, "error: int8-avx2 needs an x86-64 build\n");
+  return 2;
+#endif
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+// TDPBSUD alone on tiles already loaded: per iteration four into tmm0-3
+// from tmm4-7, as the convolution kernel's 32 x 32 block issues them, each
+// 16 x 16 x 64 multiply-adds = 32768 ops. (Intel documents one TDPBSUD per
+// 16 cycles for a core: 2048 ops per cycle.)
+constexpr int64_t kAmxIters = 2000;
+__attribute__((target("amx-tile,amx-int8"))) void amx_peak_call() {
+  alignas(64) static const uint8_t operand[1024] = {};
+  qk::detail::amx_configure_thread();
+  _tile_loadd(4, operand, 64);
+  _tile_loadd(5, operand, 64);
+  _tile_loadd(6, operand, 64);
+  _tile_loadd(7, operand, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t i = 0; i < kAmxIters; ++i) {
+    _tile_dpbsud(0, 4, 6);
+    _tile_dpbsud(1, 4, 7);
+    _tile_dpbsud(2, 5, 6);
+    _tile_dpbsud(3, 5, 7);
+  }
+}
+double amx_peak_ops_per_second(double window = kOnceWindow) {
+  return 4.0 * 32768.0 * kAmxIters / fastest_call_seconds(amx_peak_call, window);
+}
+double amx_peak_sample() { return amx_peak_ops_per_second(kPeakWindow); }
+#endif
+
+// resnet18's int8 convolutions on the AMX kernels against the TDPBSUD peak,
+// and against the same convolutions on the AVX-512 VNNI kernels (weights
+// packed for each; the same bits).
+int section_int8_amx() {
+  const QGemmIsa& isa = qk::detail::best_conv_qgemm_isa();
+  if (!isa.amx_tiles || !qk::detail::kQGemmIsaAvx512Vnni) {
+    std::fprintf(stderr, "error: int8-amx needs AMX-INT8 and AVX-512 VNNI (conv ISA in force: %s): run on a CPU with "
+                 "AMX, QTOOL_ISA unset or amx\n", isa.name);
+    return 2;
+  }
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+  std::mt19937 rng(7);
+  const double hz = cycles_per_second(), peak = amx_peak_ops_per_second();
+  std::printf("int8-amx: core clock %.2f GHz (dependent adds); 1 thread\n", hz / 1e9);
+  std::printf("int8-amx: peak TDPBSUD (tiles only, 4 accumulators) %.1f GOPS = %.1f int8 ops/cycle (one per 16 "
+              "cycles: 2048)\n", peak / 1e9, peak / hz);
+  std::printf("int8-amx: resnet18 int8 convs (uint8 x int8, requantized to uint8, 1 thread): AMX vs AVX-512 VNNI\n");
+  std::printf("int8-amx: %-32s %5s %8s %9s %9s %7s %6s %13s\n", "layer", "count", "GMAC", "ms amx", "ms vnni",
+              "speedup", "eff%", "rounds lo-hi");
+  std::vector<Case> cases;  // per layer: AMX, then VNNI
+  for (const ConvLayer& l : kResnet18Convs) {
+    const qk::ConvGeometry g = geometry_of(l);
+    cases.push_back(conv_case(g, 127, layer_ops(l), rng, isa, amx_peak_sample));
+    cases.push_back(conv_case(g, 127, layer_ops(l), rng, *qk::detail::kQGemmIsaAvx512Vnni, amx_peak_sample));
+  }
+  const std::vector<Measured> measured = measure_against_peak(cases);
+  double total_ops = 0, total_amx = 0, total_vnni = 0, peak_time = 0;
+  for (size_t i = 0; i < std::size(kResnet18Convs); ++i) {
+    const ConvLayer& l = kResnet18Convs[i];
+    const double ops = layer_ops(l);
+    const Measured &ma = measured[2 * i], &mv = measured[2 * i + 1];
+    std::printf("int8-amx: %-32s %5d %8.3f %9.3f %9.3f %6.2fx %5.1f%% %5.1f-%5.1f%%\n", l.name, l.count, ops / 2e9,
+                ma.seconds * 1e3, mv.seconds * 1e3, mv.seconds / ma.seconds, 100 * ma.eff, 100 * ma.eff_lo,
+                100 * ma.eff_hi);
+    total_ops += l.count * ops, total_amx += l.count * ma.seconds, total_vnni += l.count * mv.seconds;
+    peak_time += l.count * ops / ma.eff;
+  }
+  std::printf("int8-amx: %-32s %5d %8.3f %9.3f %9.3f %6.2fx %5.1f%%\n", "all 20 convs", 20, total_ops / 2e9,
+              total_amx * 1e3, total_vnni * 1e3, total_vnni / total_amx, 100 * total_ops / peak_time);
+  std::printf("int8-amx: summary resnet18: all convs %.1f%% of the TDPBSUD peak, %.2fx the AVX-512 VNNI kernels\n",
+              100 * total_ops / peak_time, total_vnni / total_amx);
+  return 0;
+#else
+  std::fprintf(stderr, "error: int8-amx needs an x86-64 Linux build\n");
   return 2;
 #endif
 }
@@ -593,7 +674,8 @@ struct Section {
   const char* name;
   int (*run)();
 };
-constexpr Section kSections[] = {{"int8-avx2", section_int8_avx2}, {"float-avx2", section_float_avx2}};
+constexpr Section kSections[] = {
+    {"int8-avx2", section_int8_avx2}, {"float-avx2", section_float_avx2}, {"int8-amx", section_int8_amx}};
 
 }  // namespace
 
@@ -603,7 +685,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (argc < 2) {
-    std::fprintf(stderr, "error: name a section (int8-avx2, float-avx2)\n");
+    std::fprintf(stderr, "error: name a section (int8-avx2, float-avx2, int8-amx)\n");
     return 2;
   }
   for (int i = 1; i < argc; ++i) {
@@ -611,7 +693,7 @@ int main(int argc, char** argv) {
     for (const Section& c : kSections)
       if (std::string(argv[i]) == c.name) s = &c;
     if (!s) {
-      std::fprintf(stderr, "error: unknown section '%s' (known: int8-avx2, float-avx2)\n", argv[i]);
+      std::fprintf(stderr, "error: unknown section '%s' (known: int8-avx2, float-avx2, int8-amx)\n", argv[i]);
       return 2;
     }
   }

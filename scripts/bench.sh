@@ -475,7 +475,11 @@ bench_targets() {
 #              as qrun runs them (im2col packing, bias and Relu included), a
 #              summary line per model (layers at >= 75% of that peak, the
 #              lowest layer, all layers together);
-#              both run under QTOOL_ISA=avx2, so AVX-512 hosts measure them too.
+#              both run under QTOOL_ISA=avx2, so AVX-512 hosts measure them too;
+#   int8-amx   where the CPU has AMX-INT8 (and no BENCH_CPUID view hides it):
+#              resnet18's int8 convolutions on the AMX kernels vs a
+#              tiles-only TDPBSUD loop, and their time on the AVX-512 VNNI
+#              kernels beside it.
 # How it is measured (kernel_bench.cpp, measure_against_peak): every kernel
 # and layer gets a warm-up window, then 11 rounds of [peak loop, >= 25 ms of
 # calls of the layer, each timed alone, peak loop], all in this thread's CPU
@@ -496,7 +500,9 @@ bench_targets() {
 # another ISA) its QTOOL_ISA in the case.
 # ---------------------------------------------------------------------------
 bench_kernels() {
-  local sections=${BENCH_KERNELS:-int8-avx2 float-avx2} s pin
+  local default="int8-avx2 float-avx2" s pin
+  if grep -qw amx_int8 /proc/cpuinfo && [ -z "${BENCH_CPUID:-}" ]; then default="$default int8-amx"; fi
+  local sections=${BENCH_KERNELS:-$default}
   [ -x "$bin/kernel_bench" ] || { echo "error: $bin/kernel_bench not found (run scripts/setup.sh)" >&2; return 2; }
   echo "== kernels: throughput vs the instructions' peak (1 thread); host ISA: $(host_isa)"
   pin=$(pin_for 1)

@@ -254,6 +254,11 @@ extern const QGemmIsa* const kQGemmIsaAvx2;
 extern const QGemmIsa* const kQGemmIsaAvxVnni;
 extern const QGemmIsa* const kQGemmIsaAvx512Vnni;
 extern const QGemmIsa* const kQGemmIsaAmx;
+// Loads the AMX kernels' tile configuration (tmm0-7: 16 rows of 64 bytes)
+// in the calling thread, once; every AMX kernel calls it first, and so
+// must other code running tile instructions in a thread those kernels use
+// (kernel_bench's peak loop). Only where kQGemmIsaAmx runs.
+void amx_configure_thread();
 #if defined(__x86_64__) && defined(__GNUC__)
 // The AVX2 output stage, shared by the x86 ISAs (qgemm_ukernel_avx2.cpp).
 void q_finish_avx2(const int32_t* acc, int64_t acc_stride, int64_t rows, int64_t cols, int64_t i0, int64_t j0,

@@ -44,14 +44,6 @@ struct TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
-__attribute__((target("amx-tile"))) void configure_tiles() {
-  thread_local bool configured = false;
-  if (configured) return;
-  TileConfig c;
-  for (int i = 0; i < 8; ++i) c.colsb[i] = 64, c.rows[i] = 16;
-  _tile_loadconfig(&c);
-  configured = true;
-}
 
 // Sums of rows 0-15 (and, kHigh, 16-31) against b0's 16 pixels (and, kTwo,
 // b1's) into tmm0 / tmm1 (tmm2 / tmm3). B's groups as `direct` says
@@ -60,7 +52,7 @@ template <bool kTwo, bool kHigh>
 __attribute__((target("amx-tile,amx-int8"), always_inline)) inline void dot_tiles(int64_t groups, const uint8_t* a,
                                                                                    const uint8_t* b0, const uint8_t* b1,
                                                                                    const QDirectB& direct) {
-  configure_tiles();
+  amx_configure_thread();
   _tile_zero(0);
   if (kTwo) _tile_zero(1);
   if (kHigh) _tile_zero(2);
@@ -153,12 +145,26 @@ const QGemmIsa kIsa = [] {
 
 const QGemmIsa* const kQGemmIsaAmx = &kIsa;
 
+__attribute__((target("amx-tile"))) void amx_configure_thread() {
+  thread_local bool configured = false;
+  if (configured) return;
+  TileConfig c;
+  for (int i = 0; i < 8; ++i) c.colsb[i] = 64, c.rows[i] = 16;
+  // Not GCC 12's _tile_loadconfig: its memory operand is 8 bytes (a
+  // pointer's), so the compiler may drop the stores to the other 56 (it
+  // did in kernel_bench: LDTILECFG then faulted on a garbage palette). Here
+  // the operand is the whole 64-byte configuration.
+  __asm__ volatile("ldtilecfg %0" : : "m"(c));
+  configured = true;
+}
+
 }  // namespace quant::kernels::detail
 
 #else
 
 namespace quant::kernels::detail {
 const QGemmIsa* const kQGemmIsaAmx = nullptr;
+void amx_configure_thread() {}
 }
 
 #endif

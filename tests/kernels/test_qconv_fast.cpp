@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "libquant/kernels/cpu.h"
@@ -280,4 +281,35 @@ TEST_CASE("qconv_fast packs conv weights for AMX where the CPU has it, depthwise
   CHECK(dense.isa().amx_tiles == amx);
   const PackedQConvWeights depthwise(w.data(), 8, 8, 9, static_cast<const int8_t*>(nullptr), 0);
   CHECK(&depthwise.isa() == &detail::best_qgemm_isa());
+}
+
+TEST_CASE("qconv_fast's AMX kernels run in a thread that loaded their tile configuration itself first",
+          "[kernels][qconv_fast]") {
+  // kernel_bench's peak loop calls amx_configure_thread() before any kernel
+  // has: GCC 12's _tile_loadconfig let the compiler drop the configuration's
+  // stores there, and LDTILECFG faulted (fixed with a 64-byte asm operand).
+  if (!detail::best_conv_qgemm_isa().amx_tiles) SUCCEED("no AMX on this CPU");
+  else {
+    const Case c{1, 64, 40, 1, {6, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+    const ConvGeometry g = geometry(c);
+    std::mt19937 rng(31);
+    const int64_t depth = g.in_channels * element_count(g.kernel);
+    const auto x = random_values<uint8_t>(rng, static_cast<size_t>(g.in_channels * element_count(g.in_spatial)));
+    const auto w = random_values<int8_t>(rng, static_cast<size_t>(g.out_channels * depth));
+    QConvArgs<uint8_t, int8_t> a;
+    a.x = x.data(), a.x_zero_point = 9, a.w = w.data();
+    const size_t out_size = static_cast<size_t>(g.out_channels * element_count(g.out_spatial));
+    std::vector<unsigned char> workspace(qconv_workspace_bytes(g));
+    const Requantizer r = make_requantizer(RequantMode::Float, std::vector<float>{0.001f}, 5);
+    std::vector<uint8_t> want(out_size), got(out_size, 1);
+    qlinear_conv<uint8_t, int8_t, uint8_t>(g, a, nullptr, r, want.data(), workspace.data());
+    const PackedQConvWeights packed(w.data(), g.out_channels, 1, depth, static_cast<const int8_t*>(nullptr), 0,
+                                    detail::best_conv_qgemm_isa(), element_count(g.kernel));
+    std::thread t([&] {
+      detail::amx_configure_thread();
+      qconv_fast<uint8_t, uint8_t>(g, x.data(), 9, packed, nullptr, &r, got.data(), 1);
+    });
+    t.join();
+    REQUIRE(got == want);
+  }
 }
