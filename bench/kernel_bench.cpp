@@ -14,8 +14,6 @@
 // same few milliseconds. "ops"
 // counts a multiply and an add as two operations. Bad arguments: one
 // "error:" line, exit 2.
-#include <immintrin.h>
-
 #include <algorithm>
 #include <ctime>
 #include <cstdint>
@@ -37,6 +35,10 @@
 #include "libquant/kernels/qconv_fast.h"
 #include "libquant/kernels/qgemm_ukernel.h"
 #include "libquant/kernels/requant.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>  // the AMX peak loop's tile intrinsics
+#endif
 
 namespace {
 

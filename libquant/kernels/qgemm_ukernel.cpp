@@ -118,7 +118,7 @@ const QGemmIsa& best_conv_qgemm_isa() {
 }
 
 void pack_q_tiles(const uint8_t* src, int64_t panels, int64_t groups, uint8_t* dst) {
-  constexpr int kRows = 32, kHalf = 16;
+  constexpr int kRows = kQAmxMr, kHalf = kQAmxMr / 2;
   const int64_t chunks = (groups + kQAmxGroups - 1) / kQAmxGroups;
   for (int64_t p = 0; p < panels; ++p, src += kRows * groups * kQKGroup)
     for (int64_t c = 0; c < chunks; ++c)

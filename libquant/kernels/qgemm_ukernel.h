@@ -189,7 +189,7 @@ struct QGemmIsa {
   // a_signed_pairs_requant over whole tiles; null: one call per tile.
   QMicroKernelRequantRun a_signed_pairs_requant_run = nullptr;
   // A (the convolution's weights) packed as AMX tiles instead of the layout
-  // above (pack_q_tiles): per panel of mr = 32 rows and chunk of
+  // above (pack_q_tiles): per panel of mr = kQAmxMr rows and chunk of
   // kQAmxGroups groups of four k, two tiles of 16 rows x 64 bytes, row r's
   // 64 k in order, K zero-padded to whole chunks. Only a_signed,
   // a_signed_x2 and a_signed_requant exist (no a_unsigned: the GEMM of
@@ -201,6 +201,8 @@ struct QGemmIsa {
 
 // Groups of four k per AMX chunk: a tile row of 64 bytes.
 inline constexpr int64_t kQAmxGroups = 16;
+// Rows (output channels) per AMX weight panel: two tiles of 16.
+inline constexpr int kQAmxMr = 32;
 
 // Packed bytes as int16, sign-extended (int8 weights, for a_signed_wide) or
 // zero-extended (uint8 activations, for a_unsigned_wide); in place when out
@@ -230,8 +232,8 @@ std::vector<const QGemmIsa*> supported_conv_qgemm_isas();
 
 // Panels of the A layout above (mr rows, per group mr x 4 bytes, K padded
 // to `groups` groups) rewritten as AMX tiles (QGemmIsa::amx_tiles), panel by
-// panel: `panels` panels of mr = 32 rows from `src` to `dst`, which holds
-// panels x 32 x chunks x 64 bytes (chunks = groups / kQAmxGroups rounded up).
+// panel: `panels` panels of kQAmxMr rows from `src` to `dst`, which holds
+// panels x kQAmxMr x chunks x 64 bytes (chunks = groups / kQAmxGroups rounded up).
 void pack_q_tiles(const uint8_t* src, int64_t panels, int64_t groups, uint8_t* dst);
 
 // What the vector output stages need of a QOutput, read once per call: the

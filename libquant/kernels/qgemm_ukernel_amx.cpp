@@ -30,7 +30,7 @@
 namespace quant::kernels::detail {
 namespace {
 
-constexpr int kMr = 32;
+constexpr int kMr = kQAmxMr;
 constexpr int64_t kTileBytes = 1024;  // 16 rows x 64 bytes
 
 // The 64-byte operand of LDTILECFG (Intel SDM, "LDTILECFG"): palette 1,
@@ -43,7 +43,6 @@ struct TileConfig {
   uint8_t rows[16] = {};
 };
 static_assert(sizeof(TileConfig) == 64);
-
 
 // Sums of rows 0-15 (and, kHigh, 16-31) against b0's 16 pixels (and, kTwo,
 // b1's) into tmm0 / tmm1 (tmm2 / tmm3). B's groups as `direct` says
