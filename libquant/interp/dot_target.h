@@ -1,7 +1,8 @@
 // Which integer products compute as a saturating target does
 // (SessionOptions::dot = U8S8PairsSaturateInt16, kernels/qdot_sat16.h), in
 // the kernels ONNX Runtime runs on u8 x s8 MLAS GEMMs: QLinearConv (not
-// depthwise), QLinearMatMul, MatMulInteger, com.microsoft QGemm.
+// depthwise), QLinearMatMul, MatMulInteger, com.microsoft QGemm and
+// DynamicQuantizeLSTM.
 #pragma once
 
 #include <memory>
@@ -38,7 +39,10 @@ struct DotTarget {
 
 inline DotTarget dot_target(const KernelContext& ctx) {
   DotTarget t;
-  t.saturating = ctx.options.dot == kernels::DotArithmetic::U8S8PairsSaturateInt16;
+  // An op ONNX Runtime leaves in float (its Relu/Clip before the Q is not
+  // implied by saturation, passes/lower_qdq.cpp) multiplies nothing in 8 bits.
+  const ir::Attribute* runtime_float = ctx.node.find_attribute("qdq_runtime_float");
+  t.saturating = ctx.options.dot == kernels::DotArithmetic::U8S8PairsSaturateInt16 && !(runtime_float && runtime_float->i != 0);
   const ir::Attribute* fused = ctx.node.find_attribute("qdq_fused");
   t.int8_as_uint8 = ctx.options.qdq_int8_activations_as_uint8 && fused && fused->i != 0;
   t.log = ctx.options.saturation;

@@ -57,7 +57,7 @@ struct SessionOptions {
   // How 8-bit dot products accumulate (qrun --target, DESIGN "Targets"):
   // exactly in int32, or as ONNX Runtime on x86 without VNNI does (uint8 x
   // int8 pairs saturating to int16, kernels/qdot_sat16.h) in QLinearConv,
-  // QLinearMatMul, MatMulInteger and QGemm.
+  // QLinearMatMul, MatMulInteger, QGemm and DynamicQuantizeLSTM.
   kernels::DotArithmetic dot = kernels::DotArithmetic::Exact;
   // The target rewrites int8 activations of fused Q/DQ patterns to uint8
   // before its integer kernels (nodes lowered from QDQ carry qdq_fused = 1).

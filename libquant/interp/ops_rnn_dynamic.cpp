@@ -8,6 +8,7 @@
 // maths is in kernels/rnn_dynamic.h.
 #include <algorithm>
 
+#include "libquant/interp/dot_target.h"
 #include "libquant/interp/ops.h"
 #include "libquant/interp/rnn_attrs.h"
 #include "libquant/kernels/rnn_dynamic.h"
@@ -65,12 +66,24 @@ kernels::PackedQB pack_direction(const QuantizedMatrix& m, int64_t d, int64_t K,
   return kernels::PackedQB::pack<uint8_t>(m.q->data<uint8_t>() + d * K * G, G, kernels::BLayout::KxN, K, G, &zp, 1);
 }
 
-kernels::QRnnWeights direction_weights(const QuantizedMatrix& m, const kernels::PackedQB& packed, int64_t d) {
-  const int64_t per_dir = m.scale->size() / m.q->dim(0);
-  return {&packed, m.scale->data<float>() + d * per_dir, per_dir};
+// Direction d of int8 weights m reordered for the saturating emulation
+// (their zero points are 0, check_matrix).
+kernels::Sat16Weights sat_direction(const QuantizedMatrix& m, int64_t d, int64_t K, int64_t G) {
+  const int8_t zp = 0;
+  return kernels::Sat16Weights::from_matrix(m.q->data<int8_t>() + d * K * G, G, kernels::BLayout::KxN, K, G, &zp, 1);
 }
 
-Status run(const ir::Node& node, const RnnAttrs& a, int threads, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+kernels::QRnnWeights direction_weights(const QuantizedMatrix& m, const kernels::PackedQB& packed,
+                                       const kernels::Sat16Weights* sat, int64_t d) {
+  const int64_t per_dir = m.scale->size() / m.q->dim(0);
+  return {&packed, sat, m.scale->data<float>() + d * per_dir, per_dir};
+}
+
+// `dot`: the target's arithmetic; X and Ht-1 are quantized to uint8 at run
+// time, so W and R take the saturating emulation where they are int8 and
+// the target saturates (DotTarget::applies).
+Status run(const ir::Node& node, const RnnAttrs& a, int threads, const DotTarget& dot, std::span<const Tensor* const> in,
+           std::vector<Tensor>& out) {
   QT_RETURN_IF_ERROR(require_inputs(node, in, 3));
   for (size_t i : {size_t{8}, size_t{9}, size_t{10}, size_t{11}})
     if (i >= in.size() || !in[i])
@@ -94,8 +107,12 @@ Status run(const ir::Node& node, const RnnAttrs& a, int threads, std::span<const
   const kernels::RnnDims dims{S, N, I, H};
   const int64_t per_dir = static_cast<int64_t>(a.activations.size()) / D;
   kernels::QLstmScratch scratch;
+  const bool sat_w = dot.applies(DType::UInt8, w.q->dtype(), false), sat_r = dot.applies(DType::UInt8, r.q->dtype(), false);
   for (int64_t d = 0; d < D; ++d) {
     const kernels::PackedQB pw = pack_direction(w, d, I, G), pr = pack_direction(r, d, H, G);
+    kernels::Sat16Weights sw, sr;
+    if (sat_w) sw = sat_direction(w, d, I, G);
+    if (sat_r) sr = sat_direction(r, d, H, G);
     kernels::RnnDirection io;
     io.x = x.data<float>();
     io.wb = opt.bias ? opt.bias->data<float>() + d * 2 * G : nullptr;
@@ -111,8 +128,10 @@ Status run(const ir::Node& node, const RnnAttrs& a, int threads, std::span<const
     const kernels::RnnActivation* act = a.activations.data() + d * per_dir;
     const kernels::LstmCell cell{act[0], act[1], act[2], a.input_forget,
                                  opt.peephole ? opt.peephole->data<float>() + d * 3 * H : nullptr, a.clip};
-    kernels::lstm_dynamic_q8(dims, io, direction_weights(w, pw, d), direction_weights(r, pr, d), cell, scratch, threads);
+    kernels::lstm_dynamic_q8(dims, io, direction_weights(w, pw, sat_w ? &sw : nullptr, d),
+                             direction_weights(r, pr, sat_r ? &sr : nullptr, d), cell, scratch, threads);
   }
+  if (sat_w || sat_r) dot.record(scratch.saturation);
   if (want_y) out[0] = std::move(y);
   if (want_h) out[1] = std::move(y_h);
   if (want_c) out[2] = std::move(y_c);
@@ -127,8 +146,9 @@ KernelResult make_dynamic_quantize_lstm(const KernelContext& ctx) {
   if (node.find_attribute("layout"))
     return Status::bad_input("DynamicQuantizeLSTM has no layout attribute (time-major only)");
   const int threads = ctx.options.threads;
-  return make_kernel([&node, attrs, threads](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
-    return run(node, attrs, threads, in, out);
+  const DotTarget dot = dot_target(ctx);
+  return make_kernel([&node, attrs, threads, dot](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+    return run(node, attrs, threads, dot, in, out);
   });
 }
 

@@ -16,6 +16,10 @@ float quantized_product(const float* a, int64_t rows, int64_t k, const QRnnWeigh
   float scale = 0;
   uint8_t zp = 0;
   dynamic_quantize_linear_u8(a, rows * k, s.qa.data(), &scale, &zp);
+  if (b.sat) {
+    s.saturation += qgemm_sat16<uint8_t>(rows, s.qa.data(), k, zp, *b.sat, 0, n, s.acc.data(), n);
+    return scale;
+  }
   QGemmOutput out;
   out.y = s.acc.data();
   out.ldy = n;

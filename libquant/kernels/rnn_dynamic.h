@@ -26,15 +26,20 @@
 #include <cstdint>
 #include <vector>
 
+#include "libquant/kernels/qdot_sat16.h"
 #include "libquant/kernels/qgemm_packed.h"
 #include "libquant/kernels/rnn.h"
 
 namespace quant::kernels {
 
 // One direction's W or R: packed once (PackedQB, its zero point included) and
-// its scales, one or one per column (4*hidden).
+// its scales, one or one per column (4*hidden). With `sat` (int8 weights on a
+// target whose u8 x s8 products saturate in pairs, kernels/qdot_sat16.h:
+// MLAS's AVX2 U8S8 kernel, which DynamicQuantizeLSTM's prepacked GEMMs run
+// on x86 without VNNI) the products are emulated from it instead.
 struct QRnnWeights {
   const PackedQB* packed = nullptr;
+  const Sat16Weights* sat = nullptr;
   const float* scales = nullptr;
   int64_t scale_count = 1;
 };
@@ -44,6 +49,7 @@ struct QLstmScratch {
   std::vector<float> x_rows, xw, gates, bias, h, c;
   std::vector<uint8_t> qa;
   std::vector<int32_t> acc;
+  SaturationStats saturation;  // pairs of the emulated products (QRnnWeights::sat)
 };
 
 // `io` as for lstm_cell_f32 (its w and r unused; y, when set, gets zeros past

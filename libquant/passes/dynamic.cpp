@@ -547,6 +547,9 @@ Expected<QuantizeReport> quantize_lstms(ir::Graph& graph, const QuantizeOptions&
   if (!any || graph.opset() < 11 || options.exclude_ops.count("LSTM")) return out;
   DynamicOptions o;
   o.conv = false;
+  // The target's weight type: uint8 (int8 codes + 128) where ONNX Runtime's
+  // u8 x s8 GEMMs would saturate (ort-x86), as qconvert --dynamic does.
+  o.uint8_weights = options.weights == DType::UInt8;
   o.exclude_nodes = options.exclude_nodes;
   o.exclude_ops = {"MatMul", "Gemm"};
   QT_ASSIGN_OR_RETURN(QuantizeReport r, quantize_dynamic(graph, o));

@@ -101,7 +101,8 @@ Expected<QuantizeReport> quantize_dynamic(ir::Graph& graph, const DynamicOptions
 // LSTM has no static integer form in ONNX or in ONNX Runtime (its QDQ
 // transformers leave an LSTM float): a static conversion gives it ONNX
 // Runtime's com.microsoft DynamicQuantizeLSTM (dynamic_lstm.h; X and Ht-1
-// quantized at run time, int8 W and R), so that recurrent weights, most of a
+// quantized at run time, W and R in 8 bits: uint8 + 128 where `options`
+// gives weights as uint8, as ort-x86 does, else int8), so that recurrent weights, most of a
 // Silero-style model's, are stored in 8 bits. Needs opset 11
 // (DynamicQuantizeLinear's); below it, and for nodes `options` excludes, LSTM
 // stays float. Returns the decisions of the LSTMs rewritten.

@@ -333,6 +333,14 @@ void Lowerer::replace(ir::Node* n, const OutputMatch& m, const std::string& op_t
   // fused from Q/DQ differently from one written as QOperator (its int8
   // activations are rewritten to uint8 on x86, interp::SessionOptions).
   if (interp()) lowered->attributes["qdq_fused"] = ir::Attribute::of_int(1);
+  // A Relu/Clip that the output's saturation does not imply keeps ONNX
+  // Runtime from fusing the pattern: its QDQ selectors want the Q right after
+  // the op, and ReluQuantFusion / ClipQuantFusion remove the activation only
+  // where Q's range implies it (onnxruntime/core/optimizer/qdq_transformer/
+  // relu_quantizelinear.cc, clip_quantizelinear.cc, 1.20). The op then runs
+  // in float on dequantized values there, exact up to float rounding, so a
+  // saturating target's products do not apply to it (interp/dot_target.h).
+  if (interp() && m.act && !m.act_implied) lowered->attributes["qdq_runtime_float"] = ir::Attribute::of_int(1);
   if (folded) {
     // Clamping the integer output to [Q(lo), Q(hi)] inside the requantization
     // is the integer Clip after it (kernels/requant.h, Requantizer::clamp_lo).

@@ -11,7 +11,27 @@ py=/usr/bin/python3
 "$bin/qprofile" "$model" --data "$samples/digits/calib" -o "$tmp/p.json" --quiet
 "$bin/qconvert" "$model" --profile "$tmp/p.json" -o "$tmp/u8.onnx"
 "$bin/qconvert" "$model" --profile "$tmp/p.json" -o "$tmp/s8.onnx" --target ort-x86-vnni
-host=$(grep -o -E 'avx512vnni|avx512_vnni|avx512f|avx2|amx_int8' /proc/cpuinfo | sort -u | tr '\n' ' ')
+# The host's ISA as CPUID reports it to processes (what qrun's dispatch reads;
+# scripts/cpuid_avx2.c can hide parts of it, /proc/cpuinfo still lists them),
+# AMX only where Linux lists it too (it leaves AMX out where it cannot enable
+# the tile state).
+cat >"$tmp/probe.c" <<'C'
+#include <cpuid.h>
+#include <stdio.h>
+int main(void) {
+  unsigned a, b, c, d;
+  if (__get_cpuid_max(0, 0) < 7) return 0;
+  __cpuid_count(7, 0, a, b, c, d);
+  if ((b >> 5) & 1) printf("avx2 ");
+  if ((b >> 16) & 1) printf("avx512f ");
+  if ((c >> 11) & 1) printf("avx512_vnni ");
+  if ((d >> 25) & 1) printf("amx_int8 ");
+  return 0;
+}
+C
+cc -O0 -o "$tmp/probe" "$tmp/probe.c"
+host=$("$tmp/probe")
+grep -qw amx_int8 /proc/cpuinfo || host=${host//amx_int8/}
 for isa in portable avx2 avx512 vnni amx; do
   for m in u8 s8; do
     QTOOL_ISA=$isa "$bin/qrun" "$tmp/$m.onnx" --data "$samples/digits/test" --limit 40 -o "$tmp/$isa.$m" --quiet >/dev/null

@@ -95,6 +95,11 @@ isa=$(CPUID_VIEW=avx512 LD_PRELOAD=$shim env -u QTOOL_ISA "$bin/qrun" "$src/samp
   --data "$src/samples/digits/test" --limit 1 --bench 1 --quiet | sed -n 's/.*, isa \([a-z0-9+-]*\), l2 .*/\1/p')
 [[ -n "$isa" && "$isa" != *amx* ]] || fail "qrun under CPUID_VIEW=avx512 ran its '$isa' kernels"
 
+# The tests' choice of ONNX Runtime target follows CPUID as MLAS does, so the
+# suite under the library compares qrun with ONNX Runtime's AVX2 arithmetic.
+target=$(LD_PRELOAD=$shim QTOOL_ORT_TARGET= bash "$src/tests/interop/ort_host_target.sh")
+[ "$target" = ort-x86-avx2 ] || fail "tests/interop/ort_host_target.sh under cpuid_avx2 chose '$target'"
+
 # Faults other than CPUID keep their meaning.
 code=0
 LD_PRELOAD=$shim /usr/bin/python3 -c 'import ctypes; ctypes.string_at(0)' 2>/dev/null || code=$?

@@ -16,11 +16,10 @@ snr() { /usr/bin/python3 "$src/tests/zoo/snr_table.py" "$@"; }
 models make "$tmp/m"
 for name in bi fwd rev; do
   node "$src/tests/interop/ort_run.js" "$tmp/m/$name.onnx" "$tmp/m/in" "$tmp/float_$name" >/dev/null
-  # int8 weights only where ONNX Runtime sums u8 x s8 exactly (VNNI, ARM64):
-  # qrun does not emulate the int16 saturation of its AVX2 kernel for LSTM.
-  targets="ort-x86"
-  [ "$ort_target" = ort-x86-avx2 ] || targets="ort-x86 ort-x86-vnni"
-  for target in $targets; do
+  # int8 weights too: qrun computes as this host's ONNX Runtime, whose u8 x s8
+  # GEMMs saturate on x86 without VNNI (--target ort-x86-avx2 emulates it,
+  # tests/interop/test_ort_avx2_view.sh checks the bits there).
+  for target in ort-x86 ort-x86-vnni; do
     out="$tmp/${name}_$target"
     "$bin/qconvert" "$tmp/m/$name.onnx" --dynamic --target "$target" -o "$out.onnx" --report "$out.json" 2>"$out.err"
     if grep -q . "$out.err"; then echo "FAIL $name: qconvert warned:"; cat "$out.err"; exit 1; fi
@@ -34,10 +33,14 @@ r = json.load(open(sys.argv[2]))
 assert r["weight_coverage"]["fraction"] == 1.0, r["weight_coverage"]
 EOF
     node "$src/tests/interop/ort_run.js" "$out.onnx" "$tmp/m/in" "$out.ort" >/dev/null
-    "$bin/qrun" "$out.onnx" --data "$tmp/m/in" -o "$out.qrun" --quiet
+    "$bin/qrun" "$out.onnx" --data "$tmp/m/in" -o "$out.qrun" --target "$ort_target" --quiet >/dev/null
     models maxdiff "$out.qrun" "$out.ort" 1e-6 | sed "s/^/$name $target: /"
-    snr "$name $target ORT vs float" "$tmp/float_$name" "$out.ort" 30
-    snr "$name $target qrun vs float" "$tmp/float_$name" "$out.qrun" 30
+    # A model made for VNNI loses accuracy where the products saturate
+    # (17 dB on bi under the AVX2 view): reported there, not gated.
+    min=30
+    [ "$target" = ort-x86-vnni ] && [ "$ort_target" = ort-x86-avx2 ] && min=0
+    snr "$name $target ORT vs float" "$tmp/float_$name" "$out.ort" "$min"
+    snr "$name $target qrun vs float" "$tmp/float_$name" "$out.qrun" "$min"
   done
 done
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "libquant/interp/saturation.h"
 #include "libquant/interp/session.h"
 #include "libquant/passes/dynamic.h"
 
@@ -211,4 +212,71 @@ TEST_CASE("DynamicQuantizeLSTM refuses int8 weights with a non-zero zero point",
   REQUIRE_FALSE(out.has_value());
   CHECK(out.status().code() == quant::StatusCode::kBadInput);
   CHECK_THAT(out.status().message(), Catch::Contains("zero points of 0"));
+}
+
+TEST_CASE("A static conversion's LSTM takes the target's weight type", "[passes][dynamic][lstm]") {
+  // ort-x86 (the default) gives weights as uint8 so that ONNX Runtime's
+  // u8 x s8 GEMMs, which saturate on x86 without VNNI, are never used;
+  // DynamicQuantizeLSTM's W and R follow (uint8 + 128), as with --dynamic.
+  LstmCase c;
+  for (const DType type : {DType::UInt8, DType::Int8}) {
+    INFO("weights " << quant::dtype_name(type));
+    auto g = lstm_graph(c);
+    quant::passes::QuantizeOptions o;
+    o.weights = type;
+    auto report = quant::passes::quantize_lstms(*g, o);
+    INFO(report.status().message());
+    REQUIRE(report.has_value());
+    const quant::ir::Node* q = only_node(*g);
+    REQUIRE(q->op_type == "DynamicQuantizeLSTM");
+    for (size_t i : {size_t{1}, size_t{2}}) {
+      CHECK(quant::ir::constant_data(q->inputs[i])->dtype() == type);
+      const Tensor* zp = quant::ir::constant_data(q->inputs[i == 1 ? 9 : 11]);  // W_ / R_zero_point
+      CHECK(zp->as_int64(0) == (type == DType::UInt8 ? 128 : 0));
+    }
+  }
+}
+
+TEST_CASE("DynamicQuantizeLSTM computes as a saturating target where its weights are int8", "[passes][dynamic][lstm]") {
+  // X and Ht-1 quantized to uint8 at run time times int8 W and R: MLAS's
+  // AVX2 U8S8 GEMM adds neighbouring products into a saturating int16
+  // (kernels/qdot_sat16.h); uint8 weights multiply exactly everywhere.
+  // tests/interop/test_ort_avx2_view.sh compares the bits with ONNX Runtime.
+  LstmCase c;
+  c.I = 32;
+  std::mt19937 rng(11);
+  // Inputs of one sign: their uint8 codes sit near 255, where two products
+  // of int8 weights near +-127 leave int16.
+  Tensor x = random_tensor({c.S, c.N, c.I}, 1.0f, rng);
+  for (float& v : x.values<float>()) v = std::fabs(v) + 2.0f;
+  for (const bool u8 : {false, true}) {
+    INFO("uint8 weights " << u8);
+    auto g = lstm_graph(c);
+    quant::passes::DynamicOptions opt;
+    opt.uint8_weights = u8;
+    REQUIRE(quant::passes::quantize_dynamic(*g, opt).has_value());
+    const std::vector<Tensor> exact = run(*g, x);
+    quant::interp::SessionOptions so;
+    so.dot = quant::kernels::DotArithmetic::U8S8PairsSaturateInt16;
+    so.saturation = std::make_shared<quant::interp::SaturationLog>();
+    auto session = quant::interp::Session::create(*g, so);
+    REQUIRE(session.has_value());
+    auto out = (*session)->run(std::vector<Tensor>{x});
+    REQUIRE(out.has_value());
+    const auto log = so.saturation->by_node();
+    double worst = 0;
+    for (int64_t i = 0; i < exact[0].size(); ++i)
+      worst = std::max(worst, std::fabs(double{exact[0].data<float>()[i]} - (*out)[0].data<float>()[i]));
+    if (u8) {
+      CHECK(log.empty());
+      CHECK(worst == 0);
+    } else {
+      REQUIRE(log.size() == 1);
+      const quant::kernels::SaturationStats& s = log.begin()->second;
+      // X*W once over S*N rows, Ht-1*R at each of S steps over N rows; pairs of K.
+      CHECK(s.pairs == c.S * c.N * (c.I / 2) * 4 * c.H + c.S * c.N * (c.H / 2) * 4 * c.H);
+      CHECK(s.saturated > 0);
+      CHECK(worst > 1e-3);
+    }
+  }
 }
