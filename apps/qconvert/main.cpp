@@ -48,6 +48,9 @@ struct Flags {
   std::string schema = "asymmetric";
   std::string activations = "uint8";
   std::string weights = "int8";
+  // The target's uint8 weights became int8 for QOperator int8 activations
+  // (apply_target): nodes multiplied as uint8 take uint8 again after emission.
+  bool qdq_nodes_uint8_weights = false;
   std::string calibration = "minmax";
   std::string format = "qdq";
   bool per_tensor = false;
@@ -151,8 +154,13 @@ void apply_target(const quant::target::TargetSpec& t, const CLI::App& app, Flags
   // ONNX Runtime's QOperator QLinearConv / QLinearMatMul have no int8 x uint8
   // kernel (CPU provider 1.20: u8 x s8, u8 x u8, s8 x s8); its S8S8 ones are
   // exact on x86, so int8 activations in QOperator form take int8 weights.
-  if (f.format == "qoperator" && f.activations == "int8" && f.weights == "uint8" && app.count("--weights") == 0)
+  // Nodes whose activations ONNX Runtime still multiplies as uint8 get
+  // uint8 weights back after emission (passes/qoperator.h,
+  // uint8_weights_where_u8s8).
+  if (f.format == "qoperator" && f.activations == "int8" && f.weights == "uint8" && app.count("--weights") == 0) {
     f.weights = "int8";
+    f.qdq_nodes_uint8_weights = true;
+  }
   const bool flag_granularity = app.count("--per-tensor") || app.count("--per-channel");
   if (!flag_granularity) f.per_tensor = !t.per_channel;
   else if (f.per_tensor == t.per_channel)
@@ -202,6 +210,33 @@ std::vector<quant::passes::SaturationRisk> check_saturation(const quant::target:
                  "the profile's ranges (qrun --target {} --explain counts them on data)",
                  t.name, r.op_type, r.node, r.can_saturate, r.pairs, t.name);
   return risks;
+}
+
+// QOperator with int8 activations: the weights of the nodes ONNX Runtime
+// multiplies as uint8 x int8 (main graph and bodies) back to the target's
+// uint8, the report's weight entries with them.
+void uint8_weights_left_in_qdq(quant::ir::Graph& graph, quant::passes::QuantizeReport& report) {
+  std::vector<std::string> changed = quant::passes::uint8_weights_where_u8s8(graph);
+  quant::passes::QuantizeReport none;  // the pass decides nothing new
+  const quant::Status st = quant::passes::rewrite_bodies(
+      graph,
+      [&](quant::ir::Graph& body, const std::string& scope) -> Expected<quant::passes::QuantizeReport> {
+        // A body's report entries are named "<scope>/<tensor>" (subgraphs.h).
+        for (const std::string& w : quant::passes::uint8_weights_where_u8s8(body)) changed.push_back(scope + "/" + w);
+        return quant::passes::QuantizeReport{};
+      },
+      &none);
+  (void)st;  // the pass itself cannot fail
+  if (changed.empty()) return;
+  for (auto& t : report.tensors) {
+    if (t.kind != "weight" || std::find(changed.begin(), changed.end(), t.tensor + "_quantized") == changed.end()) continue;
+    t.params.qtype = quant::DType::UInt8;
+    for (auto& z : t.params.zero_point) z += 128;
+  }
+  report.notes.push_back(std::to_string(changed.size()) +
+                         " weights stored as uint8 + 128 where ONNX Runtime multiplies the activation as uint8 (uint8 "
+                         "tensors, and int8 ones left in QDQ form, which it rewrites to uint8): its uint8 x uint8 kernels "
+                         "are exact where uint8 x int8 pairs saturate (x86 without VNNI)");
 }
 
 Status list_targets() {
@@ -574,9 +609,6 @@ Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetS
   auto& report = c.report;
   if (f.bias_correction && calib)
     QT_RETURN_IF_ERROR(quant::passes::correct_biases(*graph, float_weights, calib->means, report.notes));
-  for (const auto& r : check_saturation(target, *graph, report))
-    report.notes.push_back("target " + target.name + ": " + std::to_string(r.can_saturate) + " of " + std::to_string(r.pairs) +
-                           " weight pairs of " + r.op_type + " node '" + r.node + "' can saturate int16");
   report.notes.insert(report.notes.begin(), notes.begin(), notes.end());
   for (const auto& n : int4_report.nodes)
     if (n.quantized) report.nodes.push_back(n);
@@ -585,6 +617,11 @@ Expected<Conversion> convert_static(const Flags& f, const quant::target::TargetS
     QT_ASSIGN_OR_RETURN(auto lowered, quant::passes::emit_qoperator(*graph));
     report.notes.insert(report.notes.end(), lowered.begin(), lowered.end());
   }
+  if (f.qdq_nodes_uint8_weights) uint8_weights_left_in_qdq(*graph, report);
+  // On the graph as written: QOperator nodes are not QDQ patterns.
+  for (const auto& r : check_saturation(target, *graph, report))
+    report.notes.push_back("target " + target.name + ": " + std::to_string(r.can_saturate) + " of " + std::to_string(r.pairs) +
+                           " weight pairs of " + r.op_type + " node '" + r.node + "' can saturate int16");
   c.graph = std::move(graph);
   return c;
 }

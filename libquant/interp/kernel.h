@@ -60,7 +60,8 @@ struct SessionOptions {
   // QLinearMatMul, MatMulInteger, QGemm and DynamicQuantizeLSTM.
   kernels::DotArithmetic dot = kernels::DotArithmetic::Exact;
   // The target rewrites int8 activations of fused Q/DQ patterns to uint8
-  // before its integer kernels (nodes lowered from QDQ carry qdq_fused = 1).
+  // before its integer kernels (nodes lowered from QDQ whose activation's
+  // Q -> DQ pair ONNX Runtime rewrites carry qdq_fused = 1, lower_qdq.cpp).
   bool qdq_int8_activations_as_uint8 = false;
   // When set, kernels computing a saturating dot product add their pair
   // counts here under the node's name.

@@ -177,7 +177,35 @@ class Lowerer {
   Lowering result_;
   // Nodes replace() deleted: the precomputed order still points at them.
   std::set<const ir::Node*> removed_;
+  // Outputs of the DequantizeLinear nodes whose int8 Q -> DQ pair ONNX
+  // Runtime rewrites to uint8 (u8_rewritten_pairs), found before lowering.
+  std::set<const ir::Value*> u8_pairs_;
 };
+
+// ONNX Runtime's QDQS8ToU8Transformer (onnxruntime/core/optimizer/
+// qdq_transformer/qdq_s8_to_u8.cc, 1.20) rewrites a QuantizeLinear whose
+// output has one consumer, a DequantizeLinear, both with the same scalar int8
+// zero point, to uint8 + 128: the DQ outputs of such pairs. An int8 tensor
+// that a DQ reads from any other producer (a data-movement op on int8 data,
+// a graph input) stays int8, and ONNX Runtime multiplies it with its exact
+// S8S8 kernels.
+std::set<const ir::Value*> u8_rewritten_pairs(const ir::Graph& g) {
+  std::set<const ir::Value*> out;
+  auto int8_zero_point = [](const ir::Node& n) -> std::optional<int64_t> {
+    const Tensor* z = n.inputs.size() == 3 ? ir::constant_data(n.inputs[2]) : nullptr;
+    if (!z || z->size() != 1 || z->dtype() != DType::Int8) return std::nullopt;
+    return z->as_int64(0);
+  };
+  for (const auto& dq : g.nodes()) {
+    if (!is_dq(dq.get()) || !dq->domain.empty() || dq->outputs.empty()) continue;
+    const ir::Value* x = dq->input(0);
+    const ir::Node* q = x ? x->producer : nullptr;
+    if (!is_q(q) || !q->domain.empty() || g.is_graph_output(x) || g.consumers(x).size() != 1) continue;
+    const auto qz = int8_zero_point(*q), dz = int8_zero_point(*dq);
+    if (qz && dz && *qz == *dz) out.insert(dq->outputs[0]);
+  }
+  return out;
+}
 
 std::optional<QTriple> Lowerer::input_params(const ir::Node& n, size_t i, bool wide) const {
   ir::Node* d = dq_of(n.input(i));
@@ -332,15 +360,20 @@ void Lowerer::replace(ir::Node* n, const OutputMatch& m, const std::string& op_t
   // The interpreter computes as a target does; ONNX Runtime treats an op it
   // fused from Q/DQ differently from one written as QOperator (its int8
   // activations are rewritten to uint8 on x86, interp::SessionOptions).
-  if (interp()) lowered->attributes["qdq_fused"] = ir::Attribute::of_int(1);
+  // qdq_fused: ONNX Runtime multiplies this op's int8 activation (input 0) as
+  // uint8 + 128 (its Q -> DQ pair is rewritten, u8_rewritten_pairs).
+  if (interp() && u8_pairs_.count(n->input(0))) lowered->attributes["qdq_fused"] = ir::Attribute::of_int(1);
   // A Relu/Clip that the output's saturation does not imply keeps ONNX
-  // Runtime from fusing the pattern: its QDQ selectors want the Q right after
-  // the op, and ReluQuantFusion / ClipQuantFusion remove the activation only
-  // where Q's range implies it (onnxruntime/core/optimizer/qdq_transformer/
-  // relu_quantizelinear.cc, clip_quantizelinear.cc, 1.20). The op then runs
-  // in float on dequantized values there, exact up to float rounding, so a
-  // saturating target's products do not apply to it (interp/dot_target.h).
-  if (interp() && m.act && !m.act_implied) lowered->attributes["qdq_runtime_float"] = ir::Attribute::of_int(1);
+  // Runtime from fusing a Conv: its QDQ Conv selector wants the Q right after
+  // the Conv, and ReluQuantFusion / ClipQuantFusion remove the activation
+  // only where Q's range implies it (onnxruntime/core/optimizer/
+  // qdq_transformer/relu_quantizelinear.cc, clip_quantizelinear.cc, 1.20).
+  // The Conv then runs in float on dequantized values there (FusedConv in its
+  // optimized graph), exact up to float rounding, so a saturating target's
+  // products do not apply to it (interp/dot_target.h). Gemm and MatMul are
+  // fused all the same, with a float output (QGemm) before the activation.
+  if (interp() && op_type == "QLinearConv" && m.act && !m.act_implied)
+    lowered->attributes["qdq_runtime_float"] = ir::Attribute::of_int(1);
   if (folded) {
     // Clamping the integer output to [Q(lo), Q(hi)] inside the requantization
     // is the integer Clip after it (kernels/requant.h, Requantizer::clamp_lo).
@@ -647,6 +680,7 @@ void Lowerer::remove_dead_qdq() {
 
 Expected<Lowering> Lowerer::run() {
   QT_ASSIGN_OR_RETURN(auto order, g_.topological_order());
+  u8_pairs_ = u8_rewritten_pairs(g_);
   for (ir::Node* n : order) {
     if (removed_.count(n) || is_q(n) || is_dq(n) || !n->domain.empty() || n->op_type == "Constant") continue;
     std::string why = lower(n);
@@ -731,6 +765,11 @@ std::vector<QuantizedTensor> find_quantized_tensors(const ir::Graph& graph) {
     if (!t.float_name.empty()) out.push_back(t);
   }
   return out;
+}
+
+bool activation_implied_by(const ir::Node& act, const ir::Node& q) {
+  const auto p = per_tensor_params(q);
+  return p && activation_implied(act, *p);
 }
 
 }  // namespace quant::passes

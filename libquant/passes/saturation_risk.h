@@ -8,6 +8,10 @@
 // quantized; Q saturates anything beyond it), the pair sum spans
 //   [sum_i min(lo w_i, hi w_i), sum_i max(lo w_i, hi w_i)]
 // and the pair can saturate when that interval leaves [-32768, 32767].
+// As ONNX Runtime builds its graph: an int8 activation counts as uint8 + 128
+// only from a Q -> DQ pair it rewrites (the Q feeding that one DQ), and a Conv
+// whose Relu/Clip before the Q the Q's range does not imply stays float there
+// (lower_qdq.cpp), so neither is a risk.
 #pragma once
 
 #include <map>

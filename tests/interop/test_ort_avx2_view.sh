@@ -3,16 +3,22 @@
 # on graphs tests/fixtures/ort-avx2 does not hold, against ONNX Runtime shown
 # such a CPU by scripts/cpuid_avx2.c (test_cpuid_avx2.sh checks that it then
 # computes every fixture bit for bit), or run as it is on a host without VNNI:
-#  - int8 symmetric activations in QDQ form (zero point 0): the Relu between
-#    each Conv/Gemm and its Q is not implied by the Q, so ONNX Runtime fuses
-#    none of them and runs them in float (exact), and fuses only the last Gemm
-#    (float output) into a QGemm whose pairs saturate: the same bits, where
-#    exact arithmetic differs;
+#  - int8 symmetric activations in QDQ form (zero point 0) with int8 weights
+#    (a model made for ort-x86-vnni): the Relu between each Conv/Gemm and its
+#    Q is not implied by the Q, so ONNX Runtime leaves the Convs in float
+#    (exact) and fuses the Gemms into QGemms with a float output, whose pairs
+#    saturate where the activation comes from a Q -> DQ pair (ONNX Runtime
+#    rewrites only such int8 pairs to uint8; in QOperator form the first Gemm
+#    reads Flatten's int8 output and multiplies S8S8, exact): the same bits,
+#    where exact arithmetic differs;
 #  - com.microsoft DynamicQuantizeLSTM with int8 W and R (a static conversion
 #    for ort-x86-vnni) inside the branches of an If: its prepacked u8 x s8
 #    GEMMs saturate on that CPU; within 1e-6 (measured 0), where exact
 #    arithmetic differs by more than 1e-3;
-#  - the default target's static conversion of the same model (uint8 + 128
+#  - the default target's int8 activations in QOperator form: the nodes ONNX
+#    Runtime still multiplies as uint8 keep uint8 weights, nothing saturates,
+#    its outputs equal exact arithmetic's bits;
+#  - the default target's static conversion of the LSTM model (uint8 + 128
 #    W and R, as qconvert --dynamic makes them): nothing saturates, ONNX
 #    Runtime's outputs there equal exact arithmetic's within 1e-6.
 set -euo pipefail
@@ -42,22 +48,46 @@ differ() {
   [ "$code" -eq 1 ]
 }
 
-# Int8 symmetric QDQ activations on the digits CNN.
+# Int8 symmetric QDQ activations and int8 weights (ort-x86-vnni) on the digits CNN.
 mkdir -p "$tmp/data"
 for f in "$src"/samples/digits/test/00[0-4]?.npy; do ln -s "$f" "$tmp/data/"; done
 "$bin/qprofile" "$src/samples/digits_cnn.onnx" --data "$src/samples/digits/calib" -o "$tmp/p.json" --quiet
-"$bin/qconvert" "$src/samples/digits_cnn.onnx" --profile "$tmp/p.json" -o "$tmp/s8.onnx" --schema symmetric --calibration minmax \
-  --activations int8 --format qoperator 2>/dev/null
-ort_avx2 "$tmp/s8.onnx" "$tmp/data" "$tmp/s8.ort"
-"$bin/qrun" "$tmp/s8.onnx" --data "$tmp/data" -o "$tmp/s8.qrun" --target ort-x86-avx2 --quiet >"$tmp/s8.log"
-/usr/bin/python3 "$compare" "$tmp/s8.qrun" "$tmp/s8.ort" --exact >"$tmp/cmp.log" ||
-  fail "int8 QDQ activations: qrun --target ort-x86-avx2 differs from $how: $(cat "$tmp/cmp.log")"
-# Only the last Gemm saturates (the others stay float in ONNX Runtime).
-grep -E '^ +[0-9]+ +[0-9]+ ' "$tmp/s8.log" | awk '$1 > 0 { print $NF }' >"$tmp/s8.saturated"
-[ "$(cat "$tmp/s8.saturated")" = /classifier/classifier.3/Gemm ] ||
-  fail "int8 QDQ activations: saturated nodes were: $(cat "$tmp/s8.saturated"); $(cat "$tmp/s8.log")"
-"$bin/qrun" "$tmp/s8.onnx" --data "$tmp/data" -o "$tmp/s8.exact" --quiet >/dev/null
-differ "$tmp/s8.exact" "$tmp/s8.ort" || fail "int8 QDQ activations: exact arithmetic equals $how, which proves nothing"
+for format in qdq qoperator; do
+  q="$tmp/s8_$format"
+  "$bin/qconvert" "$src/samples/digits_cnn.onnx" --profile "$tmp/p.json" -o "$q.onnx" --target ort-x86-vnni \
+    --schema symmetric --calibration minmax --activations int8 --format "$format"
+  ort_avx2 "$q.onnx" "$tmp/data" "$q.ort"
+  "$bin/qrun" "$q.onnx" --data "$tmp/data" -o "$q.qrun" --target ort-x86-avx2 --quiet >"$q.log"
+  /usr/bin/python3 "$compare" "$q.qrun" "$q.ort" --exact >"$tmp/cmp.log" ||
+    fail "int8 $format activations: qrun --target ort-x86-avx2 differs from $how: $(cat "$tmp/cmp.log")"
+  # Gemms saturate (fused with a float output before their Relu) where their
+  # activation comes from a Q -> DQ pair; no Conv does (left in float, or
+  # S8S8 QLinearConv in QOperator form).
+  { grep -E '^ +[0-9]+ +[0-9]+ ' "$q.log" || true; } | awk '$1 > 0 { print $NF }' | sort | tr '\n' ' ' >"$q.saturated"
+  want="/classifier/classifier.1/Gemm /classifier/classifier.3/Gemm "
+  # QOperator form: the first Gemm reads Flatten's int8 output, no Q -> DQ pair.
+  [ "$format" = qdq ] || want="/classifier/classifier.3/Gemm "
+  [ "$(cat "$q.saturated")" = "$want" ] ||
+    fail "int8 $format activations: saturated nodes were: $(cat "$q.saturated"), not $want; $(cat "$q.log")"
+  "$bin/qrun" "$q.onnx" --data "$tmp/data" -o "$q.exact" --quiet >/dev/null
+  differ "$q.exact" "$q.ort" || fail "int8 $format activations: exact arithmetic equals $how, which proves nothing"
+done
+
+# The default target with int8 activations in QOperator form (symmetric:
+# int8 tensors; symmetric-uint8: uint8 for the non-negative ones): every node
+# ONNX Runtime multiplies as uint8 (uint8 tensors, int8 ones it rewrites in
+# the QDQ nodes left) has uint8 weights, so nothing saturates there and
+# exact arithmetic gives its bits; qconvert warns of nothing.
+for schema in symmetric symmetric-uint8; do
+  q="$tmp/qop_$schema"
+  "$bin/qconvert" "$src/samples/digits_cnn.onnx" --profile "$tmp/p.json" -o "$q.onnx" --schema "$schema" \
+    --calibration minmax --activations int8 --format qoperator 2>"$q.err"
+  if grep -q . "$q.err"; then fail "$schema int8 QOperator: qconvert warned: $(cat "$q.err")"; fi
+  ort_avx2 "$q.onnx" "$tmp/data" "$q.ort"
+  "$bin/qrun" "$q.onnx" --data "$tmp/data" -o "$q.exact" --quiet >/dev/null
+  /usr/bin/python3 "$compare" "$q.exact" "$q.ort" --exact >"$tmp/cmp.log" ||
+    fail "$schema int8 QOperator (default target): $how differs from exact arithmetic: $(cat "$tmp/cmp.log")"
+done
 
 # DynamicQuantizeLSTM inside If branches, int8 W and R, then the default target's uint8 ones.
 /usr/bin/python3 "$src/tests/e2e/subgraph_models.py" make "$tmp/m"
