@@ -39,7 +39,7 @@ struct DotTarget {
 
 inline DotTarget dot_target(const KernelContext& ctx) {
   DotTarget t;
-  // An op ONNX Runtime leaves in float (its Relu/Clip before the Q is not
+  // A Conv ONNX Runtime leaves in float (its Relu/Clip before the Q is not
   // implied by saturation, passes/lower_qdq.cpp) multiplies nothing in 8 bits.
   const ir::Attribute* runtime_float = ctx.node.find_attribute("qdq_runtime_float");
   t.saturating = ctx.options.dot == kernels::DotArithmetic::U8S8PairsSaturateInt16 && !(runtime_float && runtime_float->i != 0);

@@ -197,10 +197,12 @@ std::set<const ir::Value*> u8_rewritten_pairs(const ir::Graph& g) {
     return z->as_int64(0);
   };
   for (const auto& dq : g.nodes()) {
-    if (!is_dq(dq.get()) || !dq->domain.empty() || dq->outputs.empty()) continue;
+    // Q and DQ of ai.onnx or com.microsoft (QDQ::MatchQNode / MatchDQNode).
+    auto qdq_domain = [](const ir::Node& n) { return n.domain.empty() || n.domain == "com.microsoft"; };
+    if (!is_dq(dq.get()) || !qdq_domain(*dq) || dq->outputs.empty()) continue;
     const ir::Value* x = dq->input(0);
     const ir::Node* q = x ? x->producer : nullptr;
-    if (!is_q(q) || !q->domain.empty() || g.is_graph_output(x) || g.consumers(x).size() != 1) continue;
+    if (!is_q(q) || !qdq_domain(*q) || g.is_graph_output(x) || g.consumers(x).size() != 1) continue;
     const auto qz = int8_zero_point(*q), dz = int8_zero_point(*dq);
     if (qz && dz && *qz == *dz) out.insert(dq->outputs[0]);
   }

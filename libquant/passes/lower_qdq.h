@@ -110,9 +110,9 @@ std::vector<QuantizedTensor> find_quantized_tensors(const ir::Graph& graph);
 // Whether the Relu/Clip `act` leaves nothing to do after the QuantizeLinear
 // `q` that reads its output: Q's range lies inside the activation's bounds,
 // so the Q's saturation does what it does. ONNX Runtime drops such an
-// activation and fuses the op before it with the Q (ReluQuantFusion,
-// ClipQuantFusion); with any other it leaves that op in float. False where
-// the bounds or Q's parameters are not constants.
+// activation (ReluQuantFusion, ClipQuantFusion) and fuses the op before it
+// with the Q; with any other a Conv before it is not fused and runs in float.
+// False where the bounds or Q's parameters are not constants.
 bool activation_implied_by(const ir::Node& act, const ir::Node& q);
 
 // Ops that only move or select values: on quantized data they keep the

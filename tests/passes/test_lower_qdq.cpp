@@ -412,3 +412,70 @@ TEST_CASE("16-bit Conv / MatMul / Gemm lower to int64 integer ops only with wide
   REQUIRE(l_ort);
   CHECK(!l_ort->lowered.count("c_node"));
 }
+
+TEST_CASE("The lowering marks what ONNX Runtime's own graph rewrites decide for a saturating target", "[passes][lower]") {
+  // qdq_fused: the int8 activation's Q -> DQ pair is one ONNX Runtime
+  // rewrites to uint8 (the Q feeds that DQ alone); qdq_runtime_float: a
+  // Conv whose Relu the Q does not imply, which ONNX Runtime runs in float.
+  auto attr = [](const Node* n, const char* key) {
+    const quant::ir::Attribute* a = n ? n->find_attribute(key) : nullptr;
+    return a ? a->i : 0;
+  };
+  // int8 x -> Conv -> Relu -> Q (int8, zero point zp), lowered: the QLinearConv.
+  auto conv_relu = [](QdqGraph& b, int32_t zp) {
+    Value* x = b.qdq(b.input("x"), 0.05f, 0, DType::Int8);
+    Value* w = b.weight("w", Tensor::from_vector<int8_t>({2, 1, 1, 1}, {10, -20}), {0.01f, 0.02f}, 0);
+    Value* r = b.op("Relu", {b.op("Conv", {x, w}, "c")}, "r");
+    b.g.outputs = {b.op("Identity", {b.qdq(r, 0.01f, zp, DType::Int8)}, "y")};
+    lower(b.g);
+    const Node* conv = producer_of(b.g, "r_quantized");
+    REQUIRE(conv);
+    CHECK(conv->op_type == "QLinearConv");
+    return conv;
+  };
+  SECTION("int8, Relu not implied (zero point -3): the Conv stays float there, its pair is rewritten") {
+    QdqGraph b;
+    const Node* conv = conv_relu(b, -3);
+    CHECK(attr(conv, "qdq_fused") == 1);
+    CHECK(attr(conv, "qdq_runtime_float") == 1);
+  }
+  SECTION("the same Relu implied (zero point -128): fused") {
+    QdqGraph b;
+    CHECK(attr(conv_relu(b, -128), "qdq_runtime_float") == 0);
+  }
+  SECTION("a Gemm before a Relu the Q does not imply is fused all the same") {
+    QdqGraph b;
+    Value* a = b.qdq(b.input("a"), 0.05f, 0, DType::Int8);
+    Value* w = b.weight("w", Tensor::from_vector<int8_t>({3, 2}, {1, 2, 3, 4, 5, 6}), {0.1f, 0.2f, 0.3f}, 0);
+    Value* y = b.op("Gemm", {a, w}, "g");
+    b.g.nodes().back()->attributes["transB"] = quant::ir::Attribute::of_int(1);
+    b.g.outputs = {b.op("Identity", {b.qdq(b.op("Relu", {y}, "r"), 0.1f, 0, DType::Int8)}, "out")};
+    lower(b.g);
+    const Node* g = nullptr;
+    for (const auto& n : b.g.nodes())
+      if (n->op_type == "QGemm") g = n.get();
+    REQUIRE(g);
+    CHECK(attr(g, "qdq_fused") == 1);
+    CHECK(attr(g, "qdq_runtime_float") == 0);
+  }
+  SECTION("an int8 Q read by two DQs is not rewritten") {
+    QdqGraph b;
+    Value* xq = b.qdq(b.input("x"), 0.05f, 0, DType::Int8);
+    // A second DQ of the same Q output.
+    Node* dq = xq->producer;
+    Value* d2 = b.value("x_dequantized2");
+    b.g.add_node("DequantizeLinear", {dq->inputs[0], dq->inputs[1], dq->inputs[2]}, {d2}, "dq2");
+    Value* w1 = b.weight("w1", Tensor::from_vector<int8_t>({2, 1, 1, 1}, {10, -20}), {0.01f, 0.02f}, 0);
+    Value* w2 = b.weight("w2", Tensor::from_vector<int8_t>({2, 1, 1, 1}, {30, -40}), {0.01f, 0.02f}, 0);
+    Value* c1 = b.qdq(b.op("Conv", {xq, w1}, "c1"), 0.01f, 0, DType::Int8);
+    Value* c2 = b.qdq(b.op("Conv", {d2, w2}, "c2"), 0.01f, 0, DType::Int8);
+    b.g.outputs = {b.op("Identity", {c1}, "y1"), b.op("Identity", {c2}, "y2")};
+    lower(b.g);
+    for (const char* v : {"c1_quantized", "c2_quantized"}) {
+      const Node* conv = producer_of(b.g, v);
+      REQUIRE(conv);
+      CHECK(conv->op_type == "QLinearConv");
+      CHECK(attr(conv, "qdq_fused") == 0);
+    }
+  }
+}
