@@ -40,9 +40,16 @@ struct KOrder {
   }
 };
 
+// A depthwise convolution's weight as `node` (a Conv or QLinearConv) reads
+// it: [M, 1, taps...] with group = M. ONNX Runtime multiplies these in 16
+// bits, so they never saturate, and targets may type them apart.
+inline bool depthwise_weight(const ir::Node& node, const Tensor& w) {
+  return w.rank() >= 3 && w.dim(1) == 1 && node.attr_int("group", 1) == w.dim(0);
+}
+
 inline bool k_order(const ir::Node& node, const Tensor& w, KOrder& o) {
   if (node.op_type == "Conv" && w.rank() >= 3) {
-    if (w.dim(1) == 1 && node.attr_int("group", 1) == w.dim(0)) return false;
+    if (depthwise_weight(node, w)) return false;
     o.layout = KOrder::Conv, o.columns = w.dim(0), o.channels = w.dim(1), o.k = w.size() / std::max<int64_t>(w.dim(0), 1);
     o.taps = o.k / std::max<int64_t>(o.channels, 1);
     return true;

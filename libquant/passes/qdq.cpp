@@ -364,7 +364,7 @@ Status QdqBuilder::quantize_weight(ir::Node* node, size_t input, bool first_laye
   const std::string base = path.source->name();
   // A target may give depthwise convolutions their own weight type (ONNX
   // Runtime multiplies them in 16 bits: int8 never saturates there).
-  const bool depthwise = node->op_type == "Conv" && w.rank() >= 3 && w.dim(1) == 1 && node->attr_int("group", 1) == w.dim(0);
+  const bool depthwise = node->op_type == "Conv" && depthwise_weight(*node, w);
   const DType wtype = depthwise && o_.depthwise_weights != DType::Undefined ? o_.depthwise_weights : o_.weights;
 
   // Per-channel weights behind shape ops are quantized at the source along

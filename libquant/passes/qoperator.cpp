@@ -1,5 +1,6 @@
 #include "libquant/passes/qoperator.h"
 
+#include "libquant/passes/k_order.h"
 #include "libquant/passes/lower_qdq.h"
 
 namespace quant::passes {
@@ -14,12 +15,6 @@ namespace {
 const ir::Node* dequantize_of(const ir::Value* v) {
   const ir::Node* p = v ? v->producer : nullptr;
   return p && p->op_type == "DequantizeLinear" && p->inputs.size() >= 3 && p->inputs[2] ? p : nullptr;
-}
-
-// A conv whose every group reads one input channel.
-bool depthwise(const ir::Node& n, const Tensor& w) {
-  return (n.op_type == "Conv" || n.op_type == "QLinearConv") && n.attr_int("group", 1) > 1 && w.rank() >= 2 &&
-         w.dim(1) == 1;
 }
 
 bool is_8bit(DType t) { return t == DType::UInt8 || t == DType::Int8; }
@@ -50,7 +45,10 @@ std::vector<std::string> uint8_weights_where_u8s8(ir::Graph& graph) {
     if (!u8_activation_weight(*n, data, zp)) continue;
     if (!data->constant || !zp->constant || data->constant->dtype() != DType::Int8 || zp->constant->dtype() != DType::Int8)
       continue;
-    if (depthwise(*n, *data->constant) || graph.consumers(data).size() != 1 || graph.consumers(zp).size() != 1) continue;
+    const bool conv = n->op_type == "Conv" || n->op_type == "QLinearConv";
+    if ((conv && depthwise_weight(*n, *data->constant)) || graph.consumers(data).size() != 1 ||
+        graph.consumers(zp).size() != 1)
+      continue;
     // q - zp is unchanged when both move by 128.
     for (ir::Value* v : {data, zp}) {
       Tensor u(DType::UInt8, v->constant->shape());

@@ -479,3 +479,29 @@ TEST_CASE("The lowering marks what ONNX Runtime's own graph rewrites decide for 
     }
   }
 }
+
+TEST_CASE("uint8_weights_where_u8s8 moves int8 weights ONNX Runtime would multiply u8 x s8 to uint8 + 128", "[passes][qoperator]") {
+  // int8 activations in QDQ form (rewritten to uint8 by ONNX Runtime): a
+  // regular Conv's weight moves, a depthwise one's stays (16-bit multiplies);
+  // the values dequantize to the same floats.
+  QdqGraph b;
+  Value* x = b.qdq(b.input("x"), 0.05f, 0, DType::Int8);
+  Value* w = b.weight("w", Tensor::from_vector<int8_t>({2, 2, 1, 1}, {10, -20, 127, -127}), {0.01f, 0.02f}, 0);
+  Value* c = b.qdq(b.op("Conv", {x, w}, "c"), 0.1f, 0, DType::Int8);
+  Value* dw = b.weight("dw", Tensor::from_vector<int8_t>({2, 1, 1, 1}, {5, -6}), {0.01f, 0.02f}, 0);
+  Value* d = b.op("Conv", {c, dw}, "d");
+  b.g.nodes().back()->attributes["group"] = quant::ir::Attribute::of_int(2);
+  b.g.outputs = {b.op("Identity", {b.qdq(d, 0.1f, 0, DType::Int8)}, "y")};
+  const std::vector<float> v = {0.5f, -1.0f, 2.0f, -0.25f};
+  const Tensor in = Tensor::from_vector<float>({1, 2, 1, 2}, v);
+  const auto before = run_graph(b.g, {in});
+  const auto changed = passes::uint8_weights_where_u8s8(b.g);
+  CHECK(changed == std::vector<std::string>{"w_quantized"});
+  const Tensor* wq = quant::ir::constant_data(b.g.find_value("w_quantized"));
+  REQUIRE(wq->dtype() == DType::UInt8);
+  CHECK(wq->as_int64(2) == 255);
+  CHECK(wq->as_int64(3) == 1);
+  CHECK(quant::ir::constant_data(b.g.find_value("w_zero_point"))->as_int64(0) == 128);
+  CHECK(quant::ir::constant_data(b.g.find_value("dw_quantized"))->dtype() == DType::Int8);
+  require_same(before[0], run_graph(b.g, {in})[0]);
+}
