@@ -15,22 +15,8 @@ py=/usr/bin/python3
 # scripts/cpuid_avx2.c can hide parts of it, /proc/cpuinfo still lists them),
 # AMX only where Linux lists it too (it leaves AMX out where it cannot enable
 # the tile state).
-cat >"$tmp/probe.c" <<'C'
-#include <cpuid.h>
-#include <stdio.h>
-int main(void) {
-  unsigned a, b, c, d;
-  if (__get_cpuid_max(0, 0) < 7) return 0;
-  __cpuid_count(7, 0, a, b, c, d);
-  if ((b >> 5) & 1) printf("avx2 ");
-  if ((b >> 16) & 1) printf("avx512f ");
-  if ((c >> 11) & 1) printf("avx512_vnni ");
-  if ((d >> 25) & 1) printf("amx_int8 ");
-  return 0;
-}
-C
-cc -O0 -o "$tmp/probe" "$tmp/probe.c"
-host=$("$tmp/probe")
+cc -O0 -o "$tmp/cpuid_flags" "$src/tests/cpuid_flags.c"
+host=$("$tmp/cpuid_flags" | tr ' ' '\n' | sed -n 's/=1$//p' | tr '\n' ' ')
 grep -qw amx_int8 /proc/cpuinfo || host=${host//amx_int8/}
 for isa in portable avx2 avx512 vnni amx; do
   for m in u8 s8; do

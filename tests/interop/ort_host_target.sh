@@ -14,24 +14,11 @@ case "$(uname -m)" in
   x86_64 | amd64)
     # What CPUID says, as MLAS asks it (so that under scripts/cpuid_avx2.c,
     # which hides VNNI from CPUID but not from /proc/cpuinfo, the choice
-    # follows the CPU ONNX Runtime sees): leaf 7 ECX bit 11 AVX512_VNNI,
-    # leaf 7 subleaf 1 EAX bit 4 AVX_VNNI.
+    # follows the CPU ONNX Runtime sees).
     dir=$(mktemp -d)
     trap 'rm -rf "$dir"' EXIT
-    cat >"$dir/vnni.c" <<'C'
-#include <cpuid.h>
-#include <stdio.h>
-int main(void) {
-  unsigned a, b, c, d, a1, b1, c1, d1;
-  if (__get_cpuid_max(0, 0) < 7) return puts("0"), 0;
-  __cpuid_count(7, 0, a, b, c, d);
-  __cpuid_count(7, 1, a1, b1, c1, d1);
-  printf("%u\n", ((c >> 11) & 1) | ((a1 >> 4) & 1));
-  return 0;
-}
-C
-    cc -O0 -o "$dir/vnni" "$dir/vnni.c"
-    if [ "$("$dir/vnni")" = 1 ]; then echo ort-x86-vnni; else echo ort-x86-avx2; fi ;;
+    cc -O0 -o "$dir/cpuid_flags" "$(dirname "${BASH_SOURCE[0]}")/../cpuid_flags.c"
+    if grep -q -e 'avx512_vnni=1' -e 'avx_vnni=1' <<<"$("$dir/cpuid_flags")"; then echo ort-x86-vnni; else echo ort-x86-avx2; fi ;;
   aarch64 | arm64) echo ort-arm64 ;;
   *) echo "ort_host_target: no ONNX Runtime target for $(uname -m)" >&2; exit 1 ;;
 esac
