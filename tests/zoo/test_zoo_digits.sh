@@ -47,14 +47,17 @@ for name in "${models[@]}"; do
   fi
   if [ "$name" = fpn_text_digits ]; then
     # No labels: IoU of the map thresholded at 0.5 with float's, and SNR. DBNet's binarization Sigmoid(50 (P - T))
-    # amplifies the 8-bit error of its two heads (scripts/make_zoo.py): measured 2026-11-26 0.717 IoU and 9.3 dB,
-    # both in ONNX Runtime (AVX-512 VNNI) and as ORT without VNNI; gated ~2 dB under. With int16 activations
-    # (qconvert --activations int16, ONNX Runtime) 0.988 and 34.8 dB, gated ~3 dB under: what a precision
-    # search should reach, and a check that the 8-bit figures are the model's and not qtool's arithmetic.
+    # amplifies the 8-bit error of its two heads (scripts/make_zoo.py), and how much depends on the draw of
+    # training: 0.717 IoU and 9.3 dB on the model Intel Xeons trained (2026-11-26), 0.638 and 6.1 dB on the one
+    # an AMD EPYC trained (2026-12-02; ONNX Runtime and the emulation alike), 0.630 and 6.4 dB on the model
+    # make_zoo.py's pinned kernels train on any x86 host (2026-12-02); gated under that. With int16 activations
+    # (qconvert --activations int16, ONNX Runtime) 0.988-0.989 and 34.7-35.5 dB on all three, gated ~3 dB under:
+    # what a precision search should reach, and a check that the 8-bit figures are the model's and not qtool's
+    # arithmetic.
     /usr/bin/python3 "$src/tests/zoo/iou.py" "$name" "$t/quant" "$t/float" --masks "$d/masks.npy" \
-      --min-iou 0.65 --min-snr 7 || failed+=("$name")
+      --min-iou 0.6 --min-snr 5 || failed+=("$name")
     /usr/bin/python3 "$src/tests/zoo/iou.py" "$name (as ORT without VNNI)" "$t/avx2" "$t/float" --masks "$d/masks.npy" \
-      --min-iou 0.65 --min-snr 7 || failed+=("$name (AVX2)")
+      --min-iou 0.6 --min-snr 5 || failed+=("$name (AVX2)")
     int16_run || { failed+=("$name int16"); continue; }
     /usr/bin/python3 "$src/tests/zoo/iou.py" "$name int16 activations" "$t/quant16" "$t/float" --masks "$d/masks.npy" \
       --min-iou 0.97 --min-snr 31.5 || failed+=("$name int16")
@@ -80,7 +83,10 @@ for name in "${models[@]}"; do
     shufflenet_v2_x0_5_digits) min_snr=25.5 ;;
     # 357/360 and 3 images (0.84 points) less accurate today: one more flip would fail 0.99 and the drop gate
     efficientnet_b0_digits) min_agreement=0.985 min_snr=11.5 ;;
-    squeezenet1_1_digits) min_agreement=0.985 min_snr=34 ;;  # 357/360 today: one flip of margin would fail 0.99
+    # 357/360 on the Intel hosts' draw; on make_zoo.py's pinned draw (2026-12-02) 356/360 at 37.7 dB, the 4 flips all
+    # from right to wrong (1.11 points): float top-2 gaps of 0.11-0.33 on logits of 4.7-10.7, two of them tied
+    # after the output's 8-bit rounding. Near-ties of this draw, not lost precision: 4 images of drop allowed.
+    squeezenet1_1_digits) min_agreement=0.985 min_snr=34 max_drop=1.2 ;;
     transformer_encoder_digits) min_snr=28.5 ;;
   esac
   # A draw of training whose float logits are heavy-tailed (some images' logits 50x the median norm: the
