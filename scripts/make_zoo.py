@@ -70,12 +70,11 @@ top-1. Same layout as the digits models with masks instead of labels:
 import argparse
 import fcntl
 import os
+import platform
 import shutil
 import sys
 import tempfile
 import time
-
-import platform
 
 # The same weights from every x86 host. Training runs on three libraries that
 # each pick their kernels from the CPU: OpenBLAS (GEMMs), ATen's vectorised

@@ -49,9 +49,10 @@ for name in "${models[@]}"; do
     # No labels: IoU of the map thresholded at 0.5 with float's, and SNR. DBNet's binarization Sigmoid(50 (P - T))
     # amplifies the 8-bit error of its two heads (scripts/make_zoo.py), and how much depends on the draw of
     # training: 0.717 IoU and 9.3 dB on the model Intel Xeons trained (2026-11-26), 0.638 and 6.1 dB on the one
-    # an AMD EPYC trained (2026-12-02; ONNX Runtime and the emulation alike), 0.630 and 6.4 dB on the model
-    # make_zoo.py's pinned kernels train on any x86 host (2026-12-02); gated under that. With int16 activations
-    # (qconvert --activations int16, ONNX Runtime) 0.988-0.989 and 34.7-35.5 dB on all three, gated ~3 dB under:
+    # an AMD EPYC trained (2026-12-02; ONNX Runtime and the emulation alike), 0.748 and 9.6 dB on the model
+    # make_zoo.py's pinned kernels train on any x86 host (2026-12-02; 0.630 and 6.4 dB with OpenBLAS on two
+    # threads); gated under the lowest. With int16 activations (qconvert --activations int16, ONNX Runtime)
+    # 0.986-0.989 and 34.0-35.5 dB on all of them, gated ~3 dB under:
     # what a precision search should reach, and a check that the 8-bit figures are the model's and not qtool's
     # arithmetic.
     /usr/bin/python3 "$src/tests/zoo/iou.py" "$name" "$t/quant" "$t/float" --masks "$d/masks.npy" \
