@@ -19,7 +19,12 @@
 # (scripts/cpuid_avx2.c, preloaded), so that an AVX-512 host measures both
 # sides on the kernels each picks on an AVX2-only CPU; BENCH_CPUID=avx512
 # hides AMX alone (CPUID_VIEW=avx512 of the same library): on a host with
-# AMX, both sides' int8 convolutions then run on VPDPBUSD.
+# AMX, both sides' int8 convolutions then run on VPDPBUSD. Where CPUID cannot
+# fault (no cpuid_fault: AMD hosts, most VMs) the view runs on copies of
+# qtool's programs and of ONNX Runtime's library with their CPUIDs patched
+# (scripts/cpuid_patch.py, CPUID_PATCHED=1); PyTorch, unpatched, is then held
+# to the same kernels by its own switches (ATEN_CPU_CAPABILITY,
+# ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE).
 set -euo pipefail
 export LC_ALL=C  # "." decimal points in EPOCHREALTIME and printf, which awk reads
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -33,6 +38,25 @@ case ${BENCH_CPUID:-} in
   avx2 | avx512)
     cc -O2 -shared -fPIC -o "$work/cpuid_avx2.so" "$repo/scripts/cpuid_avx2.c" -ldl
     export CPUID_VIEW=$BENCH_CPUID
+    if ! grep -qw cpuid_fault /proc/cpuinfo; then
+      mkdir -p "$work/bin" "$work/ort"
+      for p in qrun qprofile qconvert kernel_bench step_bench; do
+        [ ! -x "$bin/$p" ] || $py "$repo/scripts/cpuid_patch.py" "$bin/$p" "$work/bin/$p" >/dev/null || exit 2
+      done
+      bin=$work/bin
+      # The Node binding finds libonnxruntime.so.1 by its RUNPATH, which LD_LIBRARY_PATH comes before.
+      ortlib=$repo/.cache/ort/node_modules/onnxruntime-node/bin/napi-v3/linux/x64/libonnxruntime.so.1
+      if [ -f "$ortlib" ]; then
+        $py "$repo/scripts/cpuid_patch.py" "$ortlib" "$work/ort/libonnxruntime.so.1" >/dev/null || exit 2
+        export LD_LIBRARY_PATH="$work/ort${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      fi
+      export CPUID_PATCHED=1
+      if [ "$BENCH_CPUID" = avx2 ]; then
+        export ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell
+      else
+        export ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16
+      fi
+    fi
     # The library stops a process where CPUID cannot be hidden: stop here then.
     env LD_PRELOAD="$work/cpuid_avx2.so" true || exit 2
     export LD_PRELOAD="$work/cpuid_avx2.so"
@@ -47,8 +71,8 @@ host_isa() {
   local l2=${QTOOL_L2_KB:-$(( $(getconf LEVEL2_CACHE_SIZE 2>/dev/null || echo 0) / 1024 ))}
   [ "$l2" = 0 ] || echo -n "(L2 $l2 KiB${QTOOL_L2_KB:+, QTOOL_L2_KB}) "
   case ${BENCH_CPUID:-} in
-    avx2) echo -n "(every process sees avx2 only: BENCH_CPUID=avx2, scripts/cpuid_avx2.c)" ;;
-    avx512) echo -n "(every process sees no AMX: BENCH_CPUID=avx512, scripts/cpuid_avx2.c)" ;;
+    avx2) echo -n "(every process sees avx2 only: BENCH_CPUID=avx2, scripts/cpuid_avx2.c${CPUID_PATCHED:+ on patched copies of qtool and ONNX Runtime})" ;;
+    avx512) echo -n "(every process sees no AMX: BENCH_CPUID=avx512, scripts/cpuid_avx2.c${CPUID_PATCHED:+ on patched copies of qtool and ONNX Runtime})" ;;
   esac
   echo
 }

@@ -24,6 +24,14 @@
 // Where CPUID cannot fault, the process stops at once with exit code 2 and
 // an `error:` line: a benchmark must not run on the wide kernels unawares.
 //
+// Where CPUID cannot fault (AMD hosts, most VMs), the programs themselves are
+// patched instead: scripts/cpuid_patch.py copies a program or library with
+// each CPUID replaced by HLT; NOP, which faults the same way in user space.
+// CPUID_PATCHED=1 in the environment tells this library to take those faults
+// and not to ask for CPUID faulting: only the patched files see the view
+// (ONNX Runtime's library, qtool's programs); every other program in the
+// process tree sees the host as it is.
+//
 // Not hidden: XGETBV (XCR0 still enables the AVX-512 state; every library
 // checks CPUID's feature bits as well), and CPUID already run before this
 // library's constructor (the dynamic loader's own, which picks glibc's
@@ -59,6 +67,8 @@ static uint32_t bit(int i) { return (uint32_t)1 << i; }
 
 // What hide() clears: everything past AVX2 (the default), or AMX alone.
 static int amx_only;
+// CPUID faults (arch_prctl); otherwise only the patched HLT; NOP pairs do.
+static int faulting;
 
 // Feature bits from the Intel SDM, vol. 2A, CPUID leaf 07H (and AMD's APM,
 // which uses the same ones for the features it has).
@@ -86,14 +96,16 @@ static void hide(uint32_t leaf, uint32_t subleaf, uint32_t r[4]) {
 static void on_segv(int sig, siginfo_t* info, void* context) {
   greg_t* reg = ((ucontext_t*)context)->uc_mcontext.gregs;
   const uint8_t* ip = (const uint8_t*)reg[REG_RIP];
-  // A faulting CPUID is a general-protection fault (SI_KERNEL); only then is
-  // the instruction pointer's code read (it is the code that just ran).
-  if (info->si_code == SI_KERNEL && ip[0] == 0x0f && ip[1] == 0xa2) {
+  // A faulting CPUID, like a patched one (HLT; NOP from cpuid_patch.py), is a
+  // general-protection fault (SI_KERNEL); only then is the instruction
+  // pointer's code read (it is the code that just ran).
+  if (info->si_code == SI_KERNEL &&
+      ((faulting && ip[0] == 0x0f && ip[1] == 0xa2) || (ip[0] == 0xf4 && ip[1] == 0x90))) {
     const uint32_t leaf = (uint32_t)reg[REG_RAX], subleaf = (uint32_t)reg[REG_RCX];
     uint32_t r[4];
-    syscall(SYS_arch_prctl, ARCH_SET_CPUID, 1);
+    if (faulting) syscall(SYS_arch_prctl, ARCH_SET_CPUID, 1);
     __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(subleaf));
-    syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0);
+    if (faulting) syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0);
     hide(leaf, subleaf, r);
     reg[REG_RAX] = r[0];
     reg[REG_RBX] = r[1];
@@ -146,14 +158,25 @@ __attribute__((constructor)) static void start(void) {
     }
     amx_only = 1;
   }
+  const char* patched = getenv("CPUID_PATCHED");
+  if (patched && *patched && strcmp(patched, "1") != 0) {
+    fprintf(stderr, "error: cpuid_avx2: CPUID_PATCHED must be 1 or unset, not '%s'\n", patched);
+    _exit(2);
+  }
   struct sigaction act;
   memset(&act, 0, sizeof act);
   act.sa_sigaction = on_segv;
   act.sa_flags = SA_SIGINFO;
-  if (real_sigaction(SIGSEGV, &act, NULL) != 0 ||
-      syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0) != 0) {
-    fprintf(stderr, "error: cpuid_avx2: CPUID cannot be made to fault here (arch_prctl ARCH_SET_CPUID: %s), "
-            "so %s cannot be hidden\n", strerror(errno), amx_only ? "AMX" : "AVX-512");
+  if (real_sigaction(SIGSEGV, &act, NULL) != 0) {
+    fprintf(stderr, "error: cpuid_avx2: cannot install the SIGSEGV handler: %s\n", strerror(errno));
     _exit(2);
   }
+  if (patched && *patched) return;  // only the patched files' CPUIDs fault
+  if (syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0) != 0) {
+    fprintf(stderr, "error: cpuid_avx2: CPUID cannot be made to fault here (arch_prctl ARCH_SET_CPUID: %s), "
+            "so %s cannot be hidden (CPUID_PATCHED=1 with files from scripts/cpuid_patch.py can)\n",
+            strerror(errno), amx_only ? "AMX" : "AVX-512");
+    _exit(2);
+  }
+  faulting = 1;
 }

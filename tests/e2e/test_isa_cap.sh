@@ -15,7 +15,7 @@ py=/usr/bin/python3
 # scripts/cpuid_avx2.c can hide parts of it, /proc/cpuinfo still lists them),
 # AMX only where Linux lists it too (it leaves AMX out where it cannot enable
 # the tile state).
-cc -O0 -o "$tmp/cpuid_flags" "$src/tests/cpuid_flags.c"
+"$src/tests/cpuid_flags.sh" "$tmp/cpuid_flags"
 host=$("$tmp/cpuid_flags" | tr ' ' '\n' | sed -n 's/=1$//p' | tr '\n' ' ')
 grep -qw amx_int8 /proc/cpuinfo || host=${host//amx_int8/}
 for isa in portable avx2 avx512 vnni amx; do

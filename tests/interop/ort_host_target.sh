@@ -14,10 +14,10 @@ case "$(uname -m)" in
   x86_64 | amd64)
     # What CPUID says, as MLAS asks it (so that under scripts/cpuid_avx2.c,
     # which hides VNNI from CPUID but not from /proc/cpuinfo, the choice
-    # follows the CPU ONNX Runtime sees).
+    # follows the CPU ONNX Runtime sees; patched too under CPUID_PATCHED=1).
     dir=$(mktemp -d)
     trap 'rm -rf "$dir"' EXIT
-    cc -O0 -o "$dir/cpuid_flags" "$(dirname "${BASH_SOURCE[0]}")/../cpuid_flags.c"
+    "$(dirname "${BASH_SOURCE[0]}")/../cpuid_flags.sh" "$dir/cpuid_flags"
     if grep -q -e 'avx512_vnni=1' -e 'avx_vnni=1' <<<"$("$dir/cpuid_flags")"; then echo ort-x86-vnni; else echo ort-x86-avx2; fi ;;
   aarch64 | arm64) echo ort-arm64 ;;
   *) echo "ort_host_target: no ONNX Runtime target for $(uname -m)" >&2; exit 1 ;;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # qrun --target ort-x86-avx2 computes as ONNX Runtime does on an AVX2-only CPU
 # on graphs tests/fixtures/ort-avx2 does not hold, against ONNX Runtime shown
-# such a CPU by scripts/cpuid_avx2.c (test_cpuid_avx2.sh checks that it then
-# computes every fixture bit for bit), or run as it is on a host without VNNI:
+# such a CPU by scripts/cpuid_avx2.c (tests/interop/avx2_view.sh; on hosts
+# without cpuid_fault a patched copy of its library; test_cpuid_avx2.sh checks
+# that it then computes every fixture bit for bit), or run as it is on a host
+# without VNNI:
 #  - int8 symmetric activations in QDQ form (zero point 0) with int8 weights
 #    (a model made for ort-x86-vnni): the Relu between each Conv/Gemm and its
 #    Q is not implied by the Q, so ONNX Runtime leaves the Convs in float
@@ -29,13 +31,11 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 if ! grep -qw -e avx512_vnni -e avx_vnni /proc/cpuinfo; then
   ort_avx2() { node "$src/tests/interop/ort_run.js" "$@" >/dev/null; }
   how="ONNX Runtime as it is (no VNNI on this host)"
-elif grep -qw cpuid_fault /proc/cpuinfo; then
-  cc -O2 -shared -fPIC -o "$tmp/cpuid_avx2.so" "$src/scripts/cpuid_avx2.c" -ldl
-  ort_avx2() { LD_PRELOAD="$tmp/cpuid_avx2.so" CPUID_VIEW=avx2 node "$src/tests/interop/ort_run.js" "$@" >/dev/null; }
-  how="ONNX Runtime under scripts/cpuid_avx2.c"
 else
-  echo "this VNNI host cannot show ONNX Runtime an AVX2-only CPU (no cpuid_fault): nothing to compare with"
-  exit 0
+  source "$src/tests/interop/avx2_view.sh"
+  mode=$(view_modes | cut -d' ' -f1)
+  ort_avx2() { CPUID_VIEW=avx2 in_view "$mode" node "$src/tests/interop/ort_run.js" "$@" >/dev/null; }
+  how="ONNX Runtime in the $mode AVX2 view (scripts/cpuid_avx2.c)"
 fi
 maxdiff() { /usr/bin/python3 "$src/tests/interop/make_lstm_models.py" maxdiff "$@"; }
 prefix() { awk -v p="$1" '{ print p $0 }'; }
