@@ -125,10 +125,19 @@ PackedQConvWeights::PackedQConvWeights(const TW* w, int64_t out_channels, int64_
   const int64_t bytes = group_bytes_ * group;
   pairs_bounded_ = detail::s8_pairs_fit_int16(d, bytes);
   if (!pairs_bounded_ && isa.a_signed_wide && !depthwise) {  // d is data_'s, with room for twice the bytes
-    detail::widen_q_panels(d, bytes, reinterpret_cast<int16_t*>(d));
-    group_bytes_ *= 2, widened_ = true;
+    // Widened weights larger than the L2 are read from L3 or memory by every
+    // pixel block: kept as int8 they stream half the bytes, widened again
+    // per panel (VPMOVSXBW, about 3% of the panel's multiply-adds on a 7 x 7
+    // map). resnet18 int8's layer3 and layer4 convs on a 1 MiB L2 (AMD Zen
+    // 5, QTOOL_ISA=avx2, per-step minima): see docs/performance.md, stop 64.
+    widened_ = true;
+    widen_on_use_ = isa.widen_panel && 2 * bytes > l2_cache_bytes();
+    if (!widen_on_use_) {
+      detail::widen_q_panels(d, bytes, reinterpret_cast<int16_t*>(d));
+      group_bytes_ *= 2;
+    }
   }
-  panel_bytes_ = mr * kp * (widened_ ? 2 : 1);
+  panel_bytes_ = mr * kp * (widened_ && !widen_on_use_ ? 2 : 1);
   if (isa.amx_tiles) {
     const int64_t groups = kp / kQKGroup, chunks = (groups + detail::kQAmxGroups - 1) / detail::kQAmxGroups;
     panel_bytes_ = mr * chunks * detail::kQAmxGroups * kQKGroup;
@@ -257,7 +266,18 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   }
 
   const int mr = isa.mr;
-  int64_t nc = std::clamp<int64_t>(block_bytes() / (kp * b_bytes) / kQNr * kQNr, kQNr, (c.plane + kQNr - 1) / kQNr * kQNr);
+  // Weights of more than half the L2 do not stay there from one pixel block
+  // to the next: every block streams them again from L3 or memory, so such
+  // convs take blocks of up to 5/8 of the L2, as few as that allows (below).
+  // resnet18 int8's layer4 3x3 convs (7 x 9 wide pixels, K = 4608, 4.5 MiB
+  // of widened weights) made two blocks (32 + 31 pixels) in a 1 MiB L2 and
+  // took 1.4x the time they take with their weights in cache.
+  const int64_t weight_bytes = (c.group_out + mr - 1) / mr * packed.panel_bytes();
+  const bool streamed = weight_bytes > l2_cache_bytes() / 2;
+  const int64_t budget = streamed ? std::max(block_bytes(), l2_cache_bytes() * 5 / 8) : block_bytes();
+  const int64_t fit = std::max<int64_t>(1, budget / (kp * b_bytes));  // pixels whose panels fit the budget
+  int64_t nc = std::clamp<int64_t>(fit / kQNr * kQNr, kQNr, (c.plane + kQNr - 1) / kQNr * kQNr);
+  bool for_threads = false;
   // Tasks per thread: up to kTasksPerThread when each still has
   // kMinTaskMacs of work. With one task per thread, a thread on a slower
   // core (or one the OS interrupts) holds the others up, where with several
@@ -266,6 +286,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   const int64_t macs = g.batch * g.group * c.plane * c.reduction * c.group_out;
   const int64_t per_thread = std::clamp<int64_t>(macs / (kMinTaskMacs * std::max(threads, 1)), 1, kTasksPerThread);
   if (threads > 1 && g.batch * g.group == 1) {
+    for_threads = true;
     // Pixel blocks of equal size, as many as a multiple of the threads and
     // `per_thread` per thread while a block keeps two panels: the L2-sized
     // blocks could leave one thread 12288 pixels and the other 256
@@ -299,7 +320,14 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   // tile and a lone (slower) 16-pixel panel at every block's end. Rounded
   // down: blocks sized for the threads (48 pixels of a 14 x 14 map's 210)
   // rounded up had made fewer, uneven ones (64, 64, 64, 18).
-  if (direct) nc = std::max<int64_t>(2 * kQNr, nc / (2 * kQNr) * (2 * kQNr));
+  // Streamed weights (above) on one thread: the fewest blocks the budget
+  // allows, rounded up to whole tiles (the last block the shorter).
+  if (direct && streamed && !for_threads) {
+    const int64_t n = (c.plane + fit - 1) / fit;
+    nc = ((c.plane + n - 1) / n + 2 * kQNr - 1) / (2 * kQNr) * (2 * kQNr);
+  } else if (direct) {
+    nc = std::max<int64_t>(2 * kQNr, nc / (2 * kQNr) * (2 * kQNr));
+  }
   const int64_t blocks = (c.plane + nc - 1) / nc, row_panels = (c.group_out + mr - 1) / mr;
   // Where block b starts: whole panels, the blocks as even as that allows
   // (a 14 x 14 map's 196 pixels in two blocks: 96 + 100, where blocks of nc
@@ -394,7 +422,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   const uint8_t* const shared_base = pack_shared ? shared_panels.data() : nullptr;
   const int32_t* const shared_sum = pack_shared ? shared_sums.data() : nullptr;
   parallel_for(threads, outer * chunks, [&](int64_t task) {
-    thread_local AlignedBytes rows_buf, panel_buf, wide_out;
+    thread_local AlignedBytes rows_buf, panel_buf, wide_out, wide_panel;
     thread_local std::vector<int32_t> col_sum;
     const int64_t chunk = by_channel ? task / outer : task % chunks, b = by_channel ? task % outer : task / chunks;
     const Block k = block_of(b);
@@ -444,6 +472,11 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
       const int64_t i0 = grp * c.group_out + p * mr;
       const int64_t mv = std::min<int64_t>(mr, c.group_out - p * mr);
       const uint8_t* wp = wg + p * packed.panel_bytes();
+      if (packed.widen_on_use()) {
+        int16_t* wide = reinterpret_cast<int16_t*>(wide_panel.reserve(static_cast<size_t>(2 * mr * kp)));
+        isa.widen_panel(wp, mr * kp, wide);
+        wp = reinterpret_cast<const uint8_t*>(wide);
+      }
       if (fused) {
         detail::QRequantTile t = rt;
         t.row_add = rt.row_add + i0, t.row_scale = rt.row_scale + i0, t.row_zp = rt.row_zp ? rt.row_zp + i0 : nullptr;

@@ -61,8 +61,13 @@ class PackedQConvWeights {
   const uint8_t* panels(int64_t g) const { return data_.data() + g * group_bytes_; }
   int64_t panel_bytes() const { return panel_bytes_; }
   // For an ISA with an a_signed_wide kernel, weights the pairs kernel cannot
-  // take are kept widened for it (twice the bytes, none kept as int8).
+  // take are kept widened for it (twice the bytes, none kept as int8)...
   bool widened() const { return widened_; }
+  // ... or, where the ISA has widen_panel and widened they would not fit the
+  // L2 (streamed from L3 or memory on every use anyway), kept as int8 and
+  // widened panel by panel as they are used: half the bytes to stream.
+  // panels() and panel_bytes() then address the int8 panels.
+  bool widen_on_use() const { return widen_on_use_; }
   const int32_t* row_sum() const { return row_sum_.data(); }  // per output channel, int8 domain
   const int32_t* row_zp() const { return row_zp_.data(); }    // per output channel, int8 domain
   bool has_zero_points() const { return has_zp_; }
@@ -83,6 +88,7 @@ class PackedQConvWeights {
   bool pairs_bounded_ = false;
   bool tap_major_ = false;
   bool widened_ = false;
+  bool widen_on_use_ = false;
 };
 
 // y = int32 accumulators (requant null: ConvInteger, TY = int32_t) or

@@ -197,6 +197,11 @@ struct QGemmIsa {
   // chunk's 16 groups as the 16 rows of a tile, so a chunk must not cross
   // a tap of a direct B (taps == 1 or quads a multiple of kQAmxGroups).
   bool amx_tiles = false;
+  // widen_q_panels of int8 bytes (sign-extended) into another buffer, at
+  // the ISA's width: for weights kept as int8 and widened panel by panel
+  // just before a_signed_wide reads them (PackedQConvWeights::
+  // widen_on_use); null: none (weights widen when packed).
+  void (*widen_panel)(const uint8_t* bytes, int64_t count, int16_t* out) = nullptr;
 };
 
 // Groups of four k per AMX chunk: a tile row of 64 bytes.

@@ -637,6 +637,15 @@ __attribute__((target("avx2"))) void q_finish_avx2(const int32_t* acc, int64_t a
   }
 }
 
+// widen_q_panels, sign-extending, 16 bytes per VPMOVSXBW.
+__attribute__((target("avx2"))) void widen_panel_avx2(const uint8_t* bytes, int64_t count, int16_t* out) {
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + i))));
+  for (; i < count; ++i) out[i] = static_cast<int16_t>(static_cast<int8_t>(bytes[i]));
+}
+
 namespace {
 const QGemmIsa kAvx2{"avx2",
                      kMr,
@@ -654,7 +663,9 @@ const QGemmIsa kAvx2{"avx2",
                      q8_conv_requant_avx2<AForm::WideBoth>,
                      q8_row_avx2,
                      false,
-                     q8_conv_requant_pairs_run_avx2};
+                     q8_conv_requant_pairs_run_avx2,
+                     false,
+                     widen_panel_avx2};
 }  // namespace
 
 const QGemmIsa* const kQGemmIsaAvx2 = &kAvx2;

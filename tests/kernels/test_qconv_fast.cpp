@@ -313,3 +313,60 @@ TEST_CASE("qconv_fast's AMX kernels run in a thread that loaded their tile confi
     REQUIRE(got == want);
   }
 }
+
+TEST_CASE("qconv_fast widens weights larger than the L2 panel by panel, with the same bits", "[kernels][qconv_fast]") {
+  // resnet18's layer4 3x3 conv (512 channels, K = 4608) on its 7 x 7 map:
+  // 2.3 MiB of int8 weights, which widened (4.5 MiB) fit no L2 of this
+  // project's hosts, so the AVX2 kernels keep them as int8 and widen each
+  // panel as they use it. Fused uint8 output (the direct path) and int32
+  // output with weight zero points (packed blocks, the one-panel kernel),
+  // on 1 and 2 threads (one block; one block split by output channels).
+  const detail::QGemmIsa* isa = nullptr;
+  for (const detail::QGemmIsa* i : detail::supported_conv_qgemm_isas())
+    if (i == detail::kQGemmIsaAvx2) isa = i;
+  if (!isa) {
+    SUCCEED("no AVX2 kernels here");
+    return;
+  }
+  std::mt19937 rng(41);
+  const Case c{1, 512, 512, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  const ConvGeometry g = geometry(c);
+  const int64_t depth = g.in_channels * element_count(g.kernel), M = g.out_channels;
+  const auto x = random_values<uint8_t>(rng, static_cast<size_t>(g.in_channels * element_count(g.in_spatial)));
+  const auto w = random_values<int8_t>(rng, static_cast<size_t>(M * depth));
+  const std::vector<int8_t> zp = random_values<int8_t>(rng, static_cast<size_t>(M));
+  std::vector<int32_t> bias(static_cast<size_t>(M));
+  for (auto& b : bias) b = std::uniform_int_distribution<int32_t>(-30000, 30000)(rng);
+  std::vector<float> mult(static_cast<size_t>(M));
+  for (auto& v : mult) v = std::uniform_real_distribution<float>(0.00002f, 0.0001f)(rng);
+  const Requantizer r = make_requantizer(RequantMode::Float, mult, 77);
+  std::vector<unsigned char> workspace(qconv_workspace_bytes(g));
+  const size_t out_size = static_cast<size_t>(M * element_count(g.out_spatial));
+
+  QConvArgs<uint8_t, int8_t> a;
+  a.x = x.data(), a.x_zero_point = 11, a.w = w.data();
+  std::vector<uint8_t> want(out_size);
+  qlinear_conv<uint8_t, int8_t, uint8_t>(g, a, bias.data(), r, want.data(), workspace.data());
+  const PackedQConvWeights packed(w.data(), M, 1, depth, static_cast<const int8_t*>(nullptr), 0, *isa,
+                                  element_count(g.kernel));
+  REQUIRE(packed.widened());
+  REQUIRE(packed.widen_on_use() == (2 * M * depth > l2_cache_bytes()));
+  for (int threads : {1, 2}) {
+    std::vector<uint8_t> got(out_size, 1);
+    qconv_fast<uint8_t, uint8_t>(g, x.data(), 11, packed, bias.data(), &r, got.data(), threads);
+    INFO("fused, threads " << threads);
+    REQUIRE(got == want);
+  }
+
+  a.w_zero_point = zp.data(), a.w_zero_point_count = M;
+  std::vector<int32_t> want32(out_size);
+  qconv_s32(g, a, want32.data(), workspace.data());
+  const PackedQConvWeights packed_zp(w.data(), M, 1, depth, zp.data(), M, *isa, element_count(g.kernel));
+  REQUIRE(packed_zp.widen_on_use() == packed.widen_on_use());
+  for (int threads : {1, 2}) {
+    std::vector<int32_t> got(out_size, -7);
+    qconv_fast<uint8_t, int32_t>(g, x.data(), 11, packed_zp, nullptr, nullptr, got.data(), threads);
+    INFO("int32 with zero points, threads " << threads);
+    REQUIRE(got == want32);
+  }
+}
