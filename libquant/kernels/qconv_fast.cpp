@@ -277,7 +277,9 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   const int64_t budget = streamed ? std::max(block_bytes(), l2_cache_bytes() * 5 / 8) : block_bytes();
   const int64_t fit = std::max<int64_t>(1, budget / (kp * b_bytes));  // pixels whose panels fit the budget
   int64_t nc = std::clamp<int64_t>(fit / kQNr * kQNr, kQNr, (c.plane + kQNr - 1) / kQNr * kQNr);
-  bool for_threads = false;
+  // Direct blocks of streamed weights keep these blocks on any number of
+  // threads, which split each block's output channels instead (below).
+  const bool streamed_blocks = direct && streamed;
   // Tasks per thread: up to kTasksPerThread when each still has
   // kMinTaskMacs of work. With one task per thread, a thread on a slower
   // core (or one the OS interrupts) holds the others up, where with several
@@ -285,8 +287,7 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   // convs (mobilenet_v2's, 5-50 us) the extra tasks cost more than that.
   const int64_t macs = g.batch * g.group * c.plane * c.reduction * c.group_out;
   const int64_t per_thread = std::clamp<int64_t>(macs / (kMinTaskMacs * std::max(threads, 1)), 1, kTasksPerThread);
-  if (threads > 1 && g.batch * g.group == 1) {
-    for_threads = true;
+  if (threads > 1 && g.batch * g.group == 1 && !streamed_blocks) {
     // Pixel blocks of equal size, as many as a multiple of the threads and
     // `per_thread` per thread while a block keeps two panels: the L2-sized
     // blocks could leave one thread 12288 pixels and the other 256
@@ -320,9 +321,9 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   // tile and a lone (slower) 16-pixel panel at every block's end. Rounded
   // down: blocks sized for the threads (48 pixels of a 14 x 14 map's 210)
   // rounded up had made fewer, uneven ones (64, 64, 64, 18).
-  // Streamed weights (above) on one thread: the fewest blocks the budget
-  // allows, rounded up to whole tiles (the last block the shorter).
-  if (direct && streamed && !for_threads) {
+  // Streamed weights (above): the fewest blocks the budget allows, rounded
+  // up to whole tiles (the last block the shorter).
+  if (streamed_blocks) {
     const int64_t n = (c.plane + fit - 1) / fit;
     nc = ((c.plane + n - 1) / n + 2 * kQNr - 1) / (2 * kQNr) * (2 * kQNr);
   } else if (direct) {
@@ -355,7 +356,12 @@ void qconv_fast(const ConvGeometry& g, const TX* x, TX x_zero_point, const Packe
   // the narrow input crosses between cores, and packing it twice is cheap.
   // 2 threads: depthwise convs 540-550 us in all instead of 639-659, the
   // whole model 1571-1600 instead of 1711-1774 (sum of per-op minima).
-  const bool by_channel = threads > 1 && c.pointwise && g.group == 1 && c.group_in < c.group_out;
+  // So do streamed weights in several blocks: each thread then streams its
+  // share of the weights once per block, where blocks split among the
+  // threads (7 of 32 pixels on a 14 x 14 map, each block's channels cut in
+  // two) streamed half the weights per block, seven times.
+  const bool by_channel =
+      threads > 1 && ((c.pointwise && g.group == 1 && c.group_in < c.group_out) || (streamed_blocks && outer > 1));
   if (by_channel) chunks = std::min<int64_t>(row_panels, threads);
   // Direct blocks (nothing packed per task) that do not divide among the
   // threads split their output channels too: resnet18's 14 x 14 layers made

@@ -9,6 +9,7 @@
 #include <limits>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "libquant/kernels/cpu.h"
@@ -237,6 +238,20 @@ TEST_CASE("qconv_fast splits a heavy layer on a small map by output channels", "
   check_large(Case{1, 256, 160, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, 5, 32, {1, 2, 3});
 }
 
+namespace {
+
+// Random int32 biases and per-channel float multipliers in [lo, hi) with
+// output zero point 77: an output stage for M channels.
+std::pair<std::vector<int32_t>, Requantizer> random_output_stage(std::mt19937& rng, int64_t M, float lo, float hi) {
+  std::vector<int32_t> bias(static_cast<size_t>(M));
+  for (auto& b : bias) b = std::uniform_int_distribution<int32_t>(-30000, 30000)(rng);
+  std::vector<float> mult(static_cast<size_t>(M));
+  for (auto& v : mult) v = std::uniform_real_distribution<float>(lo, hi)(rng);
+  return {std::move(bias), make_requantizer(RequantMode::Float, mult, 77)};
+}
+
+}  // namespace
+
 TEST_CASE("qconv_fast splits direct blocks the threads cannot share evenly by output channels too",
           "[kernels][qconv_fast]") {
   // A 14 x 14 map (224 wide pixels), K = 256 * 9 and 80 channels: enough
@@ -249,11 +264,7 @@ TEST_CASE("qconv_fast splits direct blocks the threads cannot share evenly by ou
   const int64_t depth = g.in_channels * element_count(g.kernel), M = g.out_channels;
   const auto x = random_values<uint8_t>(rng, static_cast<size_t>(g.in_channels * element_count(g.in_spatial)));
   const auto w = random_values<int8_t>(rng, static_cast<size_t>(M * depth));
-  std::vector<int32_t> bias(static_cast<size_t>(M));
-  for (auto& b : bias) b = std::uniform_int_distribution<int32_t>(-30000, 30000)(rng);
-  std::vector<float> mult(static_cast<size_t>(M));
-  for (auto& v : mult) v = std::uniform_real_distribution<float>(0.00005f, 0.0002f)(rng);
-  const Requantizer r = make_requantizer(RequantMode::Float, mult, 77);
+  const auto [bias, r] = random_output_stage(rng, M, 0.00005f, 0.0002f);
   QConvArgs<uint8_t, int8_t> a;
   a.x = x.data(), a.x_zero_point = 11, a.w = w.data();
   std::vector<unsigned char> workspace(qconv_workspace_bytes(g));
@@ -314,13 +325,14 @@ TEST_CASE("qconv_fast's AMX kernels run in a thread that loaded their tile confi
   }
 }
 
-TEST_CASE("qconv_fast widens weights larger than the L2 panel by panel, with the same bits", "[kernels][qconv_fast]") {
-  // resnet18's layer4 3x3 conv (512 channels, K = 4608) on its 7 x 7 map:
-  // 2.3 MiB of int8 weights, which widened (4.5 MiB) fit no L2 of this
-  // project's hosts, so the AVX2 kernels keep them as int8 and widen each
-  // panel as they use it. Fused uint8 output (the direct path) and int32
-  // output with weight zero points (packed blocks, the one-panel kernel),
-  // on 1 and 2 threads (one block; one block split by output channels).
+namespace {
+
+// One conv on the AVX2 kernels against the reference, bit for bit, on each
+// thread count: fused uint8 output (the direct path) and int32 output with
+// weight zero points (packed blocks, the one-panel kernel). Its weights must
+// be widened (not pair-bounded), and kept as int8 where their widened form
+// exceeds the L2 (widen_on_use).
+void check_avx2_wide(const Case& c, uint32_t seed, std::initializer_list<int> thread_counts) {
   const detail::QGemmIsa* isa = nullptr;
   for (const detail::QGemmIsa* i : detail::supported_conv_qgemm_isas())
     if (i == detail::kQGemmIsaAvx2) isa = i;
@@ -328,18 +340,13 @@ TEST_CASE("qconv_fast widens weights larger than the L2 panel by panel, with the
     SUCCEED("no AVX2 kernels here");
     return;
   }
-  std::mt19937 rng(41);
-  const Case c{1, 512, 512, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  std::mt19937 rng(seed);
   const ConvGeometry g = geometry(c);
   const int64_t depth = g.in_channels * element_count(g.kernel), M = g.out_channels;
   const auto x = random_values<uint8_t>(rng, static_cast<size_t>(g.in_channels * element_count(g.in_spatial)));
   const auto w = random_values<int8_t>(rng, static_cast<size_t>(M * depth));
   const std::vector<int8_t> zp = random_values<int8_t>(rng, static_cast<size_t>(M));
-  std::vector<int32_t> bias(static_cast<size_t>(M));
-  for (auto& b : bias) b = std::uniform_int_distribution<int32_t>(-30000, 30000)(rng);
-  std::vector<float> mult(static_cast<size_t>(M));
-  for (auto& v : mult) v = std::uniform_real_distribution<float>(0.00002f, 0.0001f)(rng);
-  const Requantizer r = make_requantizer(RequantMode::Float, mult, 77);
+  const auto [bias, r] = random_output_stage(rng, M, 0.00002f, 0.0001f);
   std::vector<unsigned char> workspace(qconv_workspace_bytes(g));
   const size_t out_size = static_cast<size_t>(M * element_count(g.out_spatial));
 
@@ -351,7 +358,7 @@ TEST_CASE("qconv_fast widens weights larger than the L2 panel by panel, with the
                                   element_count(g.kernel));
   REQUIRE(packed.widened());
   REQUIRE(packed.widen_on_use() == (2 * M * depth > l2_cache_bytes()));
-  for (int threads : {1, 2}) {
+  for (int threads : thread_counts) {
     std::vector<uint8_t> got(out_size, 1);
     qconv_fast<uint8_t, uint8_t>(g, x.data(), 11, packed, bias.data(), &r, got.data(), threads);
     INFO("fused, threads " << threads);
@@ -363,10 +370,24 @@ TEST_CASE("qconv_fast widens weights larger than the L2 panel by panel, with the
   qconv_s32(g, a, want32.data(), workspace.data());
   const PackedQConvWeights packed_zp(w.data(), M, 1, depth, zp.data(), M, *isa, element_count(g.kernel));
   REQUIRE(packed_zp.widen_on_use() == packed.widen_on_use());
-  for (int threads : {1, 2}) {
+  for (int threads : thread_counts) {
     std::vector<int32_t> got(out_size, -7);
     qconv_fast<uint8_t, int32_t>(g, x.data(), 11, packed_zp, nullptr, nullptr, got.data(), threads);
     INFO("int32 with zero points, threads " << threads);
     REQUIRE(got == want32);
   }
+}
+
+}  // namespace
+
+TEST_CASE("qconv_fast reads weights larger than the L2 once per block, widened per panel, with the same bits",
+          "[kernels][qconv_fast]") {
+  // resnet18's layer4 3x3 conv (512 channels, K = 4608) on its 7 x 7 map:
+  // 2.3 MiB of int8 weights, which widened (4.5 MiB) fit no L2 of this
+  // project's hosts: one block, split by output channels on 2 threads.
+  check_avx2_wide(Case{1, 512, 512, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, 41, {1, 2});
+  // layer3's (256 channels, K = 2304, 14 x 16 wide pixels; 1.1 MiB
+  // widened): more than half of a 1-2 MiB L2, so blocks of up to 5/8 of it,
+  // each split by output channels on 2 and 3 threads.
+  check_avx2_wide(Case{1, 256, 256, 1, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, 42, {1, 2, 3});
 }
