@@ -127,9 +127,10 @@ PackedQConvWeights::PackedQConvWeights(const TW* w, int64_t out_channels, int64_
   if (!pairs_bounded_ && isa.a_signed_wide && !depthwise) {  // d is data_'s, with room for twice the bytes
     // Widened weights larger than the L2 are read from L3 or memory by every
     // pixel block: kept as int8 they stream half the bytes, widened again
-    // per panel (VPMOVSXBW, about 3% of the panel's multiply-adds on a 7 x 7
-    // map). resnet18 int8's layer3 and layer4 convs on a 1 MiB L2 (AMD Zen
-    // 5, QTOOL_ISA=avx2, per-step minima): see docs/performance.md, stop 64.
+    // per panel (VPMOVSXBW; with the next panel prefetched, 3% of resnet18's
+    // layer4 conv's time with its weights in cache). resnet18 int8's layer3
+    // and layer4 convs on a 1 MiB L2 (AMD Zen 5, QTOOL_ISA=avx2, per-step
+    // minima): see docs/performance.md, stop 64.
     widened_ = true;
     widen_on_use_ = isa.widen_panel && 2 * bytes > l2_cache_bytes();
     if (!widen_on_use_) {

@@ -637,6 +637,8 @@ __attribute__((target("avx2"))) void q_finish_avx2(const int32_t* acc, int64_t a
   }
 }
 
+namespace {
+
 // widen_q_panels, sign-extending, 16 bytes per VPMOVSXBW.
 __attribute__((target("avx2"))) void widen_panel_avx2(const uint8_t* bytes, int64_t count, int16_t* out) {
   int64_t i = 0;
@@ -646,7 +648,6 @@ __attribute__((target("avx2"))) void widen_panel_avx2(const uint8_t* bytes, int6
   for (; i < count; ++i) out[i] = static_cast<int16_t>(static_cast<int8_t>(bytes[i]));
 }
 
-namespace {
 const QGemmIsa kAvx2{"avx2",
                      kMr,
                      q8_gemm_avx2_4x16<true, false>,
