@@ -39,15 +39,13 @@ case ${BENCH_CPUID:-} in
     cc -O2 -shared -fPIC -o "$work/cpuid_avx2.so" "$repo/scripts/cpuid_avx2.c" -ldl
     export CPUID_VIEW=$BENCH_CPUID
     if ! grep -qw cpuid_fault /proc/cpuinfo; then
-      mkdir -p "$work/bin" "$work/ort"
+      mkdir -p "$work/bin"
       for p in qrun qprofile qconvert kernel_bench step_bench; do
         [ ! -x "$bin/$p" ] || $py "$repo/scripts/cpuid_patch.py" "$bin/$p" "$work/bin/$p" >/dev/null || exit 2
       done
       bin=$work/bin
-      # The Node binding finds libonnxruntime.so.1 by its RUNPATH, which LD_LIBRARY_PATH comes before.
-      ortlib=$repo/.cache/ort/node_modules/onnxruntime-node/bin/napi-v3/linux/x64/libonnxruntime.so.1
-      if [ -f "$ortlib" ]; then
-        $py "$repo/scripts/cpuid_patch.py" "$ortlib" "$work/ort/libonnxruntime.so.1" >/dev/null || exit 2
+      # ONNX Runtime patched where it is installed (the kernels section runs without it).
+      if "$repo/scripts/ort_lib_patched.sh" "$work/ort" 2>/dev/null; then
         export LD_LIBRARY_PATH="$work/ort${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
       fi
       export CPUID_PATCHED=1

@@ -42,7 +42,7 @@ restore() {
   for f in "$keep"/*; do [ ! -f "$f" ] || mv -f "$f" "$build/"; done
 }
 restore
-mkdir -p "$keep" "$build/ort-view"
+mkdir -p "$keep"
 trap restore EXIT
 patched=()
 for f in "$build"/*; do
@@ -52,7 +52,5 @@ for f in "$build"/*; do
   patched+=("${f##*/}")
 done
 echo "patched: ${patched[*]} and libonnxruntime.so.1"
-/usr/bin/python3 "$repo/scripts/cpuid_patch.py" \
-  "$repo/.cache/ort/node_modules/onnxruntime-node/bin/napi-v3/linux/x64/libonnxruntime.so.1" \
-  "$build/ort-view/libonnxruntime.so.1" >/dev/null
+"$repo/scripts/ort_lib_patched.sh" "$build/ort-view"
 CPUID_PATCHED=1 LD_LIBRARY_PATH="$build/ort-view${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" run_ctest "$@"

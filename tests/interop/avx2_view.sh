@@ -21,11 +21,7 @@ in_view() {
   case $mode in
     fault) LD_PRELOAD="$shim" CPUID_VIEW="${CPUID_VIEW:-avx2}" "$@" ;;
     patched)
-      if [ ! -f "$tmp/ort-view/libonnxruntime.so.1" ]; then
-        mkdir -p "$tmp/ort-view"
-        view_patch "$src/.cache/ort/node_modules/onnxruntime-node/bin/napi-v3/linux/x64/libonnxruntime.so.1" \
-          "$tmp/ort-view/libonnxruntime.so.1"
-      fi
+      [ -f "$tmp/ort-view/libonnxruntime.so.1" ] || "$src/scripts/ort_lib_patched.sh" "$tmp/ort-view"
       LD_PRELOAD="$shim" CPUID_VIEW="${CPUID_VIEW:-avx2}" CPUID_PATCHED=1 \
         LD_LIBRARY_PATH="$tmp/ort-view${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" ;;
     *) echo "in_view: no view '$mode'" >&2; return 2 ;;
