@@ -178,15 +178,31 @@ TEST_CASE("qconv_fast s8 x u8 matches the reference bit for bit", "[kernels][qco
 
 namespace {
 
+// A u8 x s8 conv of case c with random input, weights and per-channel
+// weight zero points, drawn in that order from rng.
+struct RandomConv {
+  RandomConv(const Case& c, std::mt19937& rng)
+      : g(geometry(c)),
+        depth(g.in_channels * element_count(g.kernel)),
+        M(g.out_channels),
+        x(random_values<uint8_t>(rng, static_cast<size_t>(g.in_channels * element_count(g.in_spatial)))),
+        w(random_values<int8_t>(rng, static_cast<size_t>(M * depth))),
+        zp(random_values<int8_t>(rng, static_cast<size_t>(M))) {}
+  ConvGeometry g;
+  int64_t depth, M;
+  std::vector<uint8_t> x;
+  std::vector<int8_t> w, zp;
+};
+
 // One u8 x s8 conv with per-channel weight zero points against qconv_s32 on
 // each thread count, bit for bit.
 void check_large(const Case& c, uint8_t xzp, uint32_t seed, std::initializer_list<int> thread_counts) {
   std::mt19937 rng(seed);
-  const ConvGeometry g = geometry(c);
-  const int64_t depth = g.in_channels * element_count(g.kernel), M = g.out_channels;
-  const auto x = random_values<uint8_t>(rng, static_cast<size_t>(g.in_channels * element_count(g.in_spatial)));
-  const auto w = random_values<int8_t>(rng, static_cast<size_t>(M * depth));
-  const std::vector<int8_t> zp = random_values<int8_t>(rng, static_cast<size_t>(M));
+  const RandomConv rc(c, rng);
+  const ConvGeometry& g = rc.g;
+  const int64_t depth = rc.depth, M = rc.M;
+  const auto& x = rc.x;
+  const auto &w = rc.w, &zp = rc.zp;
   QConvArgs<uint8_t, int8_t> a;
   a.x = x.data(), a.x_zero_point = xzp, a.w = w.data(), a.w_zero_point = zp.data(), a.w_zero_point_count = M;
   std::vector<unsigned char> workspace(qconv_workspace_bytes(g));
@@ -341,11 +357,11 @@ void check_avx2_wide(const Case& c, uint32_t seed, std::initializer_list<int> th
     return;
   }
   std::mt19937 rng(seed);
-  const ConvGeometry g = geometry(c);
-  const int64_t depth = g.in_channels * element_count(g.kernel), M = g.out_channels;
-  const auto x = random_values<uint8_t>(rng, static_cast<size_t>(g.in_channels * element_count(g.in_spatial)));
-  const auto w = random_values<int8_t>(rng, static_cast<size_t>(M * depth));
-  const std::vector<int8_t> zp = random_values<int8_t>(rng, static_cast<size_t>(M));
+  const RandomConv rc(c, rng);
+  const ConvGeometry& g = rc.g;
+  const int64_t depth = rc.depth, M = rc.M;
+  const auto& x = rc.x;
+  const auto &w = rc.w, &zp = rc.zp;
   const auto [bias, r] = random_output_stage(rng, M, 0.00002f, 0.0001f);
   std::vector<unsigned char> workspace(qconv_workspace_bytes(g));
   const size_t out_size = static_cast<size_t>(M * element_count(g.out_spatial));
