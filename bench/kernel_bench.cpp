@@ -2,7 +2,7 @@
 // from, measured in the same process (scripts/bench.sh kernels). Not a test:
 // it times things, and the figures depend on the host and its load.
 //
-//   kernel_bench SECTION...    sections: int8-avx2 float-avx2 int8-amx
+//   kernel_bench SECTION...    sections: int8-avx2 float-avx2 float-avx512 int8-amx
 //
 // Each section is one function of kSections at the bottom; another is a
 // function and a row. Every kernel and layer is timed in rounds interleaved
@@ -273,9 +273,40 @@ __attribute__((target("avx2,fma"))) double fma_peak_ops_per_second(double window
   }, window);
   return 192.0 * kPeakIters / s;
 }
+// The AVX-512 lanes tile's register pattern alone (conv_lanes_avx512.cpp, 14
+// pixels x 32 channels): per iteration 28 independent VFMADD231PS into
+// zmm0-27 from two weight vectors (zmm28, zmm29) and a broadcast (zmm30);
+// 28 x 16 multiply-adds = 896 ops. On a core with two 512-bit FMA ports the
+// bound is 64 ops per cycle, with one (port 0 + 1 fused only) 32.
+__attribute__((target("avx512f"))) double fma512_peak_ops_per_second(double window = kOnceWindow) {
+  const double s = fastest_call_seconds([] {
+    int64_t n = kPeakIters;
+    asm volatile(
+        "vpxord %%zmm0, %%zmm0, %%zmm0\n"
+        "vmovaps %%zmm0, %%zmm28\n"
+        "vmovaps %%zmm0, %%zmm29\n"
+        "vmovaps %%zmm0, %%zmm30\n"
+        "1:\n"
+#define QT_FMA512(a, b) "vfmadd231ps %%zmm28, %%zmm30, %%zmm" #a "\nvfmadd231ps %%zmm29, %%zmm30, %%zmm" #b "\n"
+        QT_FMA512(0, 1) QT_FMA512(2, 3) QT_FMA512(4, 5) QT_FMA512(6, 7) QT_FMA512(8, 9) QT_FMA512(10, 11)
+        QT_FMA512(12, 13) QT_FMA512(14, 15) QT_FMA512(16, 17) QT_FMA512(18, 19) QT_FMA512(20, 21)
+        QT_FMA512(22, 23) QT_FMA512(24, 25) QT_FMA512(26, 27)
+#undef QT_FMA512
+        "dec %0\n"
+        "jnz 1b\n"
+        "vzeroupper\n"
+        : "+r"(n)
+        :
+        : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+          "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23",
+          "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30");
+  }, window);
+  return 896.0 * kPeakIters / s;
+}
 // One peak sample of each loop, as measure_against_peak takes them.
 double pairs_peak_sample() { return pairs_peak_ops_per_second(true, kPeakWindow); }
 double fma_peak_sample() { return fma_peak_ops_per_second(kPeakWindow); }
+double fma512_peak_sample() { return fma512_peak_ops_per_second(kPeakWindow); }
 #endif
 
 // Bytes drawn uniformly from [lo, hi] (as int), stored as uint8.
@@ -575,7 +606,7 @@ std::vector<float> random_floats(std::mt19937& rng, size_t count) {
 
 // One float layer as qrun runs it (weights packed at prepare time, bias and
 // Relu fused, 1 thread), measured against the FMA peak.
-Case float_conv_case(const qk::ConvGeometry& g, double ops, std::mt19937& rng) {
+Case float_conv_case(const qk::ConvGeometry& g, double ops, std::mt19937& rng, double (*peak)()) {
   const int64_t depth = g.in_channels * g.kernel[0] * g.kernel[1];
   const int64_t plane = g.out_spatial[0] * g.out_spatial[1];
   struct Data {
@@ -597,53 +628,59 @@ Case float_conv_case(const qk::ConvGeometry& g, double ops, std::mt19937& rng) {
             relu.clamp = true, relu.lo = 0.0f, relu.hi = std::numeric_limits<float>::infinity();
             qk::conv_f32_fast(d->g, d->x.data(), d->w.data(), &d->packed, d->bias.data(), d->y.data(), 1, relu);
           },
-          ops, fma_peak_sample};
+          ops, peak};
 }
 
 // Prints one row per layer and a summary; returns the layers at or above
 // `target` percent of `peak`.
-int float_layer_table(const char* model, const ConvLayer* layers, size_t n_layers, double target,
-                      std::mt19937& rng) {
-  std::printf("float-avx2: %s float convs (bias + Relu fused, weights prepacked, 1 thread)\n", model);
-  std::printf("float-avx2: %-32s %5s %8s %9s %8s %6s %13s\n", "layer", "count", "GMAC", "ms", "GFLOPS", "eff%",
+int float_layer_table(const char* section, const char* model, const ConvLayer* layers, size_t n_layers,
+                      double target, std::mt19937& rng, double (*peak)()) {
+  std::printf("%s: %s float convs (bias + Relu fused, weights prepacked, 1 thread)\n", section, model);
+  std::printf("%s: %-32s %5s %8s %9s %8s %6s %13s\n", section, "layer", "count", "GMAC", "ms", "GFLOPS", "eff%",
               "rounds lo-hi");
   double total_ops = 0, total_s = 0, peak_time = 0, lowest = 1e9;
   int count = 0, reached = 0;
   std::vector<Case> cases;
-  for (size_t i = 0; i < n_layers; ++i) cases.push_back(float_conv_case(geometry_of(layers[i]), layer_ops(layers[i]), rng));
+  for (size_t i = 0; i < n_layers; ++i) cases.push_back(float_conv_case(geometry_of(layers[i]), layer_ops(layers[i]), rng, peak));
   const std::vector<Measured> measured = measure_against_peak(cases);
   for (size_t i = 0; i < n_layers; ++i) {
     const ConvLayer& l = layers[i];
     const double ops = layer_ops(l);
     const Measured& m = measured[i];
     const double s = m.seconds, eff = 100 * m.eff;
-    std::printf("float-avx2: %-32s %5d %8.3f %9.3f %8.1f %5.1f%% %5.1f-%5.1f%%\n", l.name, l.count, ops / 2e9, s * 1e3,
+    std::printf("%s: %-32s %5d %8.3f %9.3f %8.1f %5.1f%% %5.1f-%5.1f%%\n", section, l.name, l.count, ops / 2e9, s * 1e3,
                 ops / s / 1e9, eff, 100 * m.eff_lo, 100 * m.eff_hi);
     total_ops += l.count * ops, total_s += l.count * s, count += l.count;
     peak_time += l.count * ops / m.eff;  // the layer's time in peak-loop units
     lowest = std::min(lowest, eff);
     if (eff >= target) reached += l.count;
   }
-  std::printf("float-avx2: %-32s %5d %8.3f %9.3f %8.1f %5.1f%%\n", (std::string("all, ") + model).c_str(), count,
+  std::printf("%s: %-32s %5d %8.3f %9.3f %8.1f %5.1f%%\n", section, (std::string("all, ") + model).c_str(), count,
               total_ops / 2e9, total_s * 1e3, total_ops / total_s / 1e9, 100 * total_ops / peak_time);
-  std::printf("float-avx2: summary %s: %d of %d convs at >= %.0f%% of the FMA peak, lowest layer %.1f%%, "
+  std::printf("%s: summary %s: %d of %d convs at >= %.0f%% of the FMA peak, lowest layer %.1f%%, "
               "all convs %.1f%%\n",
-              model, reached, count, target, lowest, 100 * total_ops / peak_time);
+              section, model, reached, count, target, lowest, 100 * total_ops / peak_time);
   return reached;
 }
 
-int section_float_avx2() {
-  const qk::detail::GemmIsa& isa = qk::detail::best_gemm_isa();
-  if (!avx2_in_force("float-avx2", isa.name, true)) return 2;
 #if defined(__x86_64__) && defined(__GNUC__)
+// One float section: the micro-kernel and the layer tables of the GEMM ISA
+// named `isa_name` against `peak` (a register-only loop of that ISA's
+// vectors), `vector_ops` float ops per cycle at most (two FMA ports).
+int float_section(const char* section, const char* isa_name, const char* peak_loop, double (*peak_ops)(double),
+                  double (*peak)(), int vector_ops) {
+  const qk::detail::GemmIsa& isa = qk::detail::best_gemm_isa();
+  if (std::string(isa.name) != isa_name) {
+    std::fprintf(stderr, "error: %s needs the %s kernels (ISA in force: %s): run on a host with them, QTOOL_ISA=%s\n",
+                 section, isa_name, isa.name, isa_name);
+    return 2;
+  }
   std::mt19937 rng(7);
   const double hz = cycles_per_second();
-  const double peak = fma_peak_ops_per_second();
-  std::printf("float-avx2: core clock %.2f GHz (dependent adds); 1 thread\n", hz / 1e9);
-  // Two FMA ports of 8 lanes: 32 float ops per cycle at the most.
-  std::printf("float-avx2: peak VFMADD231PS ymm (registers only, 12 chains) %.1f GFLOPS = %.1f ops/cycle "
-              "(port bound 32)\n",
-              peak / 1e9, peak / hz);
+  const double peak_now = peak_ops(kOnceWindow);
+  std::printf("%s: core clock %.2f GHz (dependent adds); 1 thread\n", section, hz / 1e9);
+  std::printf("%s: peak %s (registers only) %.1f GFLOPS = %.1f ops/cycle (port bound %d)\n", section, peak_loop,
+              peak_now / 1e9, peak_now / hz, vector_ops);
   {
     // The micro-kernel on L1-resident panels, whole tiles.
     constexpr int64_t kc = 256;
@@ -657,17 +694,39 @@ int section_float_avx2() {
                                                                   isa.mr, isa.nr, ep);
                                                      asm volatile("" : : "r"(c.data()) : "memory");
                                                    },
-                                                   2.0 * 100 * kc * isa.mr * isa.nr, fma_peak_sample}})[0];
+                                                   2.0 * 100 * kc * isa.mr * isa.nr, peak}})[0];
     const double ops = m.eff * m.peak;
-    std::printf("float-avx2: kernel %dx%d K=256, L1: %6.1f GFLOPS = %5.1f ops/cycle, %5.1f%% of peak\n", isa.mr, isa.nr,
-                ops / 1e9, ops / hz, 100 * m.eff);
+    std::printf("%s: kernel %dx%d K=256, L1: %6.1f GFLOPS = %5.1f ops/cycle, %5.1f%% of peak\n", section, isa.mr,
+                isa.nr, ops / 1e9, ops / hz, 100 * m.eff);
   }
   constexpr double kTarget = 75;  // issue #22
-  float_layer_table("resnet18", kResnet18Convs, std::size(kResnet18Convs), kTarget, rng);
-  float_layer_table("mobilenet_v2 pointwise", kMobilenetV2Pointwise, std::size(kMobilenetV2Pointwise), kTarget, rng);
+  float_layer_table(section, "resnet18", kResnet18Convs, std::size(kResnet18Convs), kTarget, rng, peak);
+  float_layer_table(section, "mobilenet_v2 pointwise", kMobilenetV2Pointwise, std::size(kMobilenetV2Pointwise),
+                    kTarget, rng, peak);
   return 0;
+}
+#endif
+
+int section_float_avx2() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  // Two FMA ports of 8 lanes: 32 float ops per cycle at the most.
+  return float_section("float-avx2", "avx2", "VFMADD231PS ymm, 12 chains", fma_peak_ops_per_second,
+                       fma_peak_sample, 32);
 #else
   std::fprintf(stderr, "error: float-avx2 needs an x86-64 build\n");
+  return 2;
+#endif
+}
+
+// The AVX-512 float kernels, as qrun runs them on an AVX-512 host; held
+// against the zmm loop, so the figures say how close the lanes and GEMM
+// tiles come to that core's 512-bit FMA throughput.
+int section_float_avx512() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return float_section("float-avx512", "avx512", "VFMADD231PS zmm, 28 chains", fma512_peak_ops_per_second,
+                       fma512_peak_sample, 64);
+#else
+  std::fprintf(stderr, "error: float-avx512 needs an x86-64 build\n");
   return 2;
 #endif
 }
@@ -677,7 +736,8 @@ struct Section {
   int (*run)();
 };
 constexpr Section kSections[] = {
-    {"int8-avx2", section_int8_avx2}, {"float-avx2", section_float_avx2}, {"int8-amx", section_int8_amx}};
+    {"int8-avx2", section_int8_avx2}, {"float-avx2", section_float_avx2},
+    {"float-avx512", section_float_avx512}, {"int8-amx", section_int8_amx}};
 
 }  // namespace
 
@@ -687,7 +747,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (argc < 2) {
-    std::fprintf(stderr, "error: name a section (int8-avx2, float-avx2, int8-amx)\n");
+    std::fprintf(stderr, "error: name a section (int8-avx2, float-avx2, float-avx512, int8-amx)\n");
     return 2;
   }
   for (int i = 1; i < argc; ++i) {
@@ -695,7 +755,7 @@ int main(int argc, char** argv) {
     for (const Section& c : kSections)
       if (std::string(argv[i]) == c.name) s = &c;
     if (!s) {
-      std::fprintf(stderr, "error: unknown section '%s' (known: int8-avx2, float-avx2, int8-amx)\n", argv[i]);
+      std::fprintf(stderr, "error: unknown section '%s' (known: int8-avx2, float-avx2, float-avx512, int8-amx)\n", argv[i]);
       return 2;
     }
   }

@@ -498,6 +498,10 @@ bench_targets() {
 #              summary line per model (layers at >= 75% of that peak, the
 #              lowest layer, all layers together);
 #              both run under QTOOL_ISA=avx2, so AVX-512 hosts measure them too;
+#   float-avx512 where the CPU has AVX-512F (and no BENCH_CPUID view hides
+#              it): the same float tables on the AVX-512 kernels (8 x 32 GEMM
+#              tile, 14 x 32 lanes tile) vs a register-only zmm VFMADD231PS
+#              loop (28 chains, the lanes tile's registers);
 #   int8-amx   where the CPU has AMX-INT8 (and no BENCH_CPUID view hides it):
 #              resnet18's int8 convolutions on the AMX kernels vs a
 #              tiles-only TDPBSUD loop, and their time on the AVX-512 VNNI
@@ -523,6 +527,7 @@ bench_targets() {
 # ---------------------------------------------------------------------------
 bench_kernels() {
   local default="int8-avx2 float-avx2" s pin
+  if grep -qw avx512f /proc/cpuinfo && [ -z "${BENCH_CPUID:-}" ]; then default="$default float-avx512"; fi
   if grep -qw amx_int8 /proc/cpuinfo && [ -z "${BENCH_CPUID:-}" ]; then default="$default int8-amx"; fi
   local sections=${BENCH_KERNELS:-$default}
   [ -x "$bin/kernel_bench" ] || { echo "error: $bin/kernel_bench not found (run scripts/setup.sh)" >&2; return 2; }

@@ -38,4 +38,5 @@ done
 expect_exit 2 "unknown section 'int9'" "$bin/kernel_bench" int9
 expect_exit 2 "name a section" "$bin/kernel_bench"
 expect_exit 2 "int8-amx needs AMX-INT8" env QTOOL_ISA=vnni "$bin/kernel_bench" int8-amx
+expect_exit 2 "float-avx512 needs the avx512 kernels" env QTOOL_ISA=avx2 "$bin/kernel_bench" float-avx512
 echo "pair report ok"
