@@ -11,6 +11,7 @@
 #include "libquant/kernels/int4_matmul.h"
 #include "libquant/kernels/qconv_fast.h"
 #include "libquant/kernels/qgemm_packed.h"
+#include "libquant/kernels/threadpool.h"
 
 namespace quant::interp {
 namespace {
@@ -66,7 +67,7 @@ void run_qgemm(int64_t m, int64_t n, int64_t k, const TA* a, int32_t za, const T
   args.b_zero_point_count = zb ? zb->size() : 0;
   args.c = c;
   args.ldc = ldc;
-  kernels::qgemm_fast(args, threads);
+  kernels::qgemm_fast(args, kernels::threads_for_product(threads, m * n * k, (m + n) * k));
 }
 
 // Dispatches on the (A, B) pair of 8-bit types.

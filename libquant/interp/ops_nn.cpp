@@ -14,6 +14,7 @@
 #include "libquant/kernels/gemm.h"
 #include "libquant/kernels/gemm_packed.h"
 #include "libquant/kernels/matmul.h"
+#include "libquant/kernels/threadpool.h"
 
 namespace quant::interp {
 
@@ -250,7 +251,7 @@ KernelResult make_gemm(const KernelContext& ctx) {
       gb.packed = packed.get();
     else
       gb.view = tb ? kernels::MatrixView{b.data<float>(), 1, K} : kernels::MatrixView{b.data<float>(), N, 1};
-    kernels::gemm_f32_packed(M, N, K, ga, gb, y, N, ep, threads);
+    kernels::gemm_f32_packed(M, N, K, ga, gb, y, N, ep, kernels::threads_for_product(threads, M * N * K, 4 * (M + N) * K));
     return Status::ok();
   });
 }
@@ -278,8 +279,9 @@ KernelResult make_matmul(const KernelContext& ctx) {
       const int64_t K = b.dim(0), N = b.dim(1);
       const kernels::GemmA ga{nullptr, kernels::MatrixView{a.data<float>(), K, 1}};
       const kernels::GemmB gb{packed.get(), {}, nullptr};
-      kernels::gemm_f32_packed(K == 0 ? out[0].size() / std::max<int64_t>(N, 1) : a.size() / K, N, K, ga, gb,
-                               out[0].data<float>(), N, {}, threads);
+      const int64_t rows = K == 0 ? out[0].size() / std::max<int64_t>(N, 1) : a.size() / K;
+      kernels::gemm_f32_packed(rows, N, K, ga, gb, out[0].data<float>(), N, {},
+                               kernels::threads_for_product(threads, rows * N * K, 4 * (rows + N) * K));
       return Status::ok();
     }
     kernels::matmul_f32(a.data<float>(), a.shape(), b.data<float>(), b.shape(), out[0].data<float>(), threads);

@@ -23,6 +23,7 @@
 #include "libquant/interp/ops_qlinear.h"
 #include "libquant/kernels/qgemm_packed.h"
 #include "libquant/kernels/qwide.h"
+#include "libquant/kernels/threadpool.h"
 
 namespace quant::interp {
 namespace {
@@ -135,6 +136,7 @@ void accumulate(const QGemmParams& p, const Tensor& a, const Tensor& b, const ke
     a_data = a_rows.data();
   }
   const TA za = static_cast<TA>(p.a_zero_point);
+  threads = kernels::threads_for_product(threads, m * n * k, (m + n) * k);
   if constexpr (std::is_same_v<TB, int8_t>) {
     if (dot) {
       const std::vector<int8_t> zb(p.b_zero_points.begin(), p.b_zero_points.end());

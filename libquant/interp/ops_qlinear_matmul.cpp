@@ -14,6 +14,7 @@
 #include "libquant/kernels/matmul.h"
 #include "libquant/kernels/qgemm_packed.h"
 #include "libquant/kernels/qwide.h"
+#include "libquant/kernels/threadpool.h"
 
 namespace quant::interp {
 namespace {
@@ -102,10 +103,12 @@ void run_typed(const MatMulParams& p, const Tensor& a, const Dims& a_shape, cons
   const int64_t m = a_shape[a_shape.size() - 2], k = a_shape.back(), n = b_shape.back();
   const MatMulBatches batches(a_shape, b_shape);
   const std::vector<TB> b_zero_points(p.b_zero_points.begin(), p.b_zero_points.end());
-  std::vector<int32_t> acc(static_cast<size_t>(m * n));
-  kernels::QGemmArgs<TA, TB> q;
-  q.m = m, q.n = n, q.k = k, q.lda = k, q.a_zero_point = static_cast<TA>(p.a_zero_point), q.ldb = n, q.c = acc.data(), q.ldc = n;
-  for (int64_t i = 0; i < batches.count(); ++i) {
+  // Batch i into y, its int32 sums in `acc` (m x n), its product on
+  // `gemm_threads` threads.
+  const auto run = [&](int64_t i, std::vector<int32_t>& acc, int gemm_threads) {
+    acc.resize(static_cast<size_t>(m * n));
+    kernels::QGemmArgs<TA, TB> q;
+    q.m = m, q.n = n, q.k = k, q.lda = k, q.a_zero_point = static_cast<TA>(p.a_zero_point), q.ldb = n, q.c = acc.data(), q.ldc = n;
     const auto [a_index, b_index] = batches(i);
     q.a = a.data<TA>() + a_index * m * k;
     q.b = b.data<TB>() + b_index * k * n;
@@ -118,14 +121,28 @@ void run_typed(const MatMulParams& p, const Tensor& a, const Dims& a_shape, cons
                                                           q.b_zero_point_count);
         dot->record(kernels::qgemm_sat16<TA>(m, q.a, k, q.a_zero_point, w, 0, n, acc.data(), n));
       } else {
-        kernels::qgemm_fast(q, threads);
+        kernels::qgemm_fast(q, gemm_threads);
       }
     } else {
-      kernels::qgemm_fast(q, threads);
+      kernels::qgemm_fast(q, gemm_threads);
     }
     kernels::requantize<TY>(acc.data(), m, n, n, nullptr, p.requant, p.requant.count() == 1 ? 0 : first,
                             y.data<TY>() + i * m * n, n, 1);
+  };
+  // As matmul_f32 splits them: whole batches on the threads where there are
+  // enough (attention's heads), each on one; small products on one thread.
+  // The saturating target's record stays on the caller's thread.
+  const int64_t macs = m * n * k, bytes = m * k + k * n, count = batches.count();
+  const int split = dot ? 1 : kernels::threads_for_product(threads, count * macs, count * bytes);
+  if (split > 1 && count >= split) {
+    kernels::parallel_for(split, count, [&](int64_t i) {
+      thread_local std::vector<int32_t> acc;
+      run(i, acc, 1);
+    });
+    return;
   }
+  std::vector<int32_t> acc;
+  for (int64_t i = 0; i < count; ++i) run(i, acc, kernels::threads_for_product(split, macs, bytes));
 }
 
 // 16-bit a and y, 8-bit b: the int64-accumulating kernel (kernels/qwide.h).
@@ -188,7 +205,8 @@ void run_packed(const MatMulParams& p, const Tensor& a, const kernels::PackedQB&
   out.type = std::is_same_v<TY, uint8_t> ? kernels::detail::QOutType::U8 : kernels::detail::QOutType::S8;
   out.y = y.data<TY>(), out.ldy = b.n();
   const int64_t rows = b.k() == 0 ? y.size() / std::max<int64_t>(b.n(), 1) : a.size() / b.k();
-  kernels::qgemm_packed<TA>(rows, a.data<TA>(), b.k(), static_cast<TA>(p.a_zero_point), b, nullptr, out, threads);
+  kernels::qgemm_packed<TA>(rows, a.data<TA>(), b.k(), static_cast<TA>(p.a_zero_point), b, nullptr, out,
+                            kernels::threads_for_product(threads, rows * b.n() * b.k(), (rows + b.n()) * b.k()));
 }
 
 }  // namespace

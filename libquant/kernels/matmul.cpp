@@ -4,6 +4,7 @@
 #include <cassert>
 
 #include "libquant/kernels/gemm_packed.h"
+#include "libquant/kernels/threadpool.h"
 
 namespace quant::kernels {
 namespace {
@@ -22,6 +23,12 @@ OperandShape view_a(std::span<const int64_t> a) {
 OperandShape view_b(std::span<const int64_t> b) {
   if (b.size() == 1) return {{}, b[0], 1};
   return {b.first(b.size() - 2), b[b.size() - 2], b[b.size() - 1]};
+}
+
+int64_t batches_of(std::span<const int64_t> batch) {
+  int64_t n = 1;
+  for (int64_t d : batch) n *= d;
+  return n;
 }
 
 }  // namespace
@@ -52,7 +59,23 @@ void matmul_f32(const float* A, std::span<const int64_t> a_shape, const float* B
     assert(da == db || da == 1 || db == 1);
     batches *= da == 1 ? db : da;
   }
-  for (int64_t n = 0; n < batches; ++n) {
+  const int64_t b_batches = batches_of(vb.batch);
+  if (b_batches == 1) {
+    // One B for every batch (x @ W on [batch, tokens, K]): A's batches are
+    // the rows of one GEMM, as they lie; the same bits as a GEMM per batch
+    // (an element's sum runs over the same depth blocks whatever the rows
+    // around it: gemm_packed.h).
+    const int64_t rows = batches * M;
+    gemm_f32_packed(rows, N, K, GemmA{nullptr, MatrixView{A, K, 1}}, GemmB{nullptr, MatrixView{B, N, 1}, nullptr}, Y,
+                    N, {}, threads_for_product(threads, rows * N * K, 4 * (rows * K + K * N)));
+    return;
+  }
+  // Batches of their own B (attention's Q K^T and P V, one per head): whole
+  // batches on the threads, each batch's GEMM on one, where there are
+  // enough of them; else each batch split in turn. The same bits either way.
+  const int64_t macs = M * N * K, bytes = 4 * (M * K + K * N);
+  const int split = threads_for_product(threads, batches * macs, batches * bytes);
+  const auto run = [&](int64_t n, int gemm_threads) {
     // Decompose the output batch index from the innermost batch dimension,
     // accumulating each operand's offset (broadcast dims contribute nothing).
     int64_t rem = n, a_off = 0, b_off = 0, a_stride = M * K, b_stride = K * N;
@@ -68,8 +91,13 @@ void matmul_f32(const float* A, std::span<const int64_t> a_shape, const float* B
       b_stride *= db;
     }
     gemm_f32_packed(M, N, K, GemmA{nullptr, MatrixView{A + a_off, K, 1}}, GemmB{nullptr, MatrixView{B + b_off, N, 1}, nullptr},
-                    Y + n * M * N, N, {}, threads);
+                    Y + n * M * N, N, {}, gemm_threads);
+  };
+  if (split > 1 && batches >= split) {
+    parallel_for(split, batches, [&](int64_t n) { run(n, 1); });
+    return;
   }
+  for (int64_t n = 0; n < batches; ++n) run(n, threads_for_product(split, macs, bytes));
 }
 
 }  // namespace quant::kernels

@@ -17,8 +17,10 @@ namespace quant::kernels {
 std::optional<Dims> matmul_output_shape(std::span<const int64_t> a, std::span<const int64_t> b);
 
 // Y = A x B for shapes accepted by matmul_output_shape; Y has that shape and
-// must not alias A or B. Each batch is one packed GEMM (gemm_packed.h) on up
-// to `threads` threads.
+// must not alias A or B. One packed GEMM (gemm_packed.h) for all batches
+// where B has no batches of its own, else one per batch, the batches split
+// over up to `threads` threads (threads_for_product: small products run on
+// one).
 void matmul_f32(const float* A, std::span<const int64_t> a_shape, const float* B, std::span<const int64_t> b_shape,
                 float* Y, int threads = 1);
 

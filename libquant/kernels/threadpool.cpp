@@ -69,7 +69,7 @@ class Pool {
 
   PoolCounters counters() {
     std::lock_guard<std::mutex> lock(mu_);
-    return {static_cast<int>(workers_.size()), sleeping_, sleeps_};
+    return {static_cast<int>(workers_.size()), sleeping_, sleeps_, posted_};
   }
 
   void run(int threads, int64_t tasks, const std::function<void(int64_t)>& fn) {

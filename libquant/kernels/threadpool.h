@@ -32,8 +32,33 @@ struct PoolCounters {
   int workers = 0;
   int sleeping = 0;
   int64_t sleeps = 0;
+  int64_t jobs = 0;  // parallel_for calls that went to the pool (more than one task and thread)
 };
 PoolCounters pool_counters();
+
+// Products (GEMMs, matrix products) smaller than both of these run on one
+// thread: splitting one costs a few microseconds of its own (posting the job,
+// the worker's cache misses on operands the caller just wrote, the join),
+// about what a product of 2^18 multiply-adds takes on one core, so below that
+// a second thread only adds time. Measured on the zoo's transformer encoder
+// (16 tokens, width 64; 2-core AVX-512 VM, step_bench, 2026-12-03): its
+// 16 x 64 x 128 MatMuls took 6.1 us on one thread and 7.9 on two (int8), its
+// attention products (4 heads of 16 x 16 x 16, a split per head) 5.9 and
+// 11.9 us (float); whole runs on two threads 467 us against 340 on one
+// (float) before this floor and batches split whole (matmul.cpp), 286
+// against 288 after. Products of fewer multiply-adds whose operands are
+// larger (a classifier's weights on one row: 512 x 1000 floats, streamed
+// from memory) still split.
+inline constexpr int64_t kSplitMinMacs = int64_t{1} << 18;
+inline constexpr int64_t kSplitMinBytes = int64_t{1} << 17;
+
+// The threads worth using for a product of `macs` multiply-adds over
+// operands of `bytes` bytes: `threads`, or 1 where both are below the
+// floors above. The result is the same bits either way (no kernel splits
+// along the depth).
+inline int threads_for_product(int threads, int64_t macs, int64_t bytes) {
+  return macs < kSplitMinMacs && bytes < kSplitMinBytes ? 1 : threads;
+}
 
 // Elements per piece of in_pieces: large enough that handing out a piece
 // costs little, small enough that two threads share a 56x56x64 activation evenly.

@@ -5,12 +5,14 @@
 // requantization modes, and bad input refused.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
 
 #include "libquant/interp/session.h"
 #include "libquant/ir/graph.h"
+#include "libquant/kernels/threadpool.h"
 
 using quant::Dims;
 using quant::DType;
@@ -191,6 +193,29 @@ TEST_CASE("QLinearMatMul batched with per-column weights", "[interp][qlinear]") 
           acc += as * (a.values<int8_t>()[size_t(i * 5 + k)] - az) * bs_v[size_t(j)] * b.values<int8_t>()[size_t(k * 4 + j)];
         REQUIRE(std::abs(int(y.values<int8_t>()[size_t(i * 4 + j)]) - quantize<int8_t>(acc, ys, yz)) <= 1);
       }
+  }
+}
+
+TEST_CASE("QLinearMatMul of two activations splits whole batches over the threads, the same bytes",
+          "[interp][qlinear][threads]") {
+  // Attention's products (one B per head, both operands activations): 8
+  // heads of 64 x 64 x 64 go to the pool as one job of whole heads; 4 heads
+  // of 16 x 16 x 16 are too small to split and run on the caller.
+  std::mt19937 rng(12);
+  for (const auto& [heads, size, jobs] : std::vector<std::array<int64_t, 3>>{{8, 64, 1}, {4, 16, 0}}) {
+    Tensor a = qtensor<uint8_t>({heads, size, size}, rng), b = qtensor<int8_t>({heads, size, size}, rng);
+    QNode node{"QLinearMatMul", "", {a, f32(0.02f), q<uint8_t>(120), b, f32(0.01f), q<int8_t>(0), f32(2.0f), q<uint8_t>(128)}};
+    node.data_inputs = {0, 3};
+    const Tensor one = run_ok(node);
+    for (int threads : {2, 3}) {
+      node.threads = threads;
+      const int64_t before = quant::kernels::pool_counters().jobs;
+      const Tensor many = run_ok(node);
+      INFO(heads << " heads of " << size << ", threads " << threads);
+      CHECK(quant::kernels::pool_counters().jobs - before == 2 * jobs);  // run_ok runs the node twice
+      const auto m = many.values<uint8_t>(), o = one.values<uint8_t>();
+      REQUIRE(std::equal(m.begin(), m.end(), o.begin(), o.end()));
+    }
   }
 }
 

@@ -13,17 +13,13 @@
 #include "libquant/kernels/gemm.h"
 #include "libquant/kernels/gemm_packed.h"
 #include "libquant/kernels/gemm_ukernel.h"
+#include "tests/kernels/random_ints.h"
 
 using namespace quant::kernels;
 
 namespace {
 
-std::vector<float> random_vector(size_t n, std::mt19937& rng) {
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using quant::testing::random_floats;
 
 // |got - want| within a float tolerance scaled by the dot-product length.
 void check_close(const std::vector<float>& got, const std::vector<float>& want, int64_t K, const std::string& what) {
@@ -61,8 +57,8 @@ TEST_CASE("gemm_f32_packed matches the reference for every ISA, shape and packin
     for (const auto& [M, N, K] : shapes) {
       for (int mode = 0; mode < 4; ++mode) {
         const bool ta = mode & 1, tb = mode & 2;
-        const std::vector<float> A = random_vector(size_t(M * K), rng), B = random_vector(size_t(K * N), rng);
-        const std::vector<float> row_bias = random_vector(size_t(M), rng), col_bias = random_vector(size_t(N), rng);
+        const std::vector<float> A = random_floats(size_t(M * K), rng), B = random_floats(size_t(K * N), rng);
+        const std::vector<float> row_bias = random_floats(size_t(M), rng), col_bias = random_floats(size_t(N), rng);
         const MatrixView av = ta ? MatrixView{A.data(), 1, M} : MatrixView{A.data(), K, 1};
         const MatrixView bv = tb ? MatrixView{B.data(), 1, K} : MatrixView{B.data(), N, 1};
         std::vector<float> want(size_t(M * N));
@@ -83,8 +79,8 @@ TEST_CASE("gemm_f32_packed matches the reference for every ISA, shape and packin
 
         // Epilogue: alpha, accumulate onto C, row and column bias, a residual
         // (row stride N + 3), clamp.
-        const std::vector<float> c0 = random_vector(size_t(M * N), rng);
-        const std::vector<float> residual = random_vector(size_t(M * (N + 3)), rng);
+        const std::vector<float> c0 = random_floats(size_t(M * N), rng);
+        const std::vector<float> residual = random_floats(size_t(M * (N + 3)), rng);
         std::vector<float> want_ep(size_t(M * N));
         for (int64_t i = 0; i < M; ++i)
           for (int64_t j = 0; j < N; ++j) {
@@ -155,9 +151,9 @@ TEST_CASE("gemm micro-kernels compute every edge tile and leave the rest of C al
   std::mt19937 rng(19);
   for (const detail::GemmIsa* isa : detail::supported_gemm_isas()) {
     for (int64_t kc : {1, 2, 7}) {
-      const std::vector<float> a = random_vector(size_t(kc * isa->mr), rng), b = random_vector(size_t(kc * isa->nr), rng);
-      const std::vector<float> row_bias = random_vector(size_t(isa->mr), rng), col_bias = random_vector(size_t(isa->nr), rng);
-      const std::vector<float> residual = random_vector(size_t(isa->mr * isa->nr), rng);
+      const std::vector<float> a = random_floats(size_t(kc * isa->mr), rng), b = random_floats(size_t(kc * isa->nr), rng);
+      const std::vector<float> row_bias = random_floats(size_t(isa->mr), rng), col_bias = random_floats(size_t(isa->nr), rng);
+      const std::vector<float> residual = random_floats(size_t(isa->mr * isa->nr), rng);
       for (int m_valid = 1; m_valid <= isa->mr; ++m_valid) {
         for (int n_valid = 1; n_valid <= isa->nr; ++n_valid) {
           const int64_t ldc = isa->nr + 5;
@@ -213,11 +209,11 @@ TEST_CASE("a run kernel has its tile kernel's bits, tile after tile", "[kernels]
         for (const bool in_place : {true, false}) {
           const int64_t n = tiles * nr, ldb = in_place ? n + 7 : nr, b_step = in_place ? nr : kc * nr;
           const int64_t ldc = n + 3;
-          const std::vector<float> a = random_vector(size_t(kc * mr), rng);
-          const std::vector<float> b = random_vector(size_t(in_place ? kc * ldb : tiles * kc * nr), rng);
-          const std::vector<float> col_bias = random_vector(size_t(n), rng), row_bias = random_vector(size_t(mr), rng);
-          const std::vector<float> residual = random_vector(size_t(mr * (n + 2)), rng);
-          const std::vector<float> c0 = random_vector(size_t(mr * ldc), rng);
+          const std::vector<float> a = random_floats(size_t(kc * mr), rng);
+          const std::vector<float> b = random_floats(size_t(in_place ? kc * ldb : tiles * kc * nr), rng);
+          const std::vector<float> col_bias = random_floats(size_t(n), rng), row_bias = random_floats(size_t(mr), rng);
+          const std::vector<float> residual = random_floats(size_t(mr * (n + 2)), rng);
+          const std::vector<float> c0 = random_floats(size_t(mr * ldc), rng);
           for (unsigned steps = 0; steps < 8; ++steps) {
             detail::MicroEpilogue ep;
             ep.accumulate = steps & 1;
@@ -261,11 +257,11 @@ TEST_CASE("every micro-kernel's epilogue has store_tile_scalar's bits, for each 
     const int mr = isa->mr, nr = isa->nr;
     const int64_t ldc = nr + 3;
     const std::vector<float> a(size_t(mr), 1.0f);
-    std::vector<float> b = random_vector(size_t(nr), rng);
+    std::vector<float> b = random_floats(size_t(nr), rng);
     for (float& x : b) x *= 4.0f;
     b[0] = NAN, b[1] = INFINITY, b[2] = -INFINITY;
-    const std::vector<float> row_bias = random_vector(size_t(mr), rng), col_bias = random_vector(size_t(nr), rng);
-    const std::vector<float> residual = random_vector(size_t(mr * nr), rng), c0 = random_vector(size_t(mr * ldc), rng);
+    const std::vector<float> row_bias = random_floats(size_t(mr), rng), col_bias = random_floats(size_t(nr), rng);
+    const std::vector<float> residual = random_floats(size_t(mr * nr), rng), c0 = random_floats(size_t(mr * ldc), rng);
     std::vector<float> tile(size_t(mr * nr));
     for (int i = 0; i < mr; ++i)
       for (int j = 0; j < nr; ++j) tile[size_t(i * nr + j)] = b[size_t(j)];
@@ -302,7 +298,7 @@ TEST_CASE("gemm_f32_packed writes only its tile of a wider C", "[kernels][gemm]"
   // ldc > N: the columns past N (another tensor's data) stay untouched.
   std::mt19937 rng(5);
   const int64_t M = 9, N = 20, K = 7, ldc = 37;
-  const std::vector<float> A = random_vector(size_t(M * K), rng), B = random_vector(size_t(K * N), rng);
+  const std::vector<float> A = random_floats(size_t(M * K), rng), B = random_floats(size_t(K * N), rng);
   for (const detail::GemmIsa* isa : detail::supported_gemm_isas()) {
     std::vector<float> c(size_t(M * ldc), -7.0f);
     gemm_f32_packed(M, N, K, GemmA{nullptr, {A.data(), K, 1}}, GemmB{nullptr, {B.data(), N, 1}, nullptr}, c.data(), ldc, {}, 2,
