@@ -106,6 +106,22 @@ void run_typed(const MatMulParams& p, const Tensor& a, const Dims& a_shape, cons
   // Batch i into y, its int32 sums in `acc` (m x n), its product on
   // `gemm_threads` threads.
   const auto run = [&](int64_t i, std::vector<int32_t>& acc, int gemm_threads) {
+    if (!dot && p.requant.count() == 1 && b_zero_points.size() == 1) {
+      // One scale (activations on both sides, attention's products): the
+      // product's output stage requantizes in registers, as run_packed's
+      // does (requantize_one's bits), instead of int32 sums then a pass.
+      const auto [a_index, b_index] = batches(i);
+      const TB zb = b_zero_points[0];
+      const kernels::PackedQB packed =
+          kernels::PackedQB::pack(b.data<TB>() + b_index * k * n, n, kernels::BLayout::KxN, k, n, &zb, 1);
+      kernels::QGemmOutput out;
+      out.requant = &p.requant;
+      out.type = std::is_same_v<TY, uint8_t> ? kernels::detail::QOutType::U8 : kernels::detail::QOutType::S8;
+      out.y = y.data<TY>() + i * m * n, out.ldy = n;
+      kernels::qgemm_packed<TA>(m, a.data<TA>() + a_index * m * k, k, static_cast<TA>(p.a_zero_point), packed, nullptr,
+                                out, gemm_threads);
+      return;
+    }
     acc.resize(static_cast<size_t>(m * n));
     kernels::QGemmArgs<TA, TB> q;
     q.m = m, q.n = n, q.k = k, q.lda = k, q.a_zero_point = static_cast<TA>(p.a_zero_point), q.ldb = n, q.c = acc.data(), q.ldc = n;

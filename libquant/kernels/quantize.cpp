@@ -120,6 +120,40 @@ void quantize_row_per_element(const float* x, Q* y, int64_t n, const float* scal
   for (; i < n; ++i) y[i] = quantize_one<Q>(x[i], scale[i], zero_point ? static_cast<int32_t>(zero_point[i]) : 0);
 }
 
+// (x - zero_point) * scale over x[0, n) with one scale and zero point:
+// dequantize_linear's element formula, static_cast<float>(int64(x) - zp) *
+// scale. The 8-bit body widens sixteen elements at a time to int32 (SSE2),
+// subtracts, converts (CVTDQ2PS is exact below 2^24: |x - zp| <= 510 here)
+// and multiplies once: the same bits.
+template <class Q>
+void dequantize_row(const Q* x, float* y, int64_t n, float scale, int64_t zero_point) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  if constexpr (sizeof(Q) == 1) {
+    const __m128 s = _mm_set1_ps(scale);
+    const __m128i zp = _mm_set1_epi32(static_cast<int32_t>(zero_point));
+    // int16 lanes to int32, sign-extended (8-bit values fit either way).
+    const auto low = [](__m128i v) { return _mm_srai_epi32(_mm_unpacklo_epi16(v, v), 16); };
+    const auto high = [](__m128i v) { return _mm_srai_epi32(_mm_unpackhi_epi16(v, v), 16); };
+    for (; i + 16 <= n; i += 16) {
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i));
+      __m128i lo, hi;
+      if constexpr (std::is_signed_v<Q>) {
+        lo = _mm_srai_epi16(_mm_unpacklo_epi8(b, b), 8);
+        hi = _mm_srai_epi16(_mm_unpackhi_epi8(b, b), 8);
+      } else {
+        lo = _mm_unpacklo_epi8(b, _mm_setzero_si128());
+        hi = _mm_unpackhi_epi8(b, _mm_setzero_si128());
+      }
+      const __m128i q[4] = {low(lo), high(lo), low(hi), high(hi)};
+      for (int j = 0; j < 4; ++j)
+        _mm_storeu_ps(y + i + 4 * j, _mm_mul_ps(_mm_cvtepi32_ps(_mm_sub_epi32(q[j], zp)), s));
+    }
+  }
+#endif
+  for (; i < n; ++i) y[i] = static_cast<float>(static_cast<int64_t>(x[i]) - zero_point) * scale;
+}
+
 }  // namespace
 
 template <class Q>
@@ -160,14 +194,22 @@ void dequantize_linear(const Q* x, float* y, int64_t outer, int64_t axis_len, in
                        const Q* zero_point, int64_t block_size, int64_t scale_count) {
   const ParamLayout layout{outer, axis_len, inner, block_size, scale_count};
   layout.check();
+  const auto zp_at = [&](int64_t k) { return zero_point ? static_cast<int64_t>(zero_point[k]) : int64_t{0}; };
+  if (block_size == 0 && scale_count == 1) {  // per tensor: one row
+    dequantize_row(x, y, outer * axis_len * inner, scale[0], zp_at(0));
+    return;
+  }
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t a = 0; a < axis_len; ++a) {
       const ParamRow p = layout.row(o, a);
       const int64_t base = (o * axis_len + a) * inner;
+      if (p.step == 0) {  // one scale for the row (per channel on an outer axis)
+        dequantize_row(x + base, y + base, inner, scale[p.offset], zp_at(p.offset));
+        continue;
+      }
       for (int64_t i = 0; i < inner; ++i) {
         const int64_t k = p.offset + i * p.step;
-        const int64_t zp = zero_point ? static_cast<int64_t>(zero_point[k]) : 0;
-        y[base + i] = static_cast<float>(static_cast<int64_t>(x[base + i]) - zp) * scale[k];
+        y[base + i] = static_cast<float>(static_cast<int64_t>(x[base + i]) - zp_at(k)) * scale[k];
       }
     }
   }

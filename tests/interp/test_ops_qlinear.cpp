@@ -207,6 +207,18 @@ TEST_CASE("QLinearMatMul of two activations splits whole batches over the thread
     QNode node{"QLinearMatMul", "", {a, f32(0.02f), q<uint8_t>(120), b, f32(0.01f), q<int8_t>(0), f32(2.0f), q<uint8_t>(128)}};
     node.data_inputs = {0, 3};
     const Tensor one = run_ok(node);
+    // Against the real product, within one output step (per-tensor scales:
+    // the output stage requantizes in the product's registers).
+    for (int64_t h = 0; h < heads; h += heads - 1)
+      for (int64_t i = 0; i < size; ++i)
+        for (int64_t j = 0; j < size; ++j) {
+          double acc = 0;
+          for (int64_t t = 0; t < size; ++t)
+            acc += 0.02 * (a.values<uint8_t>()[size_t((h * size + i) * size + t)] - 120) * 0.01 *
+                   b.values<int8_t>()[size_t((h * size + t) * size + j)];
+          REQUIRE(std::abs(int(one.values<uint8_t>()[size_t((h * size + i) * size + j)]) -
+                           quantize<uint8_t>(acc, 2.0f, 128)) <= 1);
+        }
     for (int threads : {2, 3}) {
       node.threads = threads;
       const int64_t before = quant::kernels::pool_counters().jobs;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "libquant/kernels/quantize.h"
@@ -102,6 +103,57 @@ TEST_CASE("quantize_linear blocked (opset 21)", "[kernels][quantize]") {
     quantize_linear<int16_t>(x.data(), y.data(), 1, 4, 2, scale.data(), nullptr, 2, 4);
     CHECK(y == std::vector<int16_t>{8, 4, 8, 4, 2, 1, 2, 1});
   }
+}
+
+// dequantize_linear's element formula, one element at a time.
+template <class Q>
+std::vector<float> dequantize_elements(const std::vector<Q>& q, int64_t outer, int64_t axis_len, int64_t inner,
+                                       const std::vector<float>& scale, const std::vector<Q>& zp) {
+  std::vector<float> y(q.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t a = 0; a < axis_len; ++a)
+      for (int64_t i = 0; i < inner; ++i) {
+        const size_t e = static_cast<size_t>((o * axis_len + a) * inner + i), k = scale.size() == 1 ? 0 : size_t(a);
+        y[e] = static_cast<float>(static_cast<int64_t>(q[e]) - static_cast<int64_t>(zp[k])) * scale[k];
+      }
+  return y;
+}
+
+template <class Q>
+void check_dequantize_sweep() {
+  // Every value against every zero point (the vector body's widening and
+  // subtraction), rows of 1 to 40 elements (its 16-element steps and their
+  // tails), per tensor and per channel on an outer axis.
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> scales(1e-4f, 3.0f);
+  std::vector<Q> all(256);
+  for (int v = 0; v < 256; ++v) all[size_t(v)] = static_cast<Q>(std::numeric_limits<Q>::min() + v);
+  for (int z = 0; z < 256; z += 5) {
+    const std::vector<Q> zp = {static_cast<Q>(std::numeric_limits<Q>::min() + z)};
+    const std::vector<float> scale = {scales(rng)};
+    std::vector<float> y(all.size());
+    dequantize_linear<Q>(all.data(), y.data(), 1, 256, 1, scale.data(), zp.data(), 0, 1);
+    CHECK(y == dequantize_elements(all, 1, 256, 1, scale, zp));
+  }
+  for (int64_t inner = 1; inner <= 40; ++inner) {
+    const int64_t axis_len = 3, outer = 2;
+    std::vector<Q> q(size_t(outer * axis_len * inner));
+    for (size_t e = 0; e < q.size(); ++e) q[e] = all[(e * 37 + size_t(inner)) % 256];
+    std::vector<float> scale(static_cast<size_t>(axis_len));
+    std::vector<Q> zp(static_cast<size_t>(axis_len));
+    for (size_t a = 0; a < scale.size(); ++a) scale[a] = scales(rng), zp[a] = all[(a * 91 + 7) % 256];
+    std::vector<float> y(q.size());
+    dequantize_linear<Q>(q.data(), y.data(), outer, axis_len, inner, scale.data(), zp.data(), 0, axis_len);
+    INFO("inner " << inner);
+    CHECK(y == dequantize_elements(q, outer, axis_len, inner, scale, zp));
+    dequantize_linear<Q>(q.data(), y.data(), outer, axis_len, inner, scale.data(), zp.data(), 0, 1);
+    CHECK(y == dequantize_elements(q, outer, axis_len, inner, {scale[0]}, {zp[0]}));
+  }
+}
+
+TEST_CASE("dequantize_linear's row body has the element formula's bits", "[kernels][quantize]") {
+  check_dequantize_sweep<uint8_t>();
+  check_dequantize_sweep<int8_t>();
 }
 
 TEST_CASE("dequantize_linear", "[kernels][quantize]") {
