@@ -109,33 +109,58 @@ std::vector<Case> cases() {
   };
 }
 
+// The references are computed once per case and checked against every ISA's
+// packing and kernels (each ISA used to draw its own case and recompute them:
+// under the sanitizer build's -O0 the references took most of this sweep).
 template <class TX, class TW>
 void sweep(uint32_t seed) {
   std::mt19937 rng(seed);
-  for (const detail::QGemmIsa* isa : detail::supported_conv_qgemm_isas()) {
-    for (const Case& c : cases()) {
-      const ConvGeometry g = geometry(c);
-      const int64_t depth = g.in_channels / g.group * element_count(g.kernel);
-      const auto x = random_values<TX>(rng, static_cast<size_t>(g.batch * g.in_channels * element_count(g.in_spatial)));
-      const auto w = random_values<TW>(rng, static_cast<size_t>(g.out_channels * depth));
-      const size_t out_size = static_cast<size_t>(g.batch * g.out_channels * element_count(g.out_spatial));
-      std::vector<unsigned char> workspace(qconv_workspace_bytes(g));
-      std::vector<int32_t> bias(static_cast<size_t>(g.out_channels));
-      for (auto& b : bias) b = std::uniform_int_distribution<int32_t>(-30000, 30000)(rng);
-      std::vector<float> mult(static_cast<size_t>(g.out_channels));
-      for (auto& v : mult) v = std::uniform_real_distribution<float>(0.0005f, 0.02f)(rng);
-      const TX xzp = random_values<TX>(rng, 1)[0];
-      std::vector<std::vector<TW>> zps = {{}, random_values<TW>(rng, 1), random_values<TW>(rng, size_t(g.out_channels))};
-      for (const auto& zp : zps) {
-        QConvArgs<TX, TW> a;
-        a.x = x.data(), a.x_zero_point = xzp, a.w = w.data();
-        a.w_zero_point = zp.empty() ? nullptr : zp.data(), a.w_zero_point_count = static_cast<int64_t>(zp.size());
+  const auto isas = detail::supported_conv_qgemm_isas();
+  for (const Case& c : cases()) {
+    const ConvGeometry g = geometry(c);
+    const int64_t depth = g.in_channels / g.group * element_count(g.kernel);
+    const auto x = random_values<TX>(rng, static_cast<size_t>(g.batch * g.in_channels * element_count(g.in_spatial)));
+    const auto w = random_values<TW>(rng, static_cast<size_t>(g.out_channels * depth));
+    const size_t out_size = static_cast<size_t>(g.batch * g.out_channels * element_count(g.out_spatial));
+    std::vector<unsigned char> workspace(qconv_workspace_bytes(g));
+    std::vector<int32_t> bias(static_cast<size_t>(g.out_channels));
+    for (auto& b : bias) b = std::uniform_int_distribution<int32_t>(-30000, 30000)(rng);
+    std::vector<float> mult(static_cast<size_t>(g.out_channels));
+    for (auto& v : mult) v = std::uniform_real_distribution<float>(0.0005f, 0.02f)(rng);
+    const TX xzp = random_values<TX>(rng, 1)[0];
+    std::vector<std::vector<TW>> zps = {{}, random_values<TW>(rng, 1), random_values<TW>(rng, size_t(g.out_channels))};
+    for (const auto& zp : zps) {
+      QConvArgs<TX, TW> a;
+      a.x = x.data(), a.x_zero_point = xzp, a.w = w.data();
+      a.w_zero_point = zp.empty() ? nullptr : zp.data(), a.w_zero_point_count = static_cast<int64_t>(zp.size());
+      std::vector<int32_t> want(out_size);
+      qconv_s32(g, a, want.data(), workspace.data());
+      // Per requantization mode and granularity: the u8 output with a bias,
+      // the s8 output without, the s8 output with a bias and a narrowed
+      // clamp (a folded Relu/Clip: vector and scalar output stages).
+      struct Requantized {
+        Requantizer r, rs, clamped;
+        std::vector<uint8_t> y;
+        std::vector<int8_t> s, s_clamped;
+      };
+      std::vector<Requantized> refs;
+      for (RequantMode mode : {RequantMode::Float, RequantMode::FixedPoint}) {
+        for (bool per_channel : {false, true}) {
+          const std::vector<float> m = per_channel ? mult : std::vector<float>{mult[0]};
+          Requantized q{make_requantizer(mode, m, 77), make_requantizer(mode, m, -20), make_requantizer(mode, m, -20),
+                        std::vector<uint8_t>(out_size), std::vector<int8_t>(out_size), std::vector<int8_t>(out_size)};
+          q.clamped.clamp_lo = -20, q.clamped.clamp_hi = 60;
+          qlinear_conv<TX, TW, uint8_t>(g, a, bias.data(), q.r, q.y.data(), workspace.data());
+          qlinear_conv<TX, TW, int8_t>(g, a, nullptr, q.rs, q.s.data(), workspace.data());
+          qlinear_conv<TX, TW, int8_t>(g, a, bias.data(), q.clamped, q.s_clamped.data(), workspace.data());
+          refs.push_back(std::move(q));
+        }
+      }
+      for (const detail::QGemmIsa* isa : isas) {
         // Taps as the interpreter passes them: tap-major K where the ISA
         // and the channel count call for it (the direct path).
         const PackedQConvWeights packed(w.data(), g.out_channels, g.group, depth, a.w_zero_point, a.w_zero_point_count,
                                         *isa, element_count(g.kernel));
-        std::vector<int32_t> want(out_size);
-        qconv_s32(g, a, want.data(), workspace.data());
         INFO("isa=" << isa->name << " case in=" << c.in.size() << "-D C=" << c.in_channels << " M=" << c.out_channels
                     << " group=" << c.group << " xzp=" << int(xzp) << " zp count=" << zp.size());
         for (int threads : {1, 2}) {
@@ -143,26 +168,18 @@ void sweep(uint32_t seed) {
           qconv_fast<TX, int32_t>(g, x.data(), xzp, packed, nullptr, nullptr, got.data(), threads);
           REQUIRE(got == want);
         }
-        for (RequantMode mode : {RequantMode::Float, RequantMode::FixedPoint}) {
-          for (bool per_channel : {false, true}) {
-            const Requantizer r = make_requantizer(mode, per_channel ? mult : std::vector<float>{mult[0]}, 77);
-            std::vector<uint8_t> want_y(out_size), got_y(out_size, 1);
-            qlinear_conv<TX, TW, uint8_t>(g, a, bias.data(), r, want_y.data(), workspace.data());
-            qconv_fast<TX, uint8_t>(g, x.data(), xzp, packed, bias.data(), &r, got_y.data(), 2);
-            INFO("mode=" << (mode == RequantMode::Float ? "float" : "fixed") << " per_channel=" << per_channel);
-            REQUIRE(got_y == want_y);
-            Requantizer rs = make_requantizer(mode, per_channel ? mult : std::vector<float>{mult[0]}, -20);
-            std::vector<int8_t> want_s(out_size), got_s(out_size, 1);
-            qlinear_conv<TX, TW, int8_t>(g, a, nullptr, rs, want_s.data(), workspace.data());
-            qconv_fast<TX, int8_t>(g, x.data(), xzp, packed, nullptr, &rs, got_s.data(), 1);
-            REQUIRE(got_s == want_s);
-            // A folded Relu/Clip: the output clamp narrowed (vector and scalar output stages).
-            rs.clamp_lo = -20, rs.clamp_hi = 60;
-            qlinear_conv<TX, TW, int8_t>(g, a, bias.data(), rs, want_s.data(), workspace.data());
-            qconv_fast<TX, int8_t>(g, x.data(), xzp, packed, bias.data(), &rs, got_s.data(), 2);
-            REQUIRE(got_s == want_s);
-            for (int8_t v : got_s) REQUIRE((v >= -20 && v <= 60));
-          }
+        for (size_t i = 0; i < refs.size(); ++i) {
+          const Requantized& q = refs[i];
+          INFO("mode=" << (i < 2 ? "float" : "fixed") << " per_channel=" << (i % 2 == 1));
+          std::vector<uint8_t> got_y(out_size, 1);
+          qconv_fast<TX, uint8_t>(g, x.data(), xzp, packed, bias.data(), &q.r, got_y.data(), 2);
+          REQUIRE(got_y == q.y);
+          std::vector<int8_t> got_s(out_size, 1);
+          qconv_fast<TX, int8_t>(g, x.data(), xzp, packed, nullptr, &q.rs, got_s.data(), 1);
+          REQUIRE(got_s == q.s);
+          qconv_fast<TX, int8_t>(g, x.data(), xzp, packed, bias.data(), &q.clamped, got_s.data(), 2);
+          REQUIRE(got_s == q.s_clamped);
+          for (int8_t v : got_s) REQUIRE((v >= -20 && v <= 60));
         }
       }
     }
