@@ -31,8 +31,12 @@ fi
 
 mkdir -p "$build"
 log="$build/build.log"
+# Ninja where it is there (scripts/setup.sh installs it): it keeps a compilation
+# on every core, where Make finishes one CMake target before the next.
+generator=()
+[ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null && generator=(-G Ninja)
 # Debug with -O1: assertions stay on (they are invariants hostile input must not break).
-if ! { CC=clang-14 CXX=clang++-14 cmake -S "$repo" -B "$build" -DQTOOL_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug \
+if ! { CC=clang-14 CXX=clang++-14 cmake -S "$repo" -B "$build" "${generator[@]}" -DQTOOL_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug \
          -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" &&
        cmake --build "$build" -j"$(nproc)" --target $(cd "$repo/tests/fuzz" && ls fuzz_*.cpp | sed 's/\.cpp$//'); } >"$log" 2>&1; then
   tail -n 40 "$log" >&2
