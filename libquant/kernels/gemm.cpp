@@ -19,12 +19,14 @@ void gemm_f32_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
   const int64_t a_k_step = trans_a ? M : 1;    // k -> k+1
   for (int64_t i = 0; i < M; ++i) {
     float* y = Y + i * N;
-    const float* a = A + i * a_row_step;
+    // An index, not a pointer: with K = 0 the caller may pass A = nullptr, and
+    // nullptr + offset is undefined (clang's UBSan reports it) even unread.
+    const int64_t a_row = i * a_row_step;
     if (!trans_b) {
       // i-k-j: the inner loop streams one row of B and one row of Y.
       for (int64_t j = 0; j < N; ++j) y[j] = 0.0f;
       for (int64_t k = 0; k < K; ++k) {
-        const float av = a[k * a_k_step];
+        const float av = A[a_row + k * a_k_step];
         const float* b = B + k * N;
         for (int64_t j = 0; j < N; ++j) y[j] += av * b[j];
       }
@@ -33,7 +35,7 @@ void gemm_f32_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
       for (int64_t j = 0; j < N; ++j) {
         const float* b = B + j * K;
         float acc = 0.0f;
-        for (int64_t k = 0; k < K; ++k) acc += a[k * a_k_step] * b[k];
+        for (int64_t k = 0; k < K; ++k) acc += A[a_row + k * a_k_step] * b[k];
         y[j] = acc;
       }
     }

@@ -100,7 +100,11 @@ void add_cells(CellRun<Count> src, int e, int64_t first, std::vector<ToCount>& d
   dst[bin] += sum;
 }
 
-int64_t cell_of(double v, int e) { return static_cast<int64_t>(std::floor(std::ldexp(v, -e))); }
+int64_t cell_of(double v, int e) {
+  const double cell = std::floor(std::ldexp(v, -e));
+  assert(std::abs(cell) < 0x1p62);  // callers keep v within reach of lattice e
+  return static_cast<int64_t>(cell);
+}
 
 // The cells of `counts` (lattice e, first) that values in [lo, hi] fall in,
 // clamped to its ends: the only ones a pass over such values fills.
@@ -301,9 +305,12 @@ std::optional<Histogram::PairLattice> Histogram::pair_lattice(const Histogram& c
   // within count_cells' reach (|x * 2^-e| < 2^25) and few enough to fold cheaply.
   const int e = std::min(widened_lattice(x_min, x_max).first,
                          clamped.widened_lattice(clamped_extreme(x_min, lo, hi), clamped_extreme(x_max, lo, hi)).first);
+  // The exponent first: below x's floor exponent the cells of x_min and x_max
+  // may not fit an int64_t (a constant y has e = -150), and converting them
+  // would be undefined.
+  if (e < floor_exponent(std::max(std::abs(x_min), std::abs(x_max)))) return std::nullopt;
   const int64_t first = cell_of(x_min, e), last = cell_of(x_max, e);
-  if (e < floor_exponent(std::max(std::abs(x_min), std::abs(x_max))) || last - first >= kPairCells * int64_t{bins()})
-    return std::nullopt;
+  if (last - first >= kPairCells * int64_t{bins()}) return std::nullopt;
   return PairLattice{e, first, last};
 }
 

@@ -10,9 +10,33 @@
 
 #include "libquant/kernels/qsoftmax.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 using namespace quant::kernels;
 
 namespace {
+
+// ORT's float -> int32 and float -> uint32 casts as its x86-64 build executes
+// them: cvttss2si to 32 bits, and to 64 bits truncated for the unsigned one.
+// In C++ an out-of-range conversion (the +inf a short row gives) is undefined,
+// so the instructions themselves are used where there are any.
+int32_t cvtt_int(float r) {
+#if defined(__x86_64__)
+  return _mm_cvtt_ss2si(_mm_set_ss(r));
+#else
+  return (r >= -0x1p31f && r < 0x1p31f) ? static_cast<int32_t>(r) : std::numeric_limits<int32_t>::min();
+#endif
+}
+
+uint32_t cvtt_uint(float r) {
+#if defined(__x86_64__)
+  return static_cast<uint32_t>(_mm_cvttss_si64(_mm_set_ss(r)));
+#else
+  return (r >= -0x1p63f && r < 0x1p63f) ? static_cast<uint32_t>(static_cast<int64_t>(r)) : 0u;
+#endif
+}
 
 // ONNX Runtime 1.20's QlinearBuildLookupTableUint32 and QlinearSoftmaxCPU
 // (contrib_ops/cpu/quantization/qlinear_softmax.cc), line by line, last axis.
@@ -41,14 +65,14 @@ std::vector<T> naive(const std::vector<T>& x, int64_t d, float x_scale, float y_
     for (int64_t k = 0; k < d; ++k) vsum += lookup(x_t[k]);
     for (int64_t k = 0; k < d; ++k) {
       const float vt = lookup(x_t[k]);
+      const float r = std::nearbyintf((vt * Y_scale) / vsum);
       if constexpr (is_signed) {
         // The int32 addition wraps in ORT's x86 build (+inf converts to INT32_MIN);
         // done in uint32 here so that the transcription itself is defined.
-        const int32_t vq = static_cast<int32_t>(
-            static_cast<uint32_t>(static_cast<int32_t>(std::nearbyintf((vt * Y_scale) / vsum))) + static_cast<uint32_t>(y_zp));
+        const int32_t vq = static_cast<int32_t>(static_cast<uint32_t>(cvtt_int(r)) + static_cast<uint32_t>(y_zp));
         y_t[k] = vq > 255 ? static_cast<int8_t>(255) : static_cast<int8_t>(vq);
       } else {
-        const uint32_t vq = static_cast<uint32_t>(std::nearbyintf((vt * Y_scale) / vsum)) + static_cast<uint32_t>(y_zp);
+        const uint32_t vq = static_cast<uint32_t>(cvtt_uint(r)) + static_cast<uint32_t>(y_zp);
         y_t[k] = vq > 255 ? static_cast<uint8_t>(255) : static_cast<uint8_t>(vq);
       }
     }
