@@ -2,8 +2,8 @@
 // the rules of pool.h (MaxPool/GlobalMaxPool as ONNX Runtime's std::max from
 // lowest(); AveragePool/GlobalAveragePool as IEEE sums), and every other path
 // (portable 2-D, AVX2, AVX-512, threaded) gives the same bits on inputs dense with
-// NaN, +-inf and windows made only of them (the average pools: the same bits up
-// to which NaN, see same_values).
+// NaN, +-inf and windows made only of them (GlobalAveragePool against a sum
+// written in this test: the same bits up to which NaN, see same_values).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -167,7 +167,7 @@ TEST_CASE("Every AveragePool and GlobalAveragePool path equals the reference on 
     for (int threads : {1, 3}) {
       std::vector<float> y(want.size(), 42.0f);
       average_pool_f32_fast(g, include_pad, x.data(), y.data(), threads);
-      CHECK(same_values(y, want));
+      CHECK(same_bits(y, want));
     }
   }
   const int64_t planes = 4, spatial = 9 * 13;
