@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Validate an ONNX model with the official checker (full_check also runs shape inference).
+"""Validate ONNX models with the official checker (full_check also runs shape inference).
 
-  /usr/bin/python3 tests/interop/check_model.py MODEL.onnx
+  /usr/bin/python3 tests/interop/check_model.py MODEL.onnx [MODEL.onnx ...]
 
-Exits 0 when valid; prints `error: ...` and exits 1 otherwise.
+Exits 0 when every model is valid; prints `error: ...` for each one that is not
+and exits 1 otherwise. Several models in one call import onnx once.
 """
 
 import sys
@@ -11,11 +12,7 @@ import sys
 import onnx
 
 
-def main(argv):
-    if len(argv) != 1:
-        print("usage: check_model.py MODEL.onnx", file=sys.stderr)
-        return 2
-    path = argv[0]
+def check(path):
     try:
         # Check the loaded proto (not the path) so full_check covers models of any size
         # that fit in memory; external data is resolved relative to the model by onnx.load.
@@ -24,9 +21,17 @@ def main(argv):
     except Exception as e:  # checker, decode and I/O errors alike mean "not valid"
         msg = str(e).strip().replace("\n", " ")
         print(f"error: {path}: {msg}", file=sys.stderr)
-        return 1
+        return False
     print(f"{path}: valid")
-    return 0
+    return True
+
+
+def main(argv):
+    if not argv:
+        print("usage: check_model.py MODEL.onnx [MODEL.onnx ...]", file=sys.stderr)
+        return 2
+    valid = [check(path) for path in argv]
+    return 0 if all(valid) else 1
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 
   /usr/bin/python3 tests/interop/compare_outputs.py DIR_A DIR_B [--top1] [--atol X] [--labels LABELS.npy]
       [--min-snr DB] [--within-step MODEL.onnx [--min-fraction F]] [--exact]
+  /usr/bin/python3 tests/interop/compare_outputs.py --each CHECKS.tsv
 
 Files are paired by name (the sets must match). --top1 requires the argmax over
 the last axis to agree for every sample; --atol requires max |A - B| <= X
@@ -23,12 +24,20 @@ A NaN or Inf in any output of either directory fails the comparison whatever
 the checks asked for: the errors are undefined, and a NaN would otherwise slip
 through Python's max() and through `snr < min`, which are false for NaN.
 
+--each runs one comparison per line of CHECKS.tsv, `TAG<TAB>ARGUMENTS` (the
+arguments above, split as a shell would), in one process (a test of dozens of
+models imports numpy once); every line it prints starts with `TAG: `, and the
+exit code is the worst of the comparisons'.
+
 Exit codes (as in DESIGN.md): 0 all checks pass, 1 a check failed, 2 bad input.
 """
 
 import argparse
+import contextlib
+import io
 import os
 import re
+import shlex
 import sys
 
 import numpy as np
@@ -242,8 +251,36 @@ def main(argv):
     return 1 if failed else 0
 
 
+def main_each(checks):
+    try:
+        with open(checks) as f:
+            lines = [line.rstrip("\n") for line in f if line.strip()]
+    except OSError as e:
+        raise BadInput(f"{checks}: {e.strerror}") from e
+    worst = 0
+    for number, line in enumerate(lines, 1):
+        tag, tab, arguments = line.partition("\t")
+        if not tab:
+            raise BadInput(f"{checks}:{number}: expected TAG<TAB>ARGUMENTS")
+        log = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(log):
+                code = main(shlex.split(arguments))
+        except BadInput as e:
+            print(f"error: {e}", file=log)
+            code = 2
+        for out in log.getvalue().splitlines():
+            print(f"{tag}: {out}")
+        worst = max(worst, code)
+    return worst
+
+
 if __name__ == "__main__":
     try:
+        if sys.argv[1:2] == ["--each"]:
+            if len(sys.argv) != 3:
+                raise BadInput("--each takes one file and nothing else")
+            sys.exit(main_each(sys.argv[2]))
         sys.exit(main(sys.argv[1:]))
     except BadInput as e:
         print(f"error: {e}", file=sys.stderr)

@@ -2,8 +2,10 @@
 // Runs an ONNX model with ONNX Runtime (CPU) over a directory of .npy samples
 // and writes every output as .npy, in the same layout as `qrun -o OUTDIR`:
 //
-//   node tests/interop/ort_run.js MODEL.onnx DATADIR OUTDIR [--threads N]
+//   node tests/interop/ort_run.js MODEL.onnx DATADIR OUTDIR [MODEL.onnx DATADIR OUTDIR ...] [--threads N]
 //
+// More than one triple runs each model in turn in one process: a test that
+// runs dozens of models pays for Node and ONNX Runtime's start once.
 // DATADIR holds one .npy file per sample (single-input model); each is fed to
 // the model's first input, and output k is written as OUTDIR/<stem>.out<k>.npy.
 // ONNX Runtime comes from scripts/setup_ort.sh (<repo>/.cache/ort).
@@ -113,7 +115,7 @@ function writeFileAtomic(file, bytes) {
 }
 
 function usage() {
-  return 'usage: node tests/interop/ort_run.js MODEL.onnx DATADIR OUTDIR [--threads N]';
+  return 'usage: node tests/interop/ort_run.js MODEL.onnx DATADIR OUTDIR [MODEL.onnx DATADIR OUTDIR ...] [--threads N]';
 }
 
 function parseArgs(argv) {
@@ -136,9 +138,14 @@ function parseArgs(argv) {
       positional.push(arg);
     }
   }
-  if (positional.length !== 3) throw new BadInput(`expected 3 arguments, got ${positional.length} (${usage()})`);
-  const [model, dataDir, outDir] = positional;
-  return { model, dataDir, outDir, threads };
+  if (positional.length === 0 || positional.length % 3 !== 0) {
+    throw new BadInput(`expected MODEL DATADIR OUTDIR (one or more), got ${positional.length} arguments (${usage()})`);
+  }
+  const runs = [];
+  for (let i = 0; i < positional.length; i += 3) {
+    runs.push({ model: positional[i], dataDir: positional[i + 1], outDir: positional[i + 2] });
+  }
+  return { runs, threads };
 }
 
 function loadOrt() {
@@ -165,7 +172,11 @@ async function createSession(ort, model, threads) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   if (os.endianness() !== 'LE') throw new Error('big-endian hosts are not supported');
+  const ort = loadOrt();
+  for (const run of args.runs) await runModel(ort, { ...run, threads: args.threads });
+}
 
+async function runModel(ort, args) {
   if (!fs.existsSync(args.model) || !fs.statSync(args.model).isFile()) {
     throw new BadInput(`${args.model}: model file not found`);
   }
@@ -175,7 +186,6 @@ async function main() {
   const files = fs.readdirSync(args.dataDir).filter((f) => f.endsWith('.npy')).sort();
   if (files.length === 0) throw new BadInput(`${args.dataDir}: no .npy files`);
 
-  const ort = loadOrt();
   const session = await createSession(ort, args.model, args.threads);
   if (session.inputNames.length !== 1) {
     throw new BadInput(`${args.model}: model has ${session.inputNames.length} inputs; ` +
