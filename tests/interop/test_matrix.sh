@@ -34,21 +34,21 @@ for schema in asymmetric symmetric symmetric-uint8 power2-scale; do
           */symmetric) min_snr=39 ;;                   # 40.14 (percentile, kl) .. 41.60
           */power2-scale) min_snr=37 ;;                # 38.26 .. 38.63
         esac
-        i=${#models[@]}
-        q="$tmp/q$i.onnx"
+        id=${tag//\//-}  # files named by the combination, so that every error message names it
+        q="$tmp/$id.onnx"
         "$bin/qconvert" "$model" --profile "$tmp/p.json" -o "$q" --schema "$schema" --calibration "$calib" \
           --activations "$act" --format "$format"
-        "$bin/qrun" "$q" --data "$tmp/data" -o "$tmp/qrun$i" --target "$ort_target" --quiet >/dev/null
+        "$bin/qrun" "$q" --data "$tmp/data" -o "$tmp/$id.qrun" --target "$ort_target" --quiet >/dev/null
         models+=("$q")
-        ort_runs+=("$q" "$tmp/data" "$tmp/ort$i")
+        ort_runs+=("$q" "$tmp/data" "$tmp/$id.ort")
         if [ "$format" = qoperator ]; then
           # Integer kernels (issue 6): same top-1 as ONNX Runtime on every sample and
           # >= 99.9% of the outputs within one output quantization step.
-          printf '%s\t%s\n' "$tag qrun vs ORT" "$tmp/qrun$i $tmp/ort$i --top1 --within-step $q" >>"$checks"
+          printf '%s\t%s\n' "$tag qrun vs ORT" "$tmp/$id.qrun $tmp/$id.ort --top1 --within-step $q" >>"$checks"
         else
-          printf '%s\t%s\n' "$tag qrun vs ORT" "$tmp/qrun$i $tmp/ort$i --top1" >>"$checks"
+          printf '%s\t%s\n' "$tag qrun vs ORT" "$tmp/$id.qrun $tmp/$id.ort --top1" >>"$checks"
         fi
-        printf '%s\t%s\n' "$tag vs float (min $min_snr)" "$tmp/ort$i $tmp/float --min-snr $min_snr" >>"$checks"
+        printf '%s\t%s\n' "$tag vs float (min $min_snr)" "$tmp/$id.ort $tmp/float --min-snr $min_snr" >>"$checks"
       done
     done
   done
