@@ -1,5 +1,6 @@
 // Softmax, LogSoftmax, Hardmax, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss.
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "libquant/interp/dispatch.h"
@@ -19,7 +20,8 @@ KernelResult make_softmax_family(const KernelContext& ctx, SoftmaxKind kind) {
   const ir::Node& node = ctx.node;
   const bool single_axis = ctx.opset >= 13;
   const int64_t axis_attr = node.attr_int("axis", single_axis ? -1 : 1);
-  return make_kernel([&node, single_axis, axis_attr, kind](std::span<const Tensor* const> in,
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, single_axis, axis_attr, kind, threads](std::span<const Tensor* const> in,
                                                           std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     const Tensor& x = *in[0];
@@ -37,9 +39,16 @@ KernelResult make_softmax_family(const KernelContext& ctx, SoftmaxKind kind) {
       using T = decltype(tag);
       const T* xp = x.data<T>();
       T* yp = out[0].data<T>();
+      constexpr bool f32 = std::is_same_v<T, float>;
       switch (kind) {
-        case SoftmaxKind::Softmax: kernels::softmax<T>(xp, outer, len, inner, yp); break;
-        case SoftmaxKind::LogSoftmax: kernels::log_softmax<T>(xp, outer, len, inner, yp); break;
+        case SoftmaxKind::Softmax:
+          if constexpr (f32) kernels::softmax_f32(xp, outer, len, inner, yp, threads);
+          else kernels::softmax<T>(xp, outer, len, inner, yp);
+          break;
+        case SoftmaxKind::LogSoftmax:
+          if constexpr (f32) kernels::log_softmax_f32(xp, outer, len, inner, yp, threads);
+          else kernels::log_softmax<T>(xp, outer, len, inner, yp);
+          break;
         case SoftmaxKind::Hardmax: kernels::hardmax<T>(xp, outer, len, inner, yp); break;
       }
       return Status::ok();

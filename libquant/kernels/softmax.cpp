@@ -5,8 +5,13 @@
 
 namespace quant::kernels {
 
-void softmax_f32(const float* x, int64_t outer, int64_t axis_len, int64_t inner, float* y) {
-  softmax<float>(x, outer, axis_len, inner, y);
+template <>
+void softmax<float>(const float* x, int64_t outer, int64_t axis_len, int64_t inner, float* y) {
+  softmax_f32(x, outer, axis_len, inner, y);
+}
+template <>
+void log_softmax<float>(const float* x, int64_t outer, int64_t axis_len, int64_t inner, float* y) {
+  log_softmax_f32(x, outer, axis_len, inner, y);
 }
 
 template <class T>
@@ -63,9 +68,7 @@ void hardmax(const T* x, int64_t outer, int64_t axis_len, int64_t inner, T* y) {
   }
 }
 
-template void softmax<float>(const float*, int64_t, int64_t, int64_t, float*);
 template void softmax<double>(const double*, int64_t, int64_t, int64_t, double*);
-template void log_softmax<float>(const float*, int64_t, int64_t, int64_t, float*);
 template void log_softmax<double>(const double*, int64_t, int64_t, int64_t, double*);
 template void hardmax<float>(const float*, int64_t, int64_t, int64_t, float*);
 template void hardmax<double>(const double*, int64_t, int64_t, int64_t, double*);
