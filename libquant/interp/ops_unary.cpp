@@ -6,6 +6,7 @@
 #include "libquant/interp/elementwise_util.h"
 #include "libquant/interp/output.h"
 #include "libquant/kernels/eltwise_f32.h"
+#include "libquant/kernels/sigmoid_f32.h"
 #include "libquant/kernels/unary.h"
 
 namespace quant::interp {
@@ -21,6 +22,12 @@ Status run_unary(const ir::Node& node, UnaryOp op, const UnaryParams& params, Ty
     // Relu is the clamp to [0, +inf] (x < 0 ? 0 : x, NaN kept), vectorized.
     QT_RETURN_IF_ERROR(reuse_or_create(y, DType::Float32, x.shape()));
     kernels::clamp_f32(x.data<float>(), y.data<float>(), x.size(), 0.0f, std::numeric_limits<float>::infinity(), threads);
+    return Status::ok();
+  }
+  if (op == UnaryOp::Sigmoid && x.dtype() == DType::Float32) {
+    // ONNX Runtime's arithmetic (MLAS's logistic kernel), vectorized.
+    QT_RETURN_IF_ERROR(reuse_or_create(y, DType::Float32, x.shape()));
+    kernels::sigmoid_f32(x.data<float>(), y.data<float>(), x.size(), threads);
     return Status::ok();
   }
   if (is_half_type(x.dtype())) {

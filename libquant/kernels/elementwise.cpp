@@ -222,8 +222,6 @@ void relu_f32(const float* x, float* y, int64_t n) { unary<float>(UnaryOp::Relu,
 
 void clip_f32(const float* x, float* y, int64_t n, float lo, float hi) { clip<float>(x, y, n, lo, hi); }
 
-void sigmoid_f32(const float* x, float* y, int64_t n) { unary<float>(UnaryOp::Sigmoid, x, y, n); }
-
 #define QT_BINARY_INSTANTIATE(T)                                                                                    \
   template void binary_broadcast<T>(BinaryOp, const T*, std::span<const int64_t>, const T*,                        \
                                     std::span<const int64_t>, T*, std::span<const int64_t>);                       \

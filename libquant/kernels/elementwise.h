@@ -79,8 +79,4 @@ void relu_f32(const float* x, float* y, int64_t n);
 // numeric_limits lowest/max) for an absent min/max input.
 void clip_f32(const float* x, float* y, int64_t n, float lo, float hi);
 
-// ONNX Sigmoid (opset 13): y = 1 / (1 + exp(-x)), evaluated without overflow
-// for large |x| (exp is only ever taken of a non-positive number).
-void sigmoid_f32(const float* x, float* y, int64_t n);
-
 }  // namespace quant::kernels

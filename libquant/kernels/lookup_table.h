@@ -30,9 +30,7 @@ void apply_lookup_table(const T* x, const T* table, T* y, int64_t n);
 
 // The functions ONNX Runtime tabulates:
 // MLAS MlasComputeLogistic as its FMA3 kernel computes it (x86 with FMA):
-// x clamped to [-18, 18], p = x * poly_alpha(x^2), q = poly_beta(x^2) with
-// Eigen's coefficients, each Horner step a fused multiply-add, y = clamp(p / q
-// + 0.5, 0, 1). Differs from 1 / (1 + exp(-x)) by up to a few ulp.
+// sigmoid_f32 (sigmoid_f32.h), on one thread.
 void logistic_mlas(const float* x, float* y, int64_t n);
 // LeakyRelu: x >= 0 ? x : alpha * x.
 void leaky_relu_values(const float* x, float* y, int64_t n, float alpha);
