@@ -3,9 +3,15 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <random>
+#include <utility>
+#include <vector>
 
 #include "libquant/kernels/cast.h"
+#include "libquant/kernels/elementwise.h"
+#include "libquant/kernels/shape_util.h"
 #include "tests/interp/single_node.h"
 
 using quant::DType;
@@ -382,4 +388,52 @@ TEST_CASE("Opset < 7 broadcast/axis attributes and per-channel PRelu slopes", "[
   CHECK(values_of<float>(run_one({"PRelu", 6, {x, f32({2}, {0.5f, 2})}})) == std::vector<float>{-0.5f, -1, -6, 4});
   // Opset 9+: [2] aligns with the last dim instead.
   CHECK(values_of<float>(run_one({"PRelu", 9, {x, f32({2}, {0.5f, 2})}})) == std::vector<float>{-0.5f, -4, -1.5f, 4});
+}
+
+TEST_CASE("float Mul's fast paths give the broadcasting kernel's bits", "[interp][elementwise]") {
+  // Flat (one layout), a value per row of either operand, and shapes that
+  // only broadcast (the general kernel), on 1 and 3 threads; NaN and
+  // infinities included, and y aliasing an input.
+  const std::vector<std::pair<quant::Dims, quant::Dims>> cases = {
+      {{2, 3, 40, 50}, {2, 3, 40, 50}},  // SiLU's x * sigmoid(x)
+      {{1, 6, 60, 70}, {6, 60, 70}},     // flat, ranks differ
+      {{2, 3, 40, 50}, {2, 3, 1, 1}},    // squeeze and excitation
+      {{1, 8, 30, 30}, {8, 1, 1}},
+      {{2, 3, 1, 1}, {2, 3, 40, 50}},    // the rows in A
+      {{2, 3, 5, 7}, {2, 3, 1, 1}},      // rows of 35: the vector loop's tails
+      {{2, 3, 1, 1}, {2, 3, 5, 7}},
+      {{5, 7, 300}, {}},                 // a scalar
+      {{5, 7, 300}, {5, 7, 300}},
+      {{2, 3, 4}, {1, 3, 1}},            // broadcast, not rows
+      {{2, 3, 4}, {4}},
+      {{3, 1}, {1, 4}}};
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  auto random = [&](const quant::Dims& shape) {
+    Tensor t(DType::Float32, shape);
+    float* p = t.data<float>();
+    for (int64_t i = 0; i < t.size(); ++i) p[i] = normal(rng);
+    if (t.size() > 10) {
+      p[1] = NAN;
+      p[4] = INFINITY;
+      p[7] = -INFINITY;
+      p[9] = 0.0f;
+    }
+    return t;
+  };
+  for (const auto& [sa, sb] : cases) {
+    const Tensor a = random(sa), b = random(sb);
+    const quant::Dims sy = *quant::kernels::broadcast_shapes(sa, sb);
+    Tensor want(DType::Float32, sy);
+    quant::kernels::binary_broadcast<float>(quant::kernels::BinaryOp::Mul, a.data<float>(), sa, b.data<float>(), sb,
+                                            want.data<float>(), sy);
+    for (int threads : {1, 3}) {
+      NodeSpec spec{"Mul", 14, {a, b}};
+      spec.threads = threads;
+      const Tensor y = run_one(spec);
+      INFO(quant::dims_to_string(sa) << " * " << quant::dims_to_string(sb) << ", " << threads << " threads");
+      REQUIRE(y.shape() == sy);
+      CHECK(std::memcmp(y.data<float>(), want.data<float>(), static_cast<size_t>(y.size()) * sizeof(float)) == 0);
+    }
+  }
 }
