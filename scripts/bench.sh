@@ -3,7 +3,8 @@
 #   scripts/bench.sh [qprofile-memory] [speed] [qprofile] [targets] [kernels] [steps] [scale] [gptq]
 # Builds are not triggered here: run scripts/setup.sh first.
 # speed needs the zoo (scripts/make_zoo.sh) and ONNX Runtime (scripts/setup_ort.sh);
-# BENCH_MODELS (default "resnet18 mobilenet_v2"), BENCH_THREADS ("1 2"),
+# BENCH_MODELS (default "resnet18 mobilenet_v2"; any model directory of
+# ZOO_DIR, e.g. scripts/make_softmax_bench.py's softmax_attn), BENCH_THREADS ("1 2"),
 # BENCH_RUNS (timed runs per sample, 3) and BENCH_SAMPLES (4) tune it,
 # BENCH_ROUNDS (1) repeats speed's runs of each model that many times, qrun and
 # ORT alternating, and reports each side's best round and the median of the
