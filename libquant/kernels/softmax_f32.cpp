@@ -134,7 +134,7 @@ __attribute__((target("avx2"))) float max_avx2(const float* x, int64_t d) {
     m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
     m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
   }
-  alignas(32) float lanes[16];
+  alignas(32) float lanes[kLanes];
   _mm256_store_ps(lanes, m0);
   _mm256_store_ps(lanes + 8, m1);
   float m = -INFINITY;
@@ -179,8 +179,6 @@ __attribute__((target("avx2,fma"))) float sum_exp_avx2(const float* x, int64_t d
   return finish_sum(x, i, d, neg_max, e, lanes);
 }
 
-
-
 // maskz forms with every lane set: the plain max trips GCC 12's
 // -Wuninitialized inside avx512fintrin.h (as in conv_lanes_avx512.cpp); so
 // does the plain shift.
@@ -223,8 +221,6 @@ __attribute__((target("avx512f"))) float sum_exp_avx512(const float* x, int64_t 
   _mm512_store_ps(lanes, s);
   return finish_sum(x, i, d, neg_max, e, lanes);
 }
-
-
 #endif
 
 struct RowKernels {
@@ -248,7 +244,7 @@ const RowKernels* path_kernels(detail::SoftmaxPath path) {
 
 // The widest path, chosen once.
 const RowKernels& row_kernels() {
-  static const RowKernels& k = [] () -> const RowKernels& {
+  static const RowKernels& k = []() -> const RowKernels& {
     for (auto path : {detail::SoftmaxPath::Avx512, detail::SoftmaxPath::Avx2})
       if (const RowKernels* p = path_kernels(path)) return *p;
     return *path_kernels(detail::SoftmaxPath::Portable);
