@@ -41,6 +41,20 @@ void qlinear_add_portable(const T* a, const T* b, bool b_is_scalar, T* c, int64_
   }
 }
 
+template <class T>
+void qlinear_mul_portable(const T* a, const T* b, bool b_is_scalar, T* c, int64_t n, const QLinearBinaryParams& p) {
+  const float ratio = p.a_scale * p.b_scale / p.c_scale;
+  const float zc = static_cast<float>(p.c_zero_point);
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t bv = static_cast<int32_t>(b[b_is_scalar ? 0 : i]) - p.b_zero_point;
+    const int32_t product = (static_cast<int32_t>(a[i]) - p.a_zero_point) * bv;
+    // Two roundings, no fma: the library is built for baseline x86-64, so the
+    // compiler cannot contract this, matching qlmul.cpp's SSE2 mul then add.
+    const float scaled = static_cast<float>(product) * ratio;
+    c[i] = mlas_round_saturate<T>(scaled + zc);
+  }
+}
+
 }  // namespace detail
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -77,6 +91,37 @@ __attribute__((target("avx2,fma"))) void qlinear_add_avx2(const T* a, const T* b
   if (i < n) detail::qlinear_add_portable(a + i, b_is_scalar ? b : b + i, b_is_scalar, c + i, n - i, p);
 }
 
+// Eight 8-bit values as int32.
+template <class T>
+__attribute__((target("avx2"))) inline __m256i load8_epi32(const T* p) {
+  const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return std::is_signed_v<T> ? _mm256_cvtepi8_epi32(v) : _mm256_cvtepu8_epi32(v);
+}
+
+// qlinear_mul_portable eight at a time: the product in int32 (exact: at
+// most 255 * 255), to float (exact below 2^24), times the ratio, plus the
+// zero point, then qlinear_add_avx2's conversion and packing. No "fma" in
+// the target, so the compiler cannot fuse the multiply and the add.
+template <class T>
+__attribute__((target("avx2"))) void qlinear_mul_avx2(const T* a, const T* b, bool b_is_scalar, T* c, int64_t n,
+                                                      const QLinearBinaryParams& p) {
+  const float ratio = p.a_scale * p.b_scale / p.c_scale;
+  const __m256 vratio = _mm256_set1_ps(ratio), vzc = _mm256_set1_ps(static_cast<float>(p.c_zero_point));
+  const __m256i za = _mm256_set1_epi32(p.a_zero_point), zb = _mm256_set1_epi32(p.b_zero_point);
+  const __m256i fixed = _mm256_set1_epi32(b_is_scalar ? static_cast<int32_t>(b[0]) - p.b_zero_point : 0);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i bv = b_is_scalar ? fixed : _mm256_sub_epi32(load8_epi32(b + i), zb);
+    const __m256i product = _mm256_mullo_epi32(_mm256_sub_epi32(load8_epi32(a + i), za), bv);
+    const __m256 scaled = _mm256_mul_ps(_mm256_cvtepi32_ps(product), vratio);
+    const __m256i q = _mm256_cvtps_epi32(_mm256_add_ps(scaled, vzc));
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    const __m128i bytes = std::is_signed_v<T> ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(c + i), bytes);
+  }
+  if (i < n) detail::qlinear_mul_portable(a + i, b_is_scalar ? b : b + i, b_is_scalar, c + i, n - i, p);
+}
+
 bool has_avx2_fma() {
   return cpu_supports("avx2") && cpu_supports("fma");
 }
@@ -93,18 +138,14 @@ void qlinear_add(const T* a, const T* b, bool b_is_scalar, T* c, int64_t n, cons
   detail::qlinear_add_portable(a, b, b_is_scalar, c, n, p);
 }
 
+
 template <class T>
 void qlinear_mul(const T* a, const T* b, bool b_is_scalar, T* c, int64_t n, const QLinearBinaryParams& p) {
-  const float ratio = p.a_scale * p.b_scale / p.c_scale;
-  const float zc = static_cast<float>(p.c_zero_point);
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t bv = static_cast<int32_t>(b[b_is_scalar ? 0 : i]) - p.b_zero_point;
-    const int32_t product = (static_cast<int32_t>(a[i]) - p.a_zero_point) * bv;
-    // Two roundings, no fma: the library is built for baseline x86-64, so the
-    // compiler cannot contract this, matching qlmul.cpp's SSE2 mul then add.
-    const float scaled = static_cast<float>(product) * ratio;
-    c[i] = mlas_round_saturate<T>(scaled + zc);
-  }
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx2 = cpu_supports("avx2");
+  if (avx2) return qlinear_mul_avx2(a, b, b_is_scalar, c, n, p);
+#endif
+  detail::qlinear_mul_portable(a, b, b_is_scalar, c, n, p);
 }
 
 template uint8_t mlas_round_saturate<uint8_t>(float);
@@ -114,6 +155,10 @@ template void qlinear_add<int8_t>(const int8_t*, const int8_t*, bool, int8_t*, i
 template void detail::qlinear_add_portable<uint8_t>(const uint8_t*, const uint8_t*, bool, uint8_t*, int64_t,
                                                    const QLinearBinaryParams&);
 template void detail::qlinear_add_portable<int8_t>(const int8_t*, const int8_t*, bool, int8_t*, int64_t,
+                                                  const QLinearBinaryParams&);
+template void detail::qlinear_mul_portable<uint8_t>(const uint8_t*, const uint8_t*, bool, uint8_t*, int64_t,
+                                                   const QLinearBinaryParams&);
+template void detail::qlinear_mul_portable<int8_t>(const int8_t*, const int8_t*, bool, int8_t*, int64_t,
                                                   const QLinearBinaryParams&);
 template void qlinear_mul<uint8_t>(const uint8_t*, const uint8_t*, bool, uint8_t*, int64_t, const QLinearBinaryParams&);
 template void qlinear_mul<int8_t>(const int8_t*, const int8_t*, bool, int8_t*, int64_t, const QLinearBinaryParams&);

@@ -52,9 +52,11 @@ template <class T>
 void qlinear_add(const T* a, const T* b, bool b_is_scalar, T* c, int64_t n, const QLinearBinaryParams& p);
 
 namespace detail {
-// The scalar definition of qlinear_add, which the tests compare the SIMD path against.
+// The scalar definitions of qlinear_add and qlinear_mul, which the tests compare the SIMD paths against.
 template <class T>
 void qlinear_add_portable(const T* a, const T* b, bool b_is_scalar, T* c, int64_t n, const QLinearBinaryParams& p);
+template <class T>
+void qlinear_mul_portable(const T* a, const T* b, bool b_is_scalar, T* c, int64_t n, const QLinearBinaryParams& p);
 }  // namespace detail
 
 template <class T>

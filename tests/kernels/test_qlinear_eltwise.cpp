@@ -212,9 +212,10 @@ TEST_CASE("qlinear_add / qlinear_mul int8 match ONNX Runtime's formulas", "[kern
 }
 
 // The dispatched qlinear_add (AVX2 + FMA on x86-64 CPUs that have them)
-// against its portable definition, over every operand pair and both forms.
+// against its portable definition, over every operand pair and both forms;
+// qlinear_mul the same.
 template <class T>
-void check_add_paths() {
+void check_vector_paths() {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> sd(0.0005f, 0.5f);
   std::uniform_int_distribution<int> vd(std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
@@ -224,20 +225,25 @@ void check_add_paths() {
       a.push_back(static_cast<T>(x)), b.push_back(static_cast<T>(y));
   const int64_t n = static_cast<int64_t>(a.size()) - 3;  // a tail after the 8-wide steps
   std::vector<T> fast(a.size()), portable(a.size());
-  for (int trial = 0; trial < 8; ++trial) {
-    const QLinearBinaryParams p{sd(rng), sd(rng), sd(rng), vd(rng), vd(rng), vd(rng)};
+  for (int trial = 0; trial < 10; ++trial) {
+    QLinearBinaryParams p{sd(rng), sd(rng), sd(rng), vd(rng), vd(rng), vd(rng)};
+    if (trial == 9) p.a_scale = 1.0f, p.b_scale = 0.5f, p.c_scale = 1e-5f;  // mul products past int32
     for (bool scalar_b : {false, true}) {
       const T* bp = scalar_b ? b.data() + 77 * 256 + trial : b.data();
       qlinear_add<T>(a.data(), bp, scalar_b, fast.data(), n, p);
       detail::qlinear_add_portable<T>(a.data(), bp, scalar_b, portable.data(), n, p);
       REQUIRE(fast == portable);
+      qlinear_mul<T>(a.data(), bp, scalar_b, fast.data(), n, p);
+      detail::qlinear_mul_portable<T>(a.data(), bp, scalar_b, portable.data(), n, p);
+      REQUIRE(fast == portable);
     }
   }
 }
 
-TEST_CASE("qlinear_add's vector path equals its portable definition", "[kernels][qlinear_eltwise]") {
-  check_add_paths<uint8_t>();
-  check_add_paths<int8_t>();
+TEST_CASE("qlinear_add's and qlinear_mul's vector paths equal their portable definitions",
+          "[kernels][qlinear_eltwise]") {
+  check_vector_paths<uint8_t>();
+  check_vector_paths<int8_t>();
 }
 
 TEST_CASE("qlinear_add by hand", "[kernels][qlinear_eltwise]") {
