@@ -127,6 +127,17 @@ bool cpu_supports(const char* feature) {
   return static_cast<int>(isa_cap()) >= static_cast<int>(level_of(feature)) && host_supports(feature);
 }
 
+bool float_path_runs(IsaCap level) {
+  switch (level) {
+    case IsaCap::Portable: return true;
+    case IsaCap::Avx2: return cpu_supports("avx2") && cpu_supports("fma");
+    case IsaCap::Avx512: return cpu_supports("avx512f");
+    case IsaCap::Vnni:
+    case IsaCap::Amx: return false;
+  }
+  return false;
+}
+
 const char* isa_cap_name(IsaCap cap) {
   switch (cap) {
     case IsaCap::Portable: return "portable";

@@ -27,6 +27,12 @@ enum class IsaCap { Portable, Avx2, Avx512, Vnni, Amx };
 // kernels' needs, cpu.cpp). Unknown names: false.
 bool cpu_supports(const char* feature);
 
+// Whether the float kernels' path of one level may run here, under the cap
+// and on this CPU: Portable always, Avx2 with AVX2 + FMA, Avx512 with
+// AVX-512F; Vnni and Amx have no float path of their own (false). For
+// kernels that keep one function per level and tests that compare them.
+bool float_path_runs(IsaCap level);
+
 // The cap in force, and its name ("portable", "avx2", "avx512", "vnni", "amx").
 IsaCap isa_cap();
 const char* isa_cap_name(IsaCap cap);

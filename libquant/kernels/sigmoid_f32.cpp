@@ -92,30 +92,28 @@ __attribute__((target("avx512f"))) void sigmoid_avx512(const float* x, float* y,
 
 using PathFn = void (*)(const float*, float*, int64_t);
 
-PathFn path_fn(detail::SigmoidPath path) {
+PathFn path_fn(IsaCap level) {
+  if (!float_path_runs(level)) return nullptr;
 #if defined(QTOOL_SIGMOID_X86)
-  switch (path) {
-    case detail::SigmoidPath::Avx512: return cpu_supports("avx512f") ? sigmoid_avx512 : nullptr;
-    case detail::SigmoidPath::Avx2: return cpu_supports("avx2") && cpu_supports("fma") ? sigmoid_avx2 : nullptr;
-    case detail::SigmoidPath::Portable: return sigmoid_portable;
-  }
+  if (level == IsaCap::Avx512) return sigmoid_avx512;
+  if (level == IsaCap::Avx2) return sigmoid_avx2;
 #endif
-  return path == detail::SigmoidPath::Portable ? sigmoid_portable : nullptr;
+  return level == IsaCap::Portable ? sigmoid_portable : nullptr;
 }
 
 }  // namespace
 
 void sigmoid_f32(const float* x, float* y, int64_t n, int threads) {
   static const PathFn fn = [] {
-    for (auto path : {detail::SigmoidPath::Avx512, detail::SigmoidPath::Avx2})
-      if (PathFn f = path_fn(path)) return f;
-    return path_fn(detail::SigmoidPath::Portable);
+    for (IsaCap level : {IsaCap::Avx512, IsaCap::Avx2})
+      if (PathFn f = path_fn(level)) return f;
+    return path_fn(IsaCap::Portable);
   }();
   in_pieces(n, threads, [&](int64_t i0, int64_t len) { fn(x + i0, y + i0, len); });
 }
 
-bool detail::sigmoid_f32_path(SigmoidPath path, const float* x, float* y, int64_t n) {
-  const PathFn fn = path_fn(path);
+bool detail::sigmoid_f32_path(IsaCap level, const float* x, float* y, int64_t n) {
+  const PathFn fn = path_fn(level);
   if (fn) fn(x, y, n);
   return fn != nullptr;
 }

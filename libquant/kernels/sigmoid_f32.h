@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "libquant/kernels/cpu.h"
+
 namespace quant::kernels {
 
 // y[i] = sigmoid(x[i]) by MLAS's rational approximation (its FMA3 kernel,
@@ -17,10 +19,10 @@ namespace quant::kernels {
 void sigmoid_f32(const float* x, float* y, int64_t n, int threads);
 
 namespace detail {
-enum class SigmoidPath { Portable, Avx2, Avx512 };
-// The elements [0, n) on one path, for tests; false, with nothing written,
-// where the build, the CPU or QTOOL_ISA rules it out.
-bool sigmoid_f32_path(SigmoidPath path, const float* x, float* y, int64_t n);
+// The elements [0, n) on the path of one level (Portable, Avx2, Avx512), for
+// tests; false, with nothing written, where the build, the CPU or QTOOL_ISA
+// rules it out (float_path_runs).
+bool sigmoid_f32_path(IsaCap level, const float* x, float* y, int64_t n);
 }  // namespace detail
 
 }  // namespace quant::kernels

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "libquant/kernels/cpu.h"
+
 namespace quant::kernels {
 
 // Softmax of x viewed as [outer, axis_len, inner], normalised along the middle
@@ -29,11 +31,11 @@ void log_softmax_f32(const float* x, int64_t outer, int64_t axis_len, int64_t in
 float softmax_exp_term(float x, float neg_max);
 
 namespace detail {
-enum class SoftmaxPath { Portable, Avx2, Avx512 };
-// One row of d floats (Softmax, or LogSoftmax with `log`) on the given path,
-// for tests that compare the paths; false, with nothing written, where this
-// build, the CPU or QTOOL_ISA rules the path out. y may be x.
-bool softmax_row_f32(SoftmaxPath path, const float* x, int64_t d, float* y, bool log);
+// One row of d floats (Softmax, or LogSoftmax with `log`) on the path of one
+// level (Portable, Avx2, Avx512), for tests that compare the paths; false,
+// with nothing written, where this build, the CPU or QTOOL_ISA rules the
+// path out (float_path_runs). y may be x.
+bool softmax_row_f32(IsaCap level, const float* x, int64_t d, float* y, bool log);
 }  // namespace detail
 
 // The same for float and double (softmax<float> is softmax_f32; double

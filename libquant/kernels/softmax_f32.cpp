@@ -228,26 +228,24 @@ struct RowKernels {
   float (*sum_exp)(const float*, int64_t, float, float*);
 };
 
-// A path's kernels, or null where the build, the CPU or QTOOL_ISA lacks it.
-const RowKernels* path_kernels(detail::SoftmaxPath path) {
+// A level's kernels, or null where the build, the CPU or QTOOL_ISA lacks them.
+const RowKernels* path_kernels(IsaCap level) {
   static const RowKernels portable{max_portable, sum_exp_portable};
+  if (!float_path_runs(level)) return nullptr;
 #if defined(QTOOL_SOFTMAX_X86)
   static const RowKernels avx2{max_avx2, sum_exp_avx2}, avx512{max_avx512, sum_exp_avx512};
-  switch (path) {
-    case detail::SoftmaxPath::Avx512: return cpu_supports("avx512f") ? &avx512 : nullptr;
-    case detail::SoftmaxPath::Avx2: return cpu_supports("avx2") && cpu_supports("fma") ? &avx2 : nullptr;
-    case detail::SoftmaxPath::Portable: return &portable;
-  }
+  if (level == IsaCap::Avx512) return &avx512;
+  if (level == IsaCap::Avx2) return &avx2;
 #endif
-  return path == detail::SoftmaxPath::Portable ? &portable : nullptr;
+  return level == IsaCap::Portable ? &portable : nullptr;
 }
 
 // The widest path, chosen once.
 const RowKernels& row_kernels() {
   static const RowKernels& k = []() -> const RowKernels& {
-    for (auto path : {detail::SoftmaxPath::Avx512, detail::SoftmaxPath::Avx2})
-      if (const RowKernels* p = path_kernels(path)) return *p;
-    return *path_kernels(detail::SoftmaxPath::Portable);
+    for (IsaCap level : {IsaCap::Avx512, IsaCap::Avx2})
+      if (const RowKernels* p = path_kernels(level)) return *p;
+    return *path_kernels(IsaCap::Portable);
   }();
   return k;
 }
@@ -300,8 +298,8 @@ void log_softmax_f32(const float* x, int64_t outer, int64_t axis_len, int64_t in
 
 float softmax_exp_term(float x, float neg_max) { return exp_term(x, neg_max); }
 
-bool detail::softmax_row_f32(SoftmaxPath path, const float* x, int64_t d, float* y, bool log) {
-  const RowKernels* k = path_kernels(path);
+bool detail::softmax_row_f32(IsaCap level, const float* x, int64_t d, float* y, bool log) {
+  const RowKernels* k = path_kernels(level);
   if (k) row(*k, x, d, y, log);
   return k != nullptr;
 }

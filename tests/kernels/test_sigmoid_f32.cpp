@@ -10,8 +10,8 @@
 #include "libquant/kernels/sigmoid_f32.h"
 
 using quant::kernels::sigmoid_f32;
+using quant::kernels::IsaCap;
 using quant::kernels::detail::sigmoid_f32_path;
-using quant::kernels::detail::SigmoidPath;
 
 namespace {
 
@@ -79,9 +79,9 @@ TEST_CASE("sigmoid_f32 gives the same bits on every path and thread count", "[ke
       x[11] = -0.0f;
     }
     std::vector<float> want(x.size());
-    REQUIRE(sigmoid_f32_path(SigmoidPath::Portable, x.data(), want.data(), n));
+    REQUIRE(sigmoid_f32_path(IsaCap::Portable, x.data(), want.data(), n));
     int paths = 0;
-    for (SigmoidPath path : {SigmoidPath::Avx2, SigmoidPath::Avx512}) {
+    for (IsaCap path : {IsaCap::Avx2, IsaCap::Avx512}) {
       std::vector<float> y = x;  // in place
       if (!sigmoid_f32_path(path, y.data(), y.data(), n)) continue;
       ++paths;

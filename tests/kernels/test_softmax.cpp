@@ -51,8 +51,8 @@ TEST_CASE("softmax_f32 opset < 13 coerces to 2-D", "[kernels][softmax]") {
 
 namespace {
 
+using quant::kernels::IsaCap;
 using quant::kernels::detail::softmax_row_f32;
-using quant::kernels::detail::SoftmaxPath;
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
@@ -169,7 +169,7 @@ TEST_CASE("softmax_f32 sums in one order on every path", "[kernels][softmax]") {
           softmax_f32(x.data(), 1, static_cast<int64_t>(d), 1, y.data());
         CHECK(same_bits(y, want));
         int paths = 0;
-        for (SoftmaxPath path : {SoftmaxPath::Portable, SoftmaxPath::Avx2, SoftmaxPath::Avx512}) {
+        for (IsaCap path : {IsaCap::Portable, IsaCap::Avx2, IsaCap::Avx512}) {
           std::vector<float> z = x;  // in place
           if (!softmax_row_f32(path, z.data(), static_cast<int64_t>(d), z.data(), log)) continue;
           ++paths;
@@ -218,7 +218,7 @@ TEST_CASE("softmax_f32 makes a row with NaN or +inf all NaN on every path", "[ke
       std::vector<float> x(d, 1.0f);
       x[d / 2] = bad;
       for (bool log : {false, true})
-        for (SoftmaxPath path : {SoftmaxPath::Portable, SoftmaxPath::Avx2, SoftmaxPath::Avx512}) {
+        for (IsaCap path : {IsaCap::Portable, IsaCap::Avx2, IsaCap::Avx512}) {
           std::vector<float> y(d, 42.0f);
           if (!softmax_row_f32(path, x.data(), static_cast<int64_t>(d), y.data(), log)) continue;
           INFO("d " << d << ", " << bad << ", path " << static_cast<int>(path) << (log ? ", LogSoftmax" : ""));
