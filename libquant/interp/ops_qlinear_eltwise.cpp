@@ -1,5 +1,6 @@
 // ONNX Runtime's com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid,
 // QLinearLeakyRelu and QLinearConcat (opset 1) on 8-bit data.
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -85,7 +86,8 @@ void run_binary(BinaryOp op, const kernels::QLinearBinaryParams& p, const Tensor
   const int64_t inner = shape.back();
   if (inner == 0) return;
   const size_t last = shape.size() - 1;
-  for (int64_t row = 0; row < total / inner; ++row) {
+  const int64_t rows = total / inner;
+  auto run_row = [&](int64_t row) {
     int64_t ao = 0, bo = 0;
     for (int64_t d = static_cast<int64_t>(last) - 1, rest = row; d >= 0; --d) {
       const int64_t idx = rest % shape[static_cast<size_t>(d)];
@@ -96,7 +98,14 @@ void run_binary(BinaryOp op, const kernels::QLinearBinaryParams& p, const Tensor
     if (inner > 1 && as[last] == 0) call(bd + bo, ad + ao, true, out, inner, swapped(p));
     else if (inner > 1 && bs[last] == 0) call(ad + ao, bd + bo, true, out, inner, p);
     else call(ad + ao, bd + bo, false, out, inner, p);
-  }
+  };
+  // Rows in runs of about kElementPiece elements on the threads (a
+  // squeeze-excitation's [N, C, H, W] x [N, C, 1, 1] has one row per
+  // channel); each row is computed whole, so the split changes no bit.
+  const int64_t per_task = std::max<int64_t>(1, kernels::kElementPiece / inner);
+  kernels::parallel_for(total < kernels::kElementPiece ? 1 : threads, (rows + per_task - 1) / per_task, [&](int64_t t) {
+    for (int64_t row = t * per_task, end = std::min(rows, row + per_task); row < end; ++row) run_row(row);
+  });
 }
 
 KernelResult make_qlinear_binary(const KernelContext& ctx, BinaryOp op) {

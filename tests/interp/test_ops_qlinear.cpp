@@ -265,6 +265,35 @@ TEST_CASE("QLinearAdd of equal shapes on threads gives the same bytes", "[interp
   }
 }
 
+TEST_CASE("QLinearMul broadcast by rows on threads gives the same bytes", "[interp][qlinear][threads]") {
+  // A squeeze-excitation's [N, C, H, W] x [N, C, 1, 1], either operand first:
+  // 2400 rows of 30, in runs of 546 rows (16384 / 30), the last run short.
+  std::mt19937 rng(12);
+  const Tensor x = qtensor<uint8_t>({2, 40, 30, 30}, rng), s = qtensor<uint8_t>({2, 40, 1, 1}, rng);
+  for (bool x_first : {true, false}) {
+    const Tensor& a = x_first ? x : s;
+    const Tensor& b = x_first ? s : x;
+    QNode node{"QLinearMul", "com.microsoft", {a, f32(0.05f), q<uint8_t>(120), b, f32(0.02f), q<uint8_t>(30), f32(0.4f), q<uint8_t>(128)}};
+    node.data_inputs = {0, 3};
+    const Tensor one = run_ok(node);
+    const auto o = one.values<uint8_t>();
+    REQUIRE(o.size() == 72000);
+    for (size_t i = 0; i < o.size(); ++i) {
+      const double xr = (x_first ? 0.05 : 0.02) * (x.values<uint8_t>()[i] - (x_first ? 120 : 30));
+      const double sr = (x_first ? 0.02 : 0.05) * (s.values<uint8_t>()[i / 900] - (x_first ? 30 : 120));
+      INFO("x first " << x_first << ", element " << i);
+      REQUIRE(std::abs(int(o[i]) - quantize<uint8_t>(xr * sr, 0.4f, 128)) <= 1);
+    }
+    for (int threads : {2, 3}) {
+      node.threads = threads;
+      const Tensor many = run_ok(node);
+      INFO("x first " << x_first << ", threads " << threads);
+      const auto m = many.values<uint8_t>();
+      REQUIRE(std::equal(m.begin(), m.end(), o.begin(), o.end()));
+    }
+  }
+}
+
 TEST_CASE("QLinearSigmoid, QLinearLeakyRelu tables; QLinearConcat rescales", "[interp][qlinear]") {
   std::mt19937 rng(5);
   Tensor x = qtensor<int8_t>({2, 8}, rng);
