@@ -13,8 +13,12 @@
 // every dequantized value and quantizing the results, so a lookup gives
 // exactly what DequantizeLinear -> op -> QuantizeLinear gives in float.
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "libquant/interp/ops.h"
+#include "libquant/interp/output.h"
+#include "libquant/kernels/lookup_table.h"
 #include "libquant/kernels/quantize.h"
 
 namespace quant::interp {
@@ -111,12 +115,28 @@ KernelResult make_qlinear_lookup(const KernelContext& ctx) {
     return Status::ok();
   }));
   const int64_t x_min = int_range(x_type)->min;
-  return make_kernel([&node, table = std::move(table), x_type, x_min](std::span<const Tensor* const> in,
-                                                                       std::vector<Tensor>& out) -> Status {
+  // 8 bits in and out: the table indexed by X's byte pattern, for
+  // kernels::apply_lookup_table (vectors, threads).
+  std::vector<uint8_t> by_bytes;
+  if (domain.size() == 256 && table.byte_size() == 256) {
+    by_bytes.resize(256);
+    for (int64_t b = 0; b < 256; ++b) {
+      const int64_t value = x_type == DType::Int8 ? static_cast<int8_t>(b) : b;
+      by_bytes[static_cast<size_t>(b)] = static_cast<const uint8_t*>(table.raw())[value - x_min];
+    }
+  }
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, table = std::move(table), by_bytes = std::move(by_bytes), x_type, x_min, threads](
+                         std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     const Tensor& x = *in[0];
     QT_RETURN_IF_ERROR(require_dtype(node, x, x_type, "input"));
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(table.dtype(), x.shape()));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], table.dtype(), x.shape()));
+    if (!by_bytes.empty()) {
+      kernels::apply_lookup_table<uint8_t>(static_cast<const uint8_t*>(x.raw()), by_bytes.data(),
+                                           static_cast<uint8_t*>(out[0].raw()), x.size(), threads);
+      return Status::ok();
+    }
     return dispatch_quantized(x_type, [&](auto xtag) {
       using X = decltype(xtag);
       const X* src = x.data<X>();

@@ -81,22 +81,38 @@ void run_binary(BinaryOp op, const kernels::QLinearBinaryParams& p, const Tensor
   }
   if (b.size() == 1) return call(ad, bd, true, cd, total, p);
   if (a.size() == 1) return call(bd, ad, true, cd, total, swapped(p));
+  if (total == 0) return;
   const Dims& shape = c.shape();
   const Dims as = kernels::broadcast_strides(a.shape(), shape), bs = kernels::broadcast_strides(b.shape(), shape);
-  const int64_t inner = shape.back();
-  if (inner == 0) return;
-  const size_t last = shape.size() - 1;
+  // A row is the output's trailing dimensions over which each operand is
+  // either read whole or broadcast throughout (ONNX Runtime's broadcaster
+  // merges them too): a squeeze-excitation's [N, C, H, W] x [N, C, 1, 1]
+  // runs C rows of H * W, not C * H rows of W (7 to 112 elements, mostly
+  // the kernels' scalar tails).
+  int64_t inner = 1;
+  size_t first = shape.size();  // the row's dimensions: [first, rank)
+  bool a_bcast = false, b_bcast = false, any = false;
+  while (first > 0) {
+    const size_t d = first - 1;
+    if (shape[d] != 1) {
+      const bool ab = as[d] == 0, bb = bs[d] == 0;
+      if (any && (ab != a_bcast || bb != b_bcast)) break;
+      a_bcast = ab, b_bcast = bb, any = true;
+      inner *= shape[d];
+    }
+    first = d;
+  }
   const int64_t rows = total / inner;
   auto run_row = [&](int64_t row) {
     int64_t ao = 0, bo = 0;
-    for (int64_t d = static_cast<int64_t>(last) - 1, rest = row; d >= 0; --d) {
+    for (int64_t d = static_cast<int64_t>(first) - 1, rest = row; d >= 0; --d) {
       const int64_t idx = rest % shape[static_cast<size_t>(d)];
       rest /= shape[static_cast<size_t>(d)];
       ao += idx * as[static_cast<size_t>(d)], bo += idx * bs[static_cast<size_t>(d)];
     }
     T* out = cd + row * inner;
-    if (inner > 1 && as[last] == 0) call(bd + bo, ad + ao, true, out, inner, swapped(p));
-    else if (inner > 1 && bs[last] == 0) call(ad + ao, bd + bo, true, out, inner, p);
+    if (inner > 1 && a_bcast) call(bd + bo, ad + ao, true, out, inner, swapped(p));
+    else if (inner > 1 && b_bcast) call(ad + ao, bd + bo, true, out, inner, p);
     else call(ad + ao, bd + bo, false, out, inner, p);
   };
   // Rows in runs of about kElementPiece elements on the threads (a
@@ -172,7 +188,8 @@ KernelResult make_qlinear_table(const KernelContext& ctx, TableOp op) {
   const float alpha = node.attr_float("alpha", 0.01f);
   auto build = [op, alpha](std::span<const Tensor* const> in) { return table_params(in, op, alpha); };
   QT_ASSIGN_OR_RETURN(auto params, (prepare_params<TableParams>(node, {kXScale, kXZero, kYScale, kYZero}, build)));
-  return make_kernel([&node, params](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  const int threads = ctx.options.threads;
+  return make_kernel([&node, params, threads](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_present(node, in, {kX, kXScale, kYScale}));
     std::optional<TableParams> scratch;
     QT_ASSIGN_OR_RETURN(const TableParams* p, params.get(in, scratch));
@@ -181,7 +198,8 @@ KernelResult make_qlinear_table(const KernelContext& ctx, TableOp op) {
     QT_RETURN_IF_ERROR(reuse_or_create(out[0], p->type, x.shape()));
     return dispatch_8bit(p->type, "X", [&](auto tag) {
       using T = decltype(tag);
-      kernels::apply_lookup_table<T>(x.data<T>(), reinterpret_cast<const T*>(p->table.data()), out[0].data<T>(), x.size());
+      kernels::apply_lookup_table<T>(x.data<T>(), reinterpret_cast<const T*>(p->table.data()), out[0].data<T>(), x.size(),
+                                     threads);
       return Status::ok();
     });
   });

@@ -21,11 +21,6 @@ void lookup_table_from_outputs(const float* out, float y_scale, T y_zero_point, 
   quantize_linear<T>(out, table, 1, 256, 1, &y_scale, &y_zero_point, 0, 1);
 }
 
-template <class T>
-void apply_lookup_table(const T* x, const T* table, T* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = table[static_cast<uint8_t>(x[i])];
-}
-
 void logistic_mlas(const float* x, float* y, int64_t n) { sigmoid_f32(x, y, n, 1); }
 
 void leaky_relu_values(const float* x, float* y, int64_t n, float alpha) {
@@ -36,7 +31,5 @@ template void lookup_table_inputs<uint8_t>(float, uint8_t, float*);
 template void lookup_table_inputs<int8_t>(float, int8_t, float*);
 template void lookup_table_from_outputs<uint8_t>(const float*, float, uint8_t, uint8_t*);
 template void lookup_table_from_outputs<int8_t>(const float*, float, int8_t, int8_t*);
-template void apply_lookup_table<uint8_t>(const uint8_t*, const uint8_t*, uint8_t*, int64_t);
-template void apply_lookup_table<int8_t>(const int8_t*, const int8_t*, int8_t*, int64_t);
 
 }  // namespace quant::kernels

@@ -14,6 +14,8 @@
 
 #include <cstdint>
 
+#include "libquant/kernels/cpu.h"
+
 namespace quant::kernels {
 
 // in[i] for the 256 byte patterns i (step 1 above).
@@ -24,9 +26,11 @@ void lookup_table_inputs(float x_scale, T x_zero_point, float* in /*[256]*/);
 template <class T>
 void lookup_table_from_outputs(const float* out /*[256]*/, float y_scale, T y_zero_point, T* table /*[256]*/);
 
-// y[i] = table[uint8_t(x[i])]. y may alias x.
+// y[i] = table[uint8_t(x[i])], split over `threads` (the same bytes on any
+// count), on AVX-512 VBMI, AVX2 or portable code (lookup_table_apply.cpp).
+// y may be x; no other overlap.
 template <class T>
-void apply_lookup_table(const T* x, const T* table, T* y, int64_t n);
+void apply_lookup_table(const T* x, const T* table, T* y, int64_t n, int threads = 1);
 
 // The functions ONNX Runtime tabulates:
 // MLAS MlasComputeLogistic as its FMA3 kernel computes it (x86 with FMA):
@@ -34,5 +38,12 @@ void apply_lookup_table(const T* x, const T* table, T* y, int64_t n);
 void logistic_mlas(const float* x, float* y, int64_t n);
 // LeakyRelu: x >= 0 ? x : alpha * x.
 void leaky_relu_values(const float* x, float* y, int64_t n, float alpha);
+
+namespace detail {
+// One path of apply_lookup_table on one thread, for tests that compare them:
+// Avx512 (VBMI), Avx2 or Portable; false (y untouched) where it cannot run
+// here or under the cap.
+bool lookup_table_path(IsaCap level, const uint8_t* x, const uint8_t* table, uint8_t* y, int64_t n);
+}  // namespace detail
 
 }  // namespace quant::kernels

@@ -12,6 +12,7 @@
 
 #include "libquant/interp/session.h"
 #include "libquant/ir/graph.h"
+#include "libquant/kernels/shape_util.h"
 #include "libquant/kernels/threadpool.h"
 
 using quant::Dims;
@@ -262,6 +263,41 @@ TEST_CASE("QLinearAdd of equal shapes on threads gives the same bytes", "[interp
     INFO("threads " << threads);
     const auto m = many.values<uint8_t>(), o = one.values<uint8_t>();
     REQUIRE(std::equal(m.begin(), m.end(), o.begin(), o.end()));
+  }
+}
+
+TEST_CASE("QLinearAdd and QLinearMul broadcast over merged and unmerged dimensions", "[interp][qlinear]") {
+  // Rows of the trailing dimensions each operand reads whole or broadcasts
+  // throughout: [2,3,4,5] with [3,1,5] (rows of 5), [2,3,1,1] (rows of 20),
+  // [1,1,4,5] (rows of 20, b read whole), [2,1,4,1] (rows of 1), a scalar-like
+  // [1,1,1,1], and b the larger operand.
+  std::mt19937 rng(17);
+  const Dims big{2, 3, 4, 5};
+  for (const Dims& small : {Dims{3, 1, 5}, Dims{2, 3, 1, 1}, Dims{1, 1, 4, 5}, Dims{2, 1, 4, 1}, Dims{1, 1, 1, 1}}) {
+    for (bool big_first : {true, false}) {
+      const Tensor x = qtensor<uint8_t>(big, rng), s = qtensor<uint8_t>(small, rng);
+      const Tensor& a = big_first ? x : s;
+      const Tensor& b = big_first ? s : x;
+      const Dims ss = quant::kernels::broadcast_strides(small, big);
+      for (const char* op : {"QLinearAdd", "QLinearMul"}) {
+        QNode node{op, "com.microsoft", {a, f32(0.1f), q<uint8_t>(100), b, f32(0.2f), q<uint8_t>(50), f32(0.3f), q<uint8_t>(128)}};
+        node.data_inputs = {0, 3};
+        const Tensor y = run_ok(node);
+        REQUIRE(y.shape() == big);
+        for (int64_t i = 0; i < 120; ++i) {
+          int64_t si = 0;
+          for (int64_t d = 3, rest = i; d >= 0; --d) {
+            si += rest % big[size_t(d)] * ss[size_t(d)];
+            rest /= big[size_t(d)];
+          }
+          const int xv = x.values<uint8_t>()[size_t(i)], sv = s.values<uint8_t>()[size_t(si)];
+          const double ar = 0.1 * ((big_first ? xv : sv) - 100), br = 0.2 * ((big_first ? sv : xv) - 50);
+          const double real = std::string(op) == "QLinearAdd" ? ar + br : ar * br;
+          INFO(op << " small " << quant::dims_to_string(small) << ", big first " << big_first << ", element " << i);
+          REQUIRE(std::abs(int(y.values<uint8_t>()[size_t(i)]) - quantize<uint8_t>(real, 0.3f, 128)) <= 1);
+        }
+      }
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "libquant/kernels/cpu.h"
 #include "libquant/kernels/lookup_table.h"
 #include "libquant/kernels/qlinear_eltwise.h"
 
@@ -281,6 +282,42 @@ TEST_CASE("lookup tables gather f(dequantize(x)) requantized", "[kernels][lookup
       REQUIRE(std::fabs(y[static_cast<size_t>(i)] - saturate<int8_t>(want)) <= 1);
     }
   }
+}
+
+TEST_CASE("apply_lookup_table's paths give the table's bytes", "[kernels][lookup_table]") {
+  // Every byte value in every lane and at every tail length past the 64- and
+  // 32-byte steps, tables of random bytes; in place (y == x) as well.
+  std::mt19937 rng(21);
+  std::vector<uint8_t> x(64 * 256 + 63);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>(i < 64 * 256 ? (i * 7 + i / 256) % 256 : rng());
+  int ran = 0;
+  for (int trial = 0; trial < 4; ++trial) {
+    uint8_t table[256];
+    for (auto& t : table) t = static_cast<uint8_t>(rng());
+    for (IsaCap level : {IsaCap::Portable, IsaCap::Avx2, IsaCap::Avx512}) {
+      for (int64_t n : {int64_t(x.size()), int64_t(x.size()) - 31, int64_t(33), int64_t(5), int64_t(0)}) {
+        std::vector<uint8_t> y(x.size(), 0xA5);
+        if (!detail::lookup_table_path(level, x.data(), table, y.data(), n)) break;
+        ++ran;
+        INFO("path " << isa_cap_name(level) << ", n " << n);
+        for (int64_t i = 0; i < n; ++i) REQUIRE(y[size_t(i)] == table[x[size_t(i)]]);
+        for (size_t i = size_t(n); i < y.size(); ++i) REQUIRE(y[i] == 0xA5);  // nothing written past n
+        std::vector<uint8_t> z = x;
+        REQUIRE(detail::lookup_table_path(level, z.data(), table, z.data(), n));
+        REQUIRE(std::equal(z.begin(), z.begin() + n, y.begin()));
+      }
+    }
+    // The dispatching entry point on 1 and 3 threads, int8 tensors.
+    const int64_t n = int64_t(x.size()) * 3;  // pieces of 16384 on the threads, the last one short
+    std::vector<int8_t> xs(static_cast<size_t>(n)), one(static_cast<size_t>(n)), three(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) xs[size_t(i)] = static_cast<int8_t>(x[size_t(i) % x.size()]);
+    const auto* ts = reinterpret_cast<const int8_t*>(table);
+    apply_lookup_table<int8_t>(xs.data(), ts, one.data(), n);
+    apply_lookup_table<int8_t>(xs.data(), ts, three.data(), n, 3);
+    for (int64_t i = 0; i < n; ++i) REQUIRE(one[size_t(i)] == ts[static_cast<uint8_t>(xs[size_t(i)])]);
+    REQUIRE(one == three);
+  }
+  REQUIRE(ran >= 4 * 5);  // the portable path always runs
 }
 
 TEST_CASE("logistic_mlas approximates the logistic function", "[kernels][lookup_table]") {

@@ -81,9 +81,12 @@ struct QdqGraph {
   }
 };
 
-// Runs g once on `inputs` in a Session (Q/DQ in float unless g was lowered).
-inline std::vector<Tensor> run_graph(const ir::Graph& g, const std::vector<Tensor>& inputs) {
-  auto s = interp::Session::create(g);
+// Runs g once on `inputs` in a Session (Q/DQ in float unless g was lowered),
+// its kernels on `threads` threads.
+inline std::vector<Tensor> run_graph(const ir::Graph& g, const std::vector<Tensor>& inputs, int threads = 1) {
+  interp::SessionOptions options;
+  options.threads = threads;
+  auto s = interp::Session::create(g, options);
   if (!s) FAIL(s.status().message());
   auto out = (*s)->run(inputs);
   if (!out) FAIL(out.status().message());
