@@ -1,14 +1,16 @@
 // Depthwise convolution (one input and one output channel per group, as in
 // MobileNet): a GEMM would have M = 1, so it runs as direct loops instead.
 // 3x3 kernels with row stride 1 or 2 (MobileNet's) take the register-blocked
-// plane kernels of conv_depthwise_3x3.h; other 2-D shapes an AVX-512 row
-// kernel; the rest accumulates each output row in place tap by tap (it stays
-// in L1), with an AVX2 row update for strides 1 and 2 when the CPU has it.
+// plane kernels of conv_depthwise_3x3.h; other 2-D shapes with column stride
+// 1 or 2 the AVX-512 or AVX2 plane kernels of conv_depthwise_rows.h; the rest
+// accumulates each output row in place tap by tap (it stays in L1), with an
+// AVX2 row update for strides 1 and 2 when the CPU has it.
 #include <algorithm>
 #include <cassert>
 #include <vector>
 
 #include "libquant/kernels/conv_depthwise_3x3.h"
+#include "libquant/kernels/conv_depthwise_rows.h"
 #include "libquant/kernels/conv_fast.h"
 #include "libquant/kernels/eltwise_f32.h"
 #include "libquant/kernels/spatial.h"
@@ -23,8 +25,6 @@
 namespace quant::kernels {
 namespace {
 
-constexpr int64_t kMaxRowKernelHeight = 16;
-
 // y[i] += w * x[i * stride] for i in [0, n).
 using RowUpdate = void (*)(float* y, const float* x, int64_t stride, float w, int64_t n);
 
@@ -32,63 +32,7 @@ void row_update_portable(float* y, const float* x, int64_t stride, float w, int6
   for (int64_t i = 0; i < n; ++i) y[i] += w * x[i * stride];
 }
 
-// One output row of a depthwise conv with stride 1 or 2, AVX-512: 16 outputs
-// per vector accumulate every tap in a register (one store per output),
-// masked loads read zeros where a tap falls in the padding or past the row.
-struct DepthwiseRow {
-  float* y;
-  const float* const* xrows;  // the kernel rows' input rows (null: padding row)
-  const float* w;             // kernel_h x kernel_w weights of this channel
-  int64_t kernel_h, kernel_w, out_w, in_w, stride, dilation, pad;
-  float bias;
-  bool clamp;
-  float lo, hi;
-};
-
-using RowKernel = void (*)(const DepthwiseRow& r);
-
 #ifdef QTOOL_HAVE_AVX2_PATH
-__attribute__((target("avx512f,bmi2"))) void depthwise_row_avx512(const DepthwiseRow& r) {
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  for (int64_t ow0 = 0; ow0 < r.out_w; ow0 += 16) {
-    const int64_t lanes = std::min<int64_t>(16, r.out_w - ow0);
-    __m512 acc = _mm512_set1_ps(r.bias);
-    for (int64_t kh = 0; kh < r.kernel_h; ++kh) {
-      const float* xrow = r.xrows[kh];
-      if (!xrow) continue;
-      for (int64_t kw = 0; kw < r.kernel_w; ++kw) {
-        // Lane l reads x[(ow0 + l) * stride + off]; valid for 0 <= that < in_w.
-        const int64_t off = kw * r.dilation - r.pad;
-        const int64_t first = ow0 * r.stride + off;
-        // Lanes [lo, hi) land inside the row (shifts, not divisions: this
-        // runs per tap and block, and stride is 1 or 2).
-        const int shift = r.stride == 2 ? 1 : 0;
-        const int64_t lo = first >= 0 ? 0 : (-first + r.stride - 1) >> shift;
-        const int64_t last = r.in_w - 1 - first;  // largest admissible l * stride
-        const int64_t hi = last < 0 ? 0 : std::min(lanes, (last >> shift) + 1);
-        if (hi <= lo) continue;
-        const uint32_t mask = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
-        __m512 xv;
-        if (r.stride == 1) {
-          xv = _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask), xrow + first);
-        } else {
-          const __m512 a = _mm512_maskz_loadu_ps(static_cast<__mmask16>(_pdep_u32(mask & 0xFF, 0x5555)), xrow + first);
-          const __m512 b = _mm512_maskz_loadu_ps(static_cast<__mmask16>(_pdep_u32(mask >> 8, 0x5555)), xrow + first + 16);
-          xv = _mm512_permutex2var_ps(a, even, b);
-        }
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(r.w[kh * r.kernel_w + kw]), xv, acc);
-      }
-    }
-    if (r.clamp) acc = _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, acc, _mm512_set1_ps(r.lo)), _mm512_set1_ps(r.hi));
-    _mm512_mask_storeu_ps(r.y + ow0, static_cast<__mmask16>((1u << lanes) - 1u), acc);
-  }
-}
-
-RowKernel pick_row_kernel() {
-  if (cpu_supports("avx512f") && cpu_supports("bmi2")) return depthwise_row_avx512;
-  return nullptr;
-}
-
 __attribute__((target("avx2,fma"))) void row_update_avx2(float* y, const float* x, int64_t stride, float w, int64_t n) {
   const __m256 wv = _mm256_set1_ps(w);
   int64_t i = 0;
@@ -126,11 +70,7 @@ void conv_f32_depthwise(const ConvGeometry& g, const float* x, const float* w, c
   ConvActivation act = act_in;
   if (act_in.residual) act = ConvActivation{};
   static const RowUpdate row_update = pick_row_update();
-#ifdef QTOOL_HAVE_AVX2_PATH
-  static const RowKernel row_kernel = pick_row_kernel();
-#else
-  static const RowKernel row_kernel = nullptr;
-#endif
+  static const IsaCap plane_level = detail::depthwise_plane_level();
   const detail::Spatial3 s =
       detail::to_spatial3(g.in_spatial, g.out_spatial, g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end);
   const int64_t in_plane = s.in[0] * s.in[1] * s.in[2];
@@ -148,21 +88,16 @@ void conv_f32_depthwise(const ConvGeometry& g, const float* x, const float* w, c
                                                         act.lo, act.hi});
       return;
     }
-    if (row_kernel && s.in[0] == 1 && s.out[0] == 1 && s.kernel[0] == 1 &&
-        s.kernel[1] <= kMaxRowKernelHeight && (s.strides[2] == 1 || s.strides[2] == 2)) {
-      // 1-D and 2-D with strides 1 or 2 along the row: the register-blocked row kernel (it
-      // walks one plane: a 3-D input, even with kernel depth 1, takes the loops below).
-      const float* xrows[kMaxRowKernelHeight];
-      for (int64_t oh = 0; oh < s.out[1]; ++oh) {
-        for (int64_t kh = 0; kh < s.kernel[1]; ++kh) {
-          const int64_t ih = oh * s.strides[1] + kh * s.dilations[1] - s.pads_begin[1];
-          xrows[kh] = ih >= 0 && ih < s.in[1] ? xp + ih * s.in[2] : nullptr;
-        }
-        row_kernel(DepthwiseRow{yp + oh * s.out[2], xrows, wp, s.kernel[1], s.kernel[2], s.out[2], s.in[2], s.strides[2],
-                                s.dilations[2], s.pads_begin[2], b, act.clamp, act.lo, act.hi});
-      }
+    // Other 2-D kernels: the vector plane kernels where they fit (strides 1
+    // and 2 along the row; a 3-D input, even with kernel depth 1, takes the
+    // loops below).
+    if (plane_level != IsaCap::Portable && s.in[0] == 1 && s.out[0] == 1 && s.kernel[0] == 1 &&
+        detail::depthwise_plane(plane_level,
+                                detail::DepthwisePlane{xp, yp, wp, s.in[1], s.in[2], s.out[1], s.out[2], s.kernel[1],
+                                                       s.kernel[2], s.strides[1], s.strides[2], s.dilations[1],
+                                                       s.dilations[2], s.pads_begin[1], s.pads_begin[2], b, act.clamp,
+                                                       act.lo, act.hi}))
       return;
-    }
     for (int64_t od = 0; od < s.out[0]; ++od) {
       for (int64_t oh = 0; oh < s.out[1]; ++oh) {
         float* yrow = yp + (od * s.out[1] + oh) * s.out[2];
