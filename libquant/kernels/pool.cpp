@@ -6,8 +6,14 @@
 #include <limits>
 
 #include "libquant/kernels/conv.h"
+#include "libquant/kernels/cpu.h"
 #include "libquant/kernels/spatial.h"
 #include "libquant/kernels/threadpool.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include "libquant/kernels/transpose_avx2.h"
+#define QTOOL_POOL_X86 1
+#endif
 
 namespace quant::kernels {
 
@@ -181,28 +187,67 @@ void average_pool_f32(const PoolGeometry& g, bool count_include_pad, const float
   }
 }
 
+namespace {
+
+#if defined(QTOOL_POOL_X86)
+// Eight planes' sums, each in its own lane and in order: eight values of
+// each plane (one load per plane), transposed so that vector k holds every
+// plane's k-th value, added one vector after another. The adds per plane
+// are the scalar loop's, so are the bits. The values past the last eight go
+// on in scalar code. ONNX Runtime's NCHWc GlobalAveragePool sums a channel
+// in the same order (channels in lanes, pixels one after another).
+__attribute__((target("avx2"))) void sum_eight_planes_avx2(const float* xp, int64_t spatial, float* sums) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= spatial; i += 8) {
+    __m256 r[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(xp + j * spatial + i);
+    detail::transpose8(r);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) acc = _mm256_add_ps(acc, r[k]);
+  }
+  _mm256_storeu_ps(sums, acc);
+  for (; i < spatial; ++i)
+    for (int64_t j = 0; j < 8; ++j) sums[j] += xp[j * spatial + i];
+}
+#endif
+
+void sum_eight_planes(const float* xp, int64_t spatial, float* sums) {
+#if defined(QTOOL_POOL_X86)
+  static const bool avx2 = cpu_supports("avx2");
+  if (avx2) return sum_eight_planes_avx2(xp, spatial, sums);
+#endif
+  // Eight chains side by side keep the adders busy where one plane's sum
+  // would wait on every add before it (mobilenet_v2's 1280 planes of 7 x 7,
+  // one thread: 19 us as one chain, 13 as eight).
+  for (int64_t j = 0; j < 8; ++j) sums[j] = 0.0f;
+  for (int64_t i = 0; i < spatial; ++i)
+    for (int64_t j = 0; j < 8; ++j) sums[j] += xp[j * spatial + i];
+}
+
+}  // namespace
+
 void global_average_pool_f32(const float* x, int64_t N, int64_t C, int64_t spatial, float* y, int threads) {
   assert(spatial >= 1);
-  in_parts(N * C, threads, [&](int64_t first, int64_t count) {
-    // Eight planes at a time, each summed in order in its own chain: one
-    // plane's sum waits on every add before it (4 cycles each), eight side
-    // by side keep the adders busy. The same adds per plane, so the same
-    // bits (mobilenet_v2's 1280 planes of 7 x 7, one thread: 19 us as one
-    // chain, 13 as eight).
-    constexpr int64_t kChains = 8;
-    int64_t p = first;
-    for (; p + kChains <= first + count; p += kChains) {
-      const float* xp = x + p * spatial;
-      float sum[kChains] = {};
-      for (int64_t i = 0; i < spatial; ++i)
-        for (int64_t j = 0; j < kChains; ++j) sum[j] += xp[j * spatial + i];
-      for (int64_t j = 0; j < kChains; ++j) y[p + j] = sum[j] / static_cast<float>(spatial);
-    }
-    for (; p < first + count; ++p) {
+  // Each plane summed in order (ONNX Runtime's order, see above), eight
+  // planes at a time: the threads take runs of whole groups of eight (runs
+  // of 4 planes went one plane at a time, 3.7x slower on 2 threads than on
+  // 1 for efficientnet_b0's 32 planes of 112 x 112).
+  const int64_t planes = N * C;
+  in_parts((planes + 7) / 8, threads, [&](int64_t first, int64_t count) {
+    for (int64_t p = 8 * first; p < std::min(planes, 8 * (first + count));) {
+      if (p + 8 <= planes) {
+        float sum[8];
+        sum_eight_planes(x + p * spatial, spatial, sum);
+        for (int64_t j = 0; j < 8; ++j) y[p + j] = sum[j] / static_cast<float>(spatial);
+        p += 8;
+        continue;
+      }
       const float* xp = x + p * spatial;
       float sum = 0.0f;
       for (int64_t i = 0; i < spatial; ++i) sum += xp[i];
-      y[p] = sum / static_cast<float>(spatial);
+      y[p++] = sum / static_cast<float>(spatial);
     }
   });
 }

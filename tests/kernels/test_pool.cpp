@@ -220,22 +220,28 @@ TEST_CASE("global pools", "[kernels][pool]") {
 }
 
 TEST_CASE("global average pool on threads: every plane as one thread sums it", "[kernels][pool]") {
+  // 74 planes (eight at a time, then 2 alone); maps of 1 to 203 values,
+  // around the vector path's blocks of 8; magnitudes from 2^-8 to 2^8, so
+  // that another order of the adds gives other bits.
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
-  const int64_t N = 2, C = 37, spatial = 49;
-  std::vector<float> x(static_cast<size_t>(N * C * spatial));
-  for (float& v : x) v = dist(rng);
-  std::vector<float> want(static_cast<size_t>(N * C));
-  for (int64_t p = 0; p < N * C; ++p) {
-    float sum = 0.0f;
-    for (int64_t i = 0; i < spatial; ++i) sum += x[static_cast<size_t>(p * spatial + i)];
-    want[static_cast<size_t>(p)] = sum / static_cast<float>(spatial);
-  }
-  for (int threads : {1, 2, 3, 8}) {
-    std::vector<float> y(want.size(), 99.0f);
-    quant::kernels::global_average_pool_f32(x.data(), N, C, spatial, y.data(), threads);
-    INFO("threads " << threads);
-    CHECK(y == want);
+  std::uniform_int_distribution<int> exponent(-8, 8);
+  const int64_t N = 2, C = 37;
+  for (int64_t spatial : {1, 7, 8, 9, 49, 196, 203}) {
+    std::vector<float> x(static_cast<size_t>(N * C * spatial));
+    for (float& v : x) v = std::ldexp(dist(rng), exponent(rng));
+    std::vector<float> want(static_cast<size_t>(N * C));
+    for (int64_t p = 0; p < N * C; ++p) {
+      float sum = 0.0f;
+      for (int64_t i = 0; i < spatial; ++i) sum += x[static_cast<size_t>(p * spatial + i)];
+      want[static_cast<size_t>(p)] = sum / static_cast<float>(spatial);
+    }
+    for (int threads : {1, 2, 3, 8}) {
+      std::vector<float> y(want.size(), 99.0f);
+      quant::kernels::global_average_pool_f32(x.data(), N, C, spatial, y.data(), threads);
+      INFO("spatial " << spatial << ", threads " << threads);
+      CHECK(y == want);
+    }
   }
 }
 
