@@ -249,11 +249,13 @@ inline int64_t vnni_pad_size(const Spatial3& s) {
 inline int64_t vnni_wide_size(const Spatial3& s) {
   return (s.out[1] * (s.in[2] + s.pads_begin[2] + s.pads_end[2]) + 15) / 16 * 16;
 }
-// And of padded_plane_3x3_avx2: its last block of 8 reads up to 15 bytes
-// past padded_plane's input, and writes up to 7 accumulators past the plane.
+// And of padded_plane_avx2: its last block of 8 reads up to 15 bytes
+// past padded_plane's input, and writes up to 7 accumulators past the last
+// row's output columns (so past the plane where that row's padding is
+// narrower than 7).
 inline int64_t avx2_pad_size(const Spatial3& s) { return padded_input_size(s) + 16; }
 inline int64_t avx2_wide_size(const Spatial3& s) {
-  return (s.out[1] * (s.in[2] + s.pads_begin[2] + s.pads_end[2]) + 7) / 8 * 8;
+  return (s.out[1] * (s.in[2] + s.pads_begin[2] + s.pads_end[2]) + 7) / 8 * 8 + 8;
 }
 
 // The output stage fused into vnni_plane for uint8 / int8 outputs with
@@ -266,7 +268,7 @@ struct PlaneRequant {
 };
 
 // A plane kernel with the output stage optionally fused (vnni_plane,
-// padded_plane_3x3_avx2): acc, or with a PlaneRequant the bytes at y.
+// padded_plane_avx2): acc, or with a PlaneRequant the bytes at y.
 template <class TX>
 using FusedPlaneFn = void (*)(const Spatial3&, const TX*, int32_t, const int32_t*, uint8_t*, uint32_t*, uint32_t*,
                               const PlaneRequant*, uint8_t*);
@@ -382,59 +384,80 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"))) void 
 
 #pragma GCC diagnostic pop
 
-// The 3x3 padded plane (padded_plane's layout and sum) in AVX2, 8 outputs q
-// at a time with VPMADDWD: each multiply takes two taps' bytes, widened to
-// int16, against their two weights (w' fits int16: |w - zero point| <= 255),
-// so 5 (stride 1) or 6 (stride 2) multiplies per 8 outputs where the
-// compiler's loop spent 9 VPMULLD and many widening shuffles. Stride 2: taps
-// (ky, 0) and (ky, 1) of output q are bytes 2q and 2q + 1 of row ky, already
-// in pair order; tap (ky, 2) pairs with a zero weight. Stride 1: bytes
-// q, q + 1 of a row are paired by a byte shuffle; taps (0, 2) and (1, 2)
-// pair across rows; (2, 2) takes a zero weight. Exact int32 products and
-// sums, wrapping as the reference's. Every block is whole: the last one
-// reads the padding's slack (avx2_pad_size) and writes wide's (avx2_wide_size).
-// With a PlaneRequant the output stage runs on the register, q_finish_avx2's
-// operations lane for lane, and the plane leaves as bytes (as vnni_plane).
-template <class TX, int S>
-__attribute__((target("avx2"))) void padded_plane_3x3_avx2(const Spatial3& s, const TX* x, int32_t zx,
-                                                           const int32_t* w, uint8_t* pad_bytes, uint32_t* wide,
-                                                           uint32_t* acc, const PlaneRequant* rq, uint8_t* y) {
+// The 3x3 and 5x5 padded planes (padded_plane's layout and sum) in AVX2, 8
+// outputs q at a time with VPMADDWD: each multiply takes two taps' bytes,
+// widened to int16, against their two weights (w' fits int16: |w - zero
+// point| <= 255), where the compiler's loop spent a VPMULLD per tap and many
+// widening shuffles. Stride 2: taps (ky, kx) and (ky, kx + 1) of output q are
+// bytes 2q + kx and 2q + kx + 1 of row ky, already in pair order; an odd
+// kernel's last column pairs with a zero weight. Stride 1: bytes q + kx,
+// q + kx + 1 of a row are paired by a byte shuffle; the last column's taps
+// pair across rows ((0, K-1) with (1, K-1), ...), the last row's with a zero
+// weight. So 5 (3x3, stride 1) to 15 (5x5, stride 2) multiplies per 8
+// outputs. Exact int32 products and sums, wrapping as the reference's. Every
+// block is whole: the last one reads the padding's slack (avx2_pad_size) and
+// writes wide's (avx2_wide_size). With a PlaneRequant the output stage runs
+// on the register, q_finish_avx2's operations lane for lane, and the plane
+// leaves as bytes (as vnni_plane). efficientnet_b0's int8 5x5 layers took
+// 2.6-5.8x ONNX Runtime's time in the compiler's loop (its profiler against
+// QTOOL_ISA=avx2 build/step_bench, AMD EPYC, 2026-12-03), 0.9-1.6x in this
+// kernel (the blocks of dropped columns skipped, below).
+template <class TX, int K, int S>
+__attribute__((target("avx2"))) void padded_plane_avx2(const Spatial3& s, const TX* x, int32_t zx, const int32_t* w,
+                                                       uint8_t* pad_bytes, uint32_t* wide, uint32_t* acc,
+                                                       const PlaneRequant* rq, uint8_t* y) {
+  static_assert((K == 3 || K == 5) && (S == 1 || S == 2));
+  constexpr int kPairs = K / 2;  // pairs of columns per row; column K - 1 is left over
   TX* const pad = reinterpret_cast<TX*>(pad_bytes);
   const int64_t oh = s.out[1], ow = s.out[2];
   const int64_t pw = s.in[2] + s.pads_begin[2] + s.pads_end[2];
   const int64_t q_count = oh * pw;
-  pad_rows(s, x, zx, S * (q_count - 1) + 2 * pw + 3, avx2_pad_size(s), pad);
+  pad_rows(s, x, zx, padded_input_size(s), avx2_pad_size(s), pad);
   uint32_t c = 0;
-  for (int t = 0; t < 9; ++t) c -= static_cast<uint32_t>(zx) * static_cast<uint32_t>(w[t]);
+  for (int t = 0; t < K * K; ++t) c -= static_cast<uint32_t>(zx) * static_cast<uint32_t>(w[t]);
   const __m256i start = _mm256_set1_epi32(static_cast<int32_t>(c));
-  const __m256i w01[3] = {weight_pair(w[0], w[1]), weight_pair(w[3], w[4]), weight_pair(w[6], w[7])};
-  const __m256i w2[3] = {weight_pair(w[2], 0), weight_pair(w[5], 0), weight_pair(w[8], 0)};
-  const __m256i w25 = weight_pair(w[2], w[5]);
+  // pairs[ky][j]: taps (ky, 2j) and (ky, 2j + 1); last[ky]: (ky, K - 1) with
+  // zero (stride 2); across[i]: (2i, K - 1) with (2i + 1, K - 1), the last
+  // row's with zero (stride 1).
+  __m256i pairs[K][kPairs], last[K], across[(K + 1) / 2];
+  for (int ky = 0; ky < K; ++ky) {
+    for (int j = 0; j < kPairs; ++j) pairs[ky][j] = weight_pair(w[ky * K + 2 * j], w[ky * K + 2 * j + 1]);
+    last[ky] = weight_pair(w[ky * K + K - 1], 0);
+  }
+  for (int i = 0; i < (K + 1) / 2; ++i)
+    across[i] = weight_pair(w[2 * i * K + K - 1], 2 * i + 1 < K ? w[(2 * i + 1) * K + K - 1] : 0);
   const __m128i neighbours = _mm_setr_epi8(0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8);
   uint8_t* wide8 = reinterpret_cast<uint8_t*>(wide);
   const __m256i add = _mm256_set1_epi32(rq ? rq->add : 0), zpv = _mm256_set1_epi32(rq ? rq->zero_point : 0);
   const __m256 scale = _mm256_set1_ps(rq ? rq->scale : 0), lo = _mm256_set1_ps(rq ? rq->lo : 0),
                hi = _mm256_set1_ps(rq ? rq->hi : 0);
-  for (int64_t q = 0; q < q_count; q += 8) {
+  // Only the blocks that hold output columns (ox < ow): at stride 2 a padded
+  // row is about twice the output row (efficientnet's 5x5/2 at 14 -> 7: 8
+  // of 18 positions a row, where all were computed and most dropped).
+  for (int64_t q = 0, row_end = ow; q < q_count; q = q + 8 < row_end ? q + 8 : (row_end += pw) - ow) {
     __m256i a = start;
     const TX* p = pad + S * q;
-    for (int ky = 0; ky < 3; ++ky) {
+#pragma GCC unroll 5
+    for (int ky = 0; ky < K; ++ky) {
       const TX* r = p + ky * pw;
-      if constexpr (S == 2) {
-        a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(load16<TX>(r)), w01[ky]));
-        a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(load16<TX>(r + 2)), w2[ky]));
-      } else {
-        a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(_mm_shuffle_epi8(load16<TX>(r), neighbours)), w01[ky]));
+#pragma GCC unroll 2
+      for (int j = 0; j < kPairs; ++j) {
+        __m128i v = load16<TX>(r + 2 * j);
+        if constexpr (S == 1) v = _mm_shuffle_epi8(v, neighbours);
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(v), pairs[ky][j]));
       }
+      if constexpr (S == 2) a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(load16<TX>(r + K - 1)), last[ky]));
     }
     if constexpr (S == 1) {
-      const __m128i r0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 2));
-      const __m128i r1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + pw + 2));
-      const __m128i r2 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 2 * pw + 2));
-      a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(_mm_unpacklo_epi8(r0, r1)), w25));
-      a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(_mm_unpacklo_epi8(r2, r2)), w2[2]));
+#pragma GCC unroll 3
+      for (int i = 0; i < (K + 1) / 2; ++i) {
+        const int ky = 2 * i, ky1 = 2 * i + 1 < K ? 2 * i + 1 : 2 * i;  // the last row pairs with itself (weight 0)
+        const __m128i r0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + ky * pw + K - 1));
+        const __m128i r1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + ky1 * pw + K - 1));
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(widen16<TX>(_mm_unpacklo_epi8(r0, r1)), across[i]));
+      }
     }
-    if (!rq) {
+  if (!rq) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(wide + q), a);
       continue;
     }
@@ -454,12 +477,14 @@ __attribute__((target("avx2"))) void padded_plane_3x3_avx2(const Spatial3& s, co
   }
 }
 
-// The AVX2 3x3 plane for this geometry, or null (not 3x3 padded_path, or no AVX2).
+// The AVX2 plane for this geometry (padded_path: 3x3 or 5x5), or null (no AVX2).
 template <class TX>
 FusedPlaneFn<TX> avx2_plane_fn(const Spatial3& s) {
   static const bool cpu = cpu_supports("avx2");
-  if (!cpu || !padded_path(s) || s.kernel[2] != 3) return nullptr;
-  return s.strides[2] == 1 ? padded_plane_3x3_avx2<TX, 1> : padded_plane_3x3_avx2<TX, 2>;
+  if (!cpu || !padded_path(s)) return nullptr;
+  const bool s1 = s.strides[2] == 1;
+  if (s.kernel[2] == 3) return s1 ? padded_plane_avx2<TX, 3, 1> : padded_plane_avx2<TX, 3, 2>;
+  return s1 ? padded_plane_avx2<TX, 5, 1> : padded_plane_avx2<TX, 5, 2>;
 }
 
 // The VNNI plane for this geometry (padded_path), or null when the CPU lacks
@@ -521,7 +546,7 @@ void qconv_depthwise(const ConvGeometry& g, const TX* x, TX x_zero_point, const 
   // The VNNI plane runs with the AVX-512 VNNI ISA only, so that the tests,
   // which run every ISA, check the other planes on this CPU too.
   const FusedPlaneFn<TX> vnni = &packed.isa() == kQGemmIsaAvx512Vnni ? vnni_plane_fn<TX>(s) : nullptr;
-  // The AVX2 3x3 plane where plane_avx2 would run (the CPU's widest plane).
+  // The AVX2 3x3 or 5x5 plane where plane_avx2 would run (the CPU's widest plane).
   const FusedPlaneFn<TX> avx2 = plane == plane_avx2<TX> ? avx2_plane_fn<TX>(s) : nullptr;
   const auto one_channel = [&](int64_t task) {
     thread_local std::vector<uint32_t> acc, wide;

@@ -95,7 +95,7 @@ __attribute__((target("avx2"), always_inline)) inline void block_tile(const __m2
         acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(widen<TX>(in + kh * row + kC * (SW * j + kw)), w[kh * 3 + kw]));
 #pragma GCC unroll 8
   for (int j = 0; j < P; ++j) {
-    // padded_plane_3x3_avx2's output stage, lane for lane.
+    // padded_plane_avx2's output stage, lane for lane.
     __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(acc[j], add)), scale);
     f = _mm256_min_ps(_mm256_max_ps(f, lo), hi);
     const __m256i v = _mm256_add_epi32(_mm256_cvtps_epi32(f), zp);

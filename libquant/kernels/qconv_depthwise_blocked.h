@@ -16,7 +16,7 @@ namespace quant::kernels::detail {
 //   v = sum over taps of (x - zx) * w' (int32, wrapping) + add[i]
 //   y = int(clamp(float(v) * scale[i], lo, hi)) + zero_point
 // the operations and order of the padded plane kernels' fused output stage
-// (padded_plane_3x3_avx2), so the same bytes.
+// (padded_plane_avx2), so the same bytes.
 struct QDepthwiseBlock {
   int64_t in_h, in_w, out_h, out_w, stride_h, stride_w, pad_top, pad_left;
   const void* x;
