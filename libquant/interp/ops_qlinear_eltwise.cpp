@@ -115,9 +115,8 @@ void run_binary(BinaryOp op, const kernels::QLinearBinaryParams& p, const Tensor
     else if (inner > 1 && b_bcast) call(ad + ao, bd + bo, true, out, inner, p);
     else call(ad + ao, bd + bo, false, out, inner, p);
   };
-  // Rows in runs of about kElementPiece elements on the threads (a
-  // squeeze-excitation's [N, C, H, W] x [N, C, 1, 1] has one row per
-  // channel); each row is computed whole, so the split changes no bit.
+  // Rows in runs of about kElementPiece elements on the threads; each row is
+  // computed whole, so the split changes no bit.
   const int64_t per_task = std::max<int64_t>(1, kernels::kElementPiece / inner);
   kernels::parallel_for(total < kernels::kElementPiece ? 1 : threads, (rows + per_task - 1) / per_task, [&](int64_t t) {
     for (int64_t row = t * per_task, end = std::min(rows, row + per_task); row < end; ++row) run_row(row);
