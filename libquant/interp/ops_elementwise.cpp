@@ -17,49 +17,6 @@ namespace {
 
 using kernels::BinaryOp;
 
-// How a Mul of float32 operands takes the fast paths (eltwise_f32.h): both
-// of y's element count lie as y does (flat); or one holds a value per row of
-// the other (its dims those of y up to some axis, then 1s: rows, and len
-// values in each). Else the broadcasting kernel.
-struct MulPlan {
-  enum { General, Flat, RowsOfA, RowsOfB } kind = General;
-  int64_t rows = 0, len = 0;
-};
-
-MulPlan plan_mul(const Dims& a, const Dims& b, const Dims& y) {
-  auto count = [](const Dims& d) {
-    int64_t n = 1;
-    for (int64_t v : d) n *= v;
-    return n;
-  };
-  const int64_t total = count(y);
-  MulPlan plan;
-  if (count(a) == total && count(b) == total) {
-    plan.kind = MulPlan::Flat;
-    return plan;
-  }
-  // small's dims right-aligned to y's: equal to y's up to the last one that
-  // is not 1, and 1 from there on.
-  auto rows_of = [&](const Dims& small) -> bool {
-    if (small.size() > y.size()) return false;
-    const size_t offset = y.size() - small.size();
-    auto dim = [&](size_t i) { return i < offset ? int64_t{1} : small[i - offset]; };
-    size_t last = 0;  // one past the last dim that is not 1
-    for (size_t i = 0; i < y.size(); ++i)
-      if (dim(i) != 1) last = i + 1;
-    plan.rows = 1;
-    for (size_t i = 0; i < last; ++i) {
-      if (dim(i) != y[i]) return false;
-      plan.rows *= y[i];
-    }
-    plan.len = total / std::max<int64_t>(plan.rows, 1);
-    return true;
-  };
-  if (count(a) == total && rows_of(b)) plan.kind = MulPlan::RowsOfA;
-  else if (count(b) == total && rows_of(a)) plan.kind = MulPlan::RowsOfB;
-  return plan;
-}
-
 // y = a OP b for same-typed inputs of a type in `allowed`; b is read as
 // having shape b_shape (b's own, or its legacy-broadcast alignment).
 Status run_binary(const ir::Node& node, BinaryOp op, TypeSet allowed, const Tensor& a, const Tensor& b,
@@ -74,17 +31,14 @@ Status run_binary(const ir::Node& node, BinaryOp op, TypeSet allowed, const Tens
     y = narrow_from_float32(wide, a.dtype());
     return Status::ok();
   }
-  if (op == BinaryOp::Mul && a.dtype() == DType::Float32) {
-    const MulPlan plan = plan_mul(a.shape(), b_shape, shape);
-    if (plan.kind != MulPlan::General) {
-      QT_RETURN_IF_ERROR(reuse_or_create(y, DType::Float32, std::move(shape)));
-      const float *pa = a.data<float>(), *pb = b.data<float>();
-      float* py = y.data<float>();
-      if (plan.kind == MulPlan::Flat) kernels::mul_f32(pa, pb, py, y.size(), threads);
-      else if (plan.kind == MulPlan::RowsOfA) kernels::scale_rows_f32(pa, pb, py, plan.rows, plan.len, false, threads);
-      else kernels::scale_rows_f32(pb, pa, py, plan.rows, plan.len, true, threads);
-      return Status::ok();
-    }
+  // Float32 Add, Sub, Mul and Div: the vector kernels over broadcast runs,
+  // on the threads (the broadcasting kernel's bits). a's shape is copied
+  // first: y may be a itself, reshaped by reuse_or_create.
+  if (a.dtype() == DType::Float32 && (op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul || op == BinaryOp::Div)) {
+    const Dims a_shape = a.shape();
+    QT_RETURN_IF_ERROR(reuse_or_create(y, DType::Float32, std::move(shape)));
+    kernels::binary_f32(op, a.data<float>(), a_shape, b.data<float>(), b_shape, y.data<float>(), y.shape(), threads);
+    return Status::ok();
   }
   QT_RETURN_IF_ERROR(reuse_or_create(y, a.dtype(), std::move(shape)));
   return dispatch_numeric(a.dtype(), [&](auto tag) {

@@ -7,6 +7,7 @@
 
 #include "libquant/interp/ops_qlinear.h"
 #include "libquant/interp/output.h"
+#include "libquant/kernels/broadcast.h"
 #include "libquant/kernels/lookup_table.h"
 #include "libquant/kernels/qlinear_eltwise.h"
 #include "libquant/kernels/threadpool.h"
@@ -56,10 +57,9 @@ kernels::QLinearBinaryParams swapped(const kernels::QLinearBinaryParams& p) {
 enum class BinaryOp { Add, Mul };
 
 // Broadcasting as ONNX Runtime's BroadcastLooper presents it to MLAS: equal
-// shapes run as one vector-vector call; otherwise each row of the output's
-// last dimension is vector-vector, or vector-scalar when one operand is
-// broadcast along that dimension (the scalar always the kernel's second
-// operand, see qlinear_eltwise.h).
+// shapes run as one vector-vector call; otherwise each run of the output
+// (below) is vector-vector, or vector-scalar when one operand is held along
+// it (the scalar always the kernel's second operand, see qlinear_eltwise.h).
 template <class T>
 void run_binary(BinaryOp op, const kernels::QLinearBinaryParams& p, const Tensor& a, const Tensor& b, Tensor& c,
                 int threads) {
@@ -70,56 +70,19 @@ void run_binary(BinaryOp op, const kernels::QLinearBinaryParams& p, const Tensor
   const T* ad = a.data<T>();
   const T* bd = b.data<T>();
   T* cd = c.data<T>();
-  const int64_t total = c.size();
-  if (a.shape() == b.shape()) {
-    // Equal shapes (a residual Add): pieces on the threads. The SIMD path
-    // gives the scalar definition's bits for every element (tests), so
-    // where the pieces start changes nothing.
-    kernels::in_pieces(total, threads,
-                       [&](int64_t first, int64_t count) { call(ad + first, bd + first, false, cd + first, count, p); });
-    return;
-  }
-  if (b.size() == 1) return call(ad, bd, true, cd, total, p);
-  if (a.size() == 1) return call(bd, ad, true, cd, total, swapped(p));
-  if (total == 0) return;
-  const Dims& shape = c.shape();
-  const Dims as = kernels::broadcast_strides(a.shape(), shape), bs = kernels::broadcast_strides(b.shape(), shape);
-  // A row is the output's trailing dimensions over which each operand is
-  // either read whole or broadcast throughout (ONNX Runtime's broadcaster
-  // merges them too): a squeeze-excitation's [N, C, H, W] x [N, C, 1, 1]
-  // runs C rows of H * W, not C * H rows of W (7 to 112 elements, mostly
-  // the kernels' scalar tails).
-  int64_t inner = 1;
-  size_t first = shape.size();  // the row's dimensions: [first, rank)
-  bool a_bcast = false, b_bcast = false, any = false;
-  while (first > 0) {
-    const size_t d = first - 1;
-    if (shape[d] != 1) {
-      const bool ab = as[d] == 0, bb = bs[d] == 0;
-      if (any && (ab != a_bcast || bb != b_bcast)) break;
-      a_bcast = ab, b_bcast = bb, any = true;
-      inner *= shape[d];
-    }
-    first = d;
-  }
-  const int64_t rows = total / inner;
-  auto run_row = [&](int64_t row) {
-    int64_t ao = 0, bo = 0;
-    for (int64_t d = static_cast<int64_t>(first) - 1, rest = row; d >= 0; --d) {
-      const int64_t idx = rest % shape[static_cast<size_t>(d)];
-      rest /= shape[static_cast<size_t>(d)];
-      ao += idx * as[static_cast<size_t>(d)], bo += idx * bs[static_cast<size_t>(d)];
-    }
-    T* out = cd + row * inner;
-    if (inner > 1 && a_bcast) call(bd + bo, ad + ao, true, out, inner, swapped(p));
-    else if (inner > 1 && b_bcast) call(ad + ao, bd + bo, true, out, inner, p);
-    else call(ad + ao, bd + bo, false, out, inner, p);
-  };
-  // Rows in runs of about kElementPiece elements on the threads; each row is
-  // computed whole, so the split changes no bit.
-  const int64_t per_task = std::max<int64_t>(1, kernels::kElementPiece / inner);
-  kernels::parallel_for(total < kernels::kElementPiece ? 1 : threads, (rows + per_task - 1) / per_task, [&](int64_t t) {
-    for (int64_t row = t * per_task, end = std::min(rows, row + per_task); row < end; ++row) run_row(row);
+  // Runs of the output over which each operand is read whole or held
+  // (kernels::BroadcastRuns: a squeeze-excitation's [N, C, H, W] x [N, C,
+  // 1, 1] runs C runs of H * W, not C * H rows of W, mostly the kernels'
+  // scalar tails), in pieces on the threads. The SIMD path gives the scalar
+  // definition's bits for every element (tests), so where a piece starts
+  // changes nothing.
+  const kernels::BroadcastRuns<2> runs({a.shape(), b.shape()}, c.shape());
+  kernels::in_pieces(runs.size(), threads, [&](int64_t first, int64_t count) {
+    runs.visit(first, count, [&](const int64_t* off, const int64_t* step, int64_t y_off, int64_t n) {
+      if (step[0] && step[1]) call(ad + off[0], bd + off[1], false, cd + y_off, n, p);
+      else if (step[0]) call(ad + off[0], bd + off[1], true, cd + y_off, n, p);
+      else call(bd + off[1], ad + off[0], true, cd + y_off, n, swapped(p));
+    });
   });
 }
 

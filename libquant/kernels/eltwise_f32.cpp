@@ -1,7 +1,9 @@
 #include "libquant/kernels/eltwise_f32.h"
 
 #include <algorithm>
+#include <cassert>
 
+#include "libquant/kernels/broadcast.h"
 #include "libquant/kernels/threadpool.h"
 
 #if defined(__SSE2__)
@@ -46,30 +48,66 @@ void add_range(const float* a, const float* b, float* y, int64_t n, bool clamp, 
   for (; i < n; ++i) y[i] = clamp ? clamp_one(a[i] + b[i], lo, hi) : a[i] + b[i];
 }
 
-void mul_range(const float* a, const float* b, float* y, int64_t n) {
+// The four arithmetic ops, scalar and on four lanes, a as the first operand.
+struct AddOp {
+  static float one(float a, float b) { return a + b; }
+#if defined(__SSE2__)
+  static __m128 four(__m128 a, __m128 b) { return _mm_add_ps(a, b); }
+#endif
+};
+struct SubOp {
+  static float one(float a, float b) { return a - b; }
+#if defined(__SSE2__)
+  static __m128 four(__m128 a, __m128 b) { return _mm_sub_ps(a, b); }
+#endif
+};
+struct MulOp {
+  static float one(float a, float b) { return a * b; }
+#if defined(__SSE2__)
+  static __m128 four(__m128 a, __m128 b) { return _mm_mul_ps(a, b); }
+#endif
+};
+struct DivOp {
+  static float one(float a, float b) { return a / b; }
+#if defined(__SSE2__)
+  static __m128 four(__m128 a, __m128 b) { return _mm_div_ps(a, b); }
+#endif
+};
+
+// One run: y[i] = a[i * sa] OP b[i * sb] for i in [0, n), sa and sb 0 or 1
+// (not both 0 unless n is 1: two inputs broadcast along a run would make
+// its output dimension 1, which BroadcastRuns drops).
+template <class Op>
+void op_run(const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n) {
   int64_t i = 0;
 #if defined(__SSE2__)
-  for (; i + 8 <= n; i += 8) {
-    const __m128 p = _mm_mul_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i));
-    const __m128 q = _mm_mul_ps(_mm_loadu_ps(a + i + 4), _mm_loadu_ps(b + i + 4));
-    _mm_storeu_ps(y + i, p);
-    _mm_storeu_ps(y + i + 4, q);
+  if (sa && sb) {
+    for (; i + 8 <= n; i += 8) {
+      const __m128 p = Op::four(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i));
+      const __m128 q = Op::four(_mm_loadu_ps(a + i + 4), _mm_loadu_ps(b + i + 4));
+      _mm_storeu_ps(y + i, p);
+      _mm_storeu_ps(y + i + 4, q);
+    }
+  } else if (sa) {
+    const __m128 v = _mm_set1_ps(*b);
+    for (; i + 4 <= n; i += 4) _mm_storeu_ps(y + i, Op::four(_mm_loadu_ps(a + i), v));
+  } else if (sb) {
+    const __m128 v = _mm_set1_ps(*a);
+    for (; i + 4 <= n; i += 4) _mm_storeu_ps(y + i, Op::four(v, _mm_loadu_ps(b + i)));
   }
 #endif
-  for (; i < n; ++i) y[i] = a[i] * b[i];
+  for (; i < n; ++i) y[i] = Op::one(a[i * sa], b[i * sb]);
 }
 
-// x[i] * s, or s * x[i] with scale_first.
-void scale_range(const float* x, float s, float* y, int64_t n, bool scale_first) {
-  int64_t i = 0;
-#if defined(__SSE2__)
-  const __m128 v = _mm_set1_ps(s);
-  for (; i + 4 <= n; i += 4) {
-    const __m128 xi = _mm_loadu_ps(x + i);
-    _mm_storeu_ps(y + i, scale_first ? _mm_mul_ps(v, xi) : _mm_mul_ps(xi, v));
-  }
-#endif
-  for (; i < n; ++i) y[i] = scale_first ? s * x[i] : x[i] * s;
+template <class Op>
+void op_broadcast(const float* a, std::span<const int64_t> a_shape, const float* b, std::span<const int64_t> b_shape,
+                  float* y, std::span<const int64_t> y_shape, int threads) {
+  const BroadcastRuns<2> runs({a_shape, b_shape}, y_shape);
+  in_pieces(runs.size(), threads, [&](int64_t first, int64_t count) {
+    runs.visit(first, count, [&](const int64_t* off, const int64_t* step, int64_t y_off, int64_t n) {
+      op_run<Op>(a + off[0], step[0], b + off[1], step[1], y + y_off, n);
+    });
+  });
 }
 
 }  // namespace
@@ -82,18 +120,15 @@ void add_f32(const float* a, const float* b, float* y, int64_t n, bool clamp, fl
   in_pieces(n, threads, [&](int64_t i0, int64_t len) { add_range(a + i0, b + i0, y + i0, len, clamp, lo, hi); });
 }
 
-void mul_f32(const float* a, const float* b, float* y, int64_t n, int threads) {
-  in_pieces(n, threads, [&](int64_t i0, int64_t len) { mul_range(a + i0, b + i0, y + i0, len); });
-}
-
-void scale_rows_f32(const float* x, const float* s, float* y, int64_t rows, int64_t len, bool scale_first,
-                    int threads) {
-  // Pieces of whole rows, about kElementPiece values each.
-  const int64_t per_piece = std::max<int64_t>(1, kElementPiece / std::max<int64_t>(len, 1));
-  parallel_for(threads, (rows + per_piece - 1) / per_piece, [&](int64_t t) {
-    for (int64_t r = t * per_piece; r < std::min(rows, (t + 1) * per_piece); ++r)
-      scale_range(x + r * len, s[r], y + r * len, len, scale_first);
-  });
+void binary_f32(BinaryOp op, const float* a, std::span<const int64_t> a_shape, const float* b,
+                std::span<const int64_t> b_shape, float* y, std::span<const int64_t> y_shape, int threads) {
+  switch (op) {
+    case BinaryOp::Add: return op_broadcast<AddOp>(a, a_shape, b, b_shape, y, y_shape, threads);
+    case BinaryOp::Sub: return op_broadcast<SubOp>(a, a_shape, b, b_shape, y, y_shape, threads);
+    case BinaryOp::Mul: return op_broadcast<MulOp>(a, a_shape, b, b_shape, y, y_shape, threads);
+    case BinaryOp::Div: return op_broadcast<DivOp>(a, a_shape, b, b_shape, y, y_shape, threads);
+    default: assert(false && "binary_f32: Add, Sub, Mul or Div only");
+  }
 }
 
 }  // namespace quant::kernels

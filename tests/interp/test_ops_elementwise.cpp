@@ -390,10 +390,10 @@ TEST_CASE("Opset < 7 broadcast/axis attributes and per-channel PRelu slopes", "[
   CHECK(values_of<float>(run_one({"PRelu", 9, {x, f32({2}, {0.5f, 2})}})) == std::vector<float>{-0.5f, -4, -1.5f, 4});
 }
 
-TEST_CASE("float Mul's fast paths give the broadcasting kernel's bits", "[interp][elementwise]") {
-  // Flat (one layout), a value per row of either operand, and shapes that
-  // only broadcast (the general kernel), on 1 and 3 threads; NaN and
-  // infinities included, and y aliasing an input.
+TEST_CASE("float Add, Sub, Mul and Div over broadcast runs give the broadcasting kernel's bits", "[interp][elementwise]") {
+  // One layout, a value per row of either operand, shapes that broadcast in
+  // the middle, runs longer than a thread's piece (kElementPiece) and runs
+  // that pieces cut, on 1 and 3 threads.
   const std::vector<std::pair<quant::Dims, quant::Dims>> cases = {
       {{2, 3, 40, 50}, {2, 3, 40, 50}},  // SiLU's x * sigmoid(x)
       {{1, 6, 60, 70}, {6, 60, 70}},     // flat, ranks differ
@@ -406,34 +406,51 @@ TEST_CASE("float Mul's fast paths give the broadcasting kernel's bits", "[interp
       {{5, 7, 300}, {5, 7, 300}},
       {{2, 3, 4}, {1, 3, 1}},            // broadcast, not rows
       {{2, 3, 4}, {4}},
-      {{3, 1}, {1, 4}}};
+      {{3, 1}, {1, 4}},
+      {{2, 3, 100, 100}, {3, 1, 1}},     // runs of 10000: pieces of 16384 start inside them
+      {{1, 2, 200, 200}, {2, 1, 1}},     // runs of 40000, cut into pieces
+      {{64, 700}, {700}},                // a bias row added to each of 64 rows
+      {{}, {}}};
   std::mt19937 rng(9);
   std::normal_distribution<float> normal(0.0f, 3.0f);
-  auto random = [&](const quant::Dims& shape) {
+  // NaNs of their own payload and sign (a's at elements 1 and 2, b's at 3
+  // and 5, so that no output element has two: for Add and Mul of two NaNs
+  // IEEE 754 returns either, and GCC orders the operands of a commutative
+  // op as it likes, in the reference as in the vector code), infinities and
+  // zeros (x / 0).
+  auto random = [&](const quant::Dims& shape, int64_t nan0, int64_t nan1) {
     Tensor t(DType::Float32, shape);
     float* p = t.data<float>();
     for (int64_t i = 0; i < t.size(); ++i) p[i] = normal(rng);
     if (t.size() > 10) {
-      p[1] = NAN;
+      const uint32_t payloads[] = {0x7fc00000u | static_cast<uint32_t>(rng() & 0xffffu),
+                                   0xffc00000u | static_cast<uint32_t>(rng() & 0xffffu)};
+      std::memcpy(&p[nan0], &payloads[0], sizeof(float));
+      std::memcpy(&p[nan1], &payloads[1], sizeof(float));
       p[4] = INFINITY;
       p[7] = -INFINITY;
       p[9] = 0.0f;
     }
     return t;
   };
+  const std::pair<const char*, quant::kernels::BinaryOp> ops[] = {{"Add", quant::kernels::BinaryOp::Add},
+                                                                   {"Sub", quant::kernels::BinaryOp::Sub},
+                                                                   {"Mul", quant::kernels::BinaryOp::Mul},
+                                                                   {"Div", quant::kernels::BinaryOp::Div}};
   for (const auto& [sa, sb] : cases) {
-    const Tensor a = random(sa), b = random(sb);
+    const Tensor a = random(sa, 1, 2), b = random(sb, 3, 5);
     const quant::Dims sy = *quant::kernels::broadcast_shapes(sa, sb);
-    Tensor want(DType::Float32, sy);
-    quant::kernels::binary_broadcast<float>(quant::kernels::BinaryOp::Mul, a.data<float>(), sa, b.data<float>(), sb,
-                                            want.data<float>(), sy);
-    for (int threads : {1, 3}) {
-      NodeSpec spec{"Mul", 14, {a, b}};
-      spec.threads = threads;
-      const Tensor y = run_one(spec);
-      INFO(quant::dims_to_string(sa) << " * " << quant::dims_to_string(sb) << ", " << threads << " threads");
-      REQUIRE(y.shape() == sy);
-      CHECK(std::memcmp(y.data<float>(), want.data<float>(), static_cast<size_t>(y.size()) * sizeof(float)) == 0);
+    for (const auto& [name, op] : ops) {
+      Tensor want(DType::Float32, sy);
+      quant::kernels::binary_broadcast<float>(op, a.data<float>(), sa, b.data<float>(), sb, want.data<float>(), sy);
+      for (int threads : {1, 3}) {
+        NodeSpec spec{name, 14, {a, b}};
+        spec.threads = threads;
+        const Tensor y = run_one(spec);
+        INFO(quant::dims_to_string(sa) << " " << name << " " << quant::dims_to_string(sb) << ", " << threads << " threads");
+        REQUIRE(y.shape() == sy);
+        CHECK(std::memcmp(y.data<float>(), want.data<float>(), static_cast<size_t>(y.size()) * sizeof(float)) == 0);
+      }
     }
   }
 }

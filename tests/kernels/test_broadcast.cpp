@@ -108,6 +108,43 @@ TEST_CASE("broadcast iterator merges dimensions into long runs", "[kernels][broa
   CHECK(calls == 1);
 }
 
+TEST_CASE("BroadcastRuns visits any range of the output with the naive indices", "[kernels][broadcast]") {
+  // Every slice [first, first + count) of the output, for shapes whose runs
+  // are short and long, cut anywhere: each element is visited once, in
+  // order, each input read at its naive index (a slice starting inside a
+  // run too), and runs never cross a run's end.
+  std::mt19937 rng(11);
+  const std::vector<Dims> outs = {{2, 3, 4, 5}, {1, 6, 1, 7}, {5}, {}, {3, 1, 2}, {2, 2, 2, 2, 3}};
+  for (const Dims& out : outs) {
+    for (int trial = 0; trial < 6; ++trial) {
+      const Dims a = random_operand(out, rng), b = random_operand(out, rng);
+      const quant::kernels::BroadcastRuns<2> runs({a, b}, out);
+      const int64_t total = quant::kernels::element_count(out);
+      REQUIRE(runs.size() == total);
+      for (int64_t first = 0; first <= total; ++first) {
+        for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{3}, total - first}) {
+          if (first + count > total) continue;
+          int64_t next = first;
+          runs.visit(first, count, [&](const int64_t* off, const int64_t* step, int64_t y_off, int64_t n) {
+            REQUIRE(y_off == next);
+            REQUIRE(n >= 1);
+            REQUIRE(y_off / runs.run_length() == (y_off + n - 1) / runs.run_length());
+            for (int64_t i = 0; i < n; ++i) {
+              CHECK(off[0] + i * step[0] == naive_index(a, out, y_off + i));
+              CHECK(off[1] + i * step[1] == naive_index(b, out, y_off + i));
+            }
+            next += n;
+          });
+          CHECK(next == first + count);
+        }
+      }
+    }
+  }
+  // [2,3,4,5] * [3,1,1] runs 20 elements; an empty output has none.
+  CHECK(quant::kernels::BroadcastRuns<2>({Dims{2, 3, 4, 5}, Dims{3, 1, 1}}, Dims{2, 3, 4, 5}).run_length() == 20);
+  CHECK(quant::kernels::BroadcastRuns<1>({Dims{0, 3}}, Dims{0, 3}).size() == 0);
+}
+
 TEST_CASE("broadcast_copy repeats along broadcast dimensions", "[kernels][broadcast]") {
   const std::vector<uint16_t> x = {1, 2};
   std::vector<uint16_t> y(6);
