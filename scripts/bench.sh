@@ -270,6 +270,19 @@ paired_rounds() {
     }'
 }
 
+# spread_note F_LO F_HI I_LO I_HI ROUNDS: for the speed-up line, a warning
+# when either pair's round-by-round ratios lie more than 0.2 apart over
+# fewer than 7 rounds: the host's noise then moves their median by as much.
+# On a Zen 5 VM (stop 71) 3 rounds read mobilenet_v2 float's at 0.85 (rounds
+# 0.55-1.13) and 7 rounds minutes later 1.01 (0.85-1.17).
+spread_note() {
+  awk -v flo="$1" -v fhi="$2" -v ilo="$3" -v ihi="$4" -v n="$5" 'BEGIN {
+    # In hundredths, as the ratios are printed (1.15 - 0.95 is not 0.2 in binary).
+    f = int((fhi - flo) * 100 + 0.5); i = int((ihi - ilo) * 100 + 0.5); d = f > i ? f : i
+    if (d > 20 && n < 7) printf "; rounds up to %.2f apart: too noisy to read a speed-up, run BENCH_ROUNDS=7 or more", d / 100
+  }'
+}
+
 # paired_speedups < ROUNDS: from the lines "T qrun-f32 ORT-f32 qrun-int8 ORT-int8"
 # of thread counts 1 and 2, per side the median over the rounds of that
 # round's 1-thread / 2-thread median time. A round's two runs of one side
@@ -353,8 +366,8 @@ bench_speed() {
       read -r pq pof pqi poi rf rflo rfhi ri rilo rihi < <(paired_speedups <"$w/rounds")
       summary+=("$(printf '%-14s speed-up 2 vs 1 threads, median of the rounds (of best rounds): qrun f32 %sx (%sx), ORT f32 %sx (%sx), qrun int8 %sx (%sx), ORT int8 %sx (%sx)' "$model" \
         "$pq" "$(ratio "$qf_1" "$qf_2")" "$pof" "$(ratio "$of_1" "$of_2")" "$pqi" "$(ratio "$qi_1" "$qi_2")" "$poi" "$(ratio "$oi_1" "$oi_2")")")
-      summary+=("$(printf '%-14s qrun speed-up / ORT speed-up, round by round: f32 %s (rounds %s-%s), int8 %s (rounds %s-%s)' \
-        "$model" "$rf" "$rflo" "$rfhi" "$ri" "$rilo" "$rihi")")
+      summary+=("$(printf '%-14s qrun speed-up / ORT speed-up, round by round: f32 %s (rounds %s-%s), int8 %s (rounds %s-%s)%s' \
+        "$model" "$rf" "$rflo" "$rfhi" "$ri" "$rilo" "$rihi" "$(spread_note "$rflo" "$rfhi" "$rilo" "$rihi" "$rounds")")")
     fi
     # qprofile, 1 thread: per sample (qprofile_per_sample).
     [ "${BENCH_QPROFILE:-1}" != 0 ] || continue

@@ -72,8 +72,8 @@ void run_binary(BinaryOp op, const kernels::QLinearBinaryParams& p, const Tensor
   T* cd = c.data<T>();
   // Runs of the output over which each operand is read whole or held
   // (kernels::BroadcastRuns: a squeeze-excitation's [N, C, H, W] x [N, C,
-  // 1, 1] runs C runs of H * W, not C * H rows of W, mostly the kernels'
-  // scalar tails), in pieces on the threads. The SIMD path gives the scalar
+  // 1, 1] is N * C runs of H * W, not N * C * H rows of W, mostly the
+  // kernels' scalar tails), in pieces on the threads. The SIMD path gives the scalar
   // definition's bits for every element (tests), so where a piece starts
   // changes nothing.
   const kernels::BroadcastRuns<2> runs({a.shape(), b.shape()}, c.shape());

@@ -10,8 +10,10 @@ source "$(dirname "$0")/lib.sh"
 source <(sed -n '/^awk_median() {/,/^}/p' "$src/scripts/bench.sh")
 source <(sed -n '/^paired_rounds() {/,/^}/p' "$src/scripts/bench.sh")
 source <(sed -n '/^paired_speedups() {/,/^}/p' "$src/scripts/bench.sh")
+source <(sed -n '/^spread_note() {/,/^}/p' "$src/scripts/bench.sh")
 declare -F paired_rounds >/dev/null || fail "paired_rounds not found in scripts/bench.sh"
 declare -F paired_speedups >/dev/null || fail "paired_speedups not found in scripts/bench.sh"
+declare -F spread_note >/dev/null || fail "spread_note not found in scripts/bench.sh"
 # Per line: threads, then qrun f32, ORT f32, qrun int8, ORT int8, each "median_ms cpu_ms rss_kib".
 cat >"$tmp/rounds" <<'ROUNDS'
 1 12 13 110 18 20 210 6 7 55 7 8 85
@@ -35,5 +37,10 @@ got=$(paired_rounds 2 <"$tmp/rounds")
 # range 1.00-1.33); int8 2/1.4, 2.5/2, 1/2 -> 1.43, 1.25, 0.5 (median 1.25, range 0.50-1.43).
 got=$(paired_speedups <"$tmp/rounds3")
 [ "$got" = "2.00 1.50 2.00 2.00 1.00 1.00 1.33 1.25 0.50 1.43" ] || fail "paired_speedups: '$got'"
+# The noise note: int8's rounds above lie 0.93 apart over 3 rounds; 0.2 apart or 7 rounds: none.
+got=$(spread_note 1.00 1.33 0.50 1.43 3)
+[ "$got" = "; rounds up to 0.93 apart: too noisy to read a speed-up, run BENCH_ROUNDS=7 or more" ] || fail "spread_note: '$got'"
+[ -z "$(spread_note 0.95 1.15 0.90 1.10 3)" ] || fail "spread_note warned on rounds 0.2 apart"
+[ -z "$(spread_note 1.00 1.33 0.50 1.43 7)" ] || fail "spread_note warned over 7 rounds"
 expect_exit 2 "BENCH_ROUNDS must be a positive integer" env BENCH_ROUNDS=0 QTOOL_BIN="$bin" bash "$src/scripts/bench.sh" speed
-echo "paired_rounds and paired_speedups sum up rounds as documented; BENCH_ROUNDS=0 refused"
+echo "paired_rounds and paired_speedups sum up rounds as documented, spread_note flags noisy ones; BENCH_ROUNDS=0 refused"
