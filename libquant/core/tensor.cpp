@@ -100,6 +100,7 @@ Tensor::Tensor(DType dtype, Dims shape) : dtype_(dtype), shape_(std::move(shape)
   std::memset(p, 0, bytes);
   data_.reset(p);
   bytes_ = p;
+  capacity_ = dtype_ == DType::String || dtype_ == DType::Undefined ? 0 : bytes;
   if (dtype_ == DType::String) strings_ = std::make_shared<const std::vector<std::string>>(static_cast<size_t>(size_));
 }
 
@@ -128,6 +129,7 @@ Tensor::Tensor(Tensor&& other) noexcept
       data_(std::move(other.data_)),
       mapped_(std::move(other.mapped_)),
       bytes_(std::exchange(other.bytes_, nullptr)),
+      capacity_(std::exchange(other.capacity_, 0)),
       kind_(other.kind_),
       elem_dtype_(other.elem_dtype_),
       items_(std::move(other.items_)),
@@ -141,6 +143,7 @@ Tensor& Tensor::operator=(Tensor&& other) noexcept {
     data_ = std::move(other.data_);
     mapped_ = std::move(other.mapped_);
     bytes_ = std::exchange(other.bytes_, nullptr);
+    capacity_ = std::exchange(other.capacity_, 0);
     kind_ = other.kind_;
     elem_dtype_ = other.elem_dtype_;
     items_ = std::move(other.items_);
@@ -152,6 +155,7 @@ Tensor& Tensor::operator=(Tensor&& other) noexcept {
 Tensor::Tensor(const Tensor& other) : Tensor(other.dtype_, other.shape_) {
   if (other.raw()) std::memcpy(data_.get(), other.raw(), byte_size());
   kind_ = other.kind_;
+  if (kind_ != Kind::Tensor) capacity_ = 0;
   elem_dtype_ = other.elem_dtype_;
   items_ = other.items_;
   strings_ = other.strings_;
@@ -211,6 +215,31 @@ Tensor& Tensor::operator=(const Tensor& other) {
 void Tensor::reshape(Dims shape) {
   assert(element_count(shape) == size_);
   shape_ = std::move(shape);
+}
+
+bool Tensor::can_hold(DType dtype, int64_t count) const {
+  if (kind_ != Kind::Tensor || dtype == DType::String || dtype == DType::Undefined || count < 0) return false;
+  const size_t element = dtype_size(dtype);
+  return element > 0 && static_cast<uint64_t>(count) <= capacity_ / element;
+}
+
+void Tensor::reuse(DType dtype, Dims shape) {
+  const int64_t count = element_count(shape);
+  assert(can_hold(dtype, count));
+  dtype_ = dtype;
+  shape_ = std::move(shape);
+  size_ = count;
+}
+
+Tensor Tensor::view() {
+  Tensor t;
+  if (capacity_ == 0) return t;
+  t.dtype_ = DType::UInt8;
+  t.size_ = static_cast<int64_t>(capacity_);
+  t.shape_ = {t.size_};
+  t.bytes_ = bytes_;
+  t.capacity_ = capacity_;
+  return t;
 }
 
 double Tensor::as_double(int64_t i) const {

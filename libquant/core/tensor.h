@@ -107,6 +107,23 @@ class Tensor {
   // Same bytes, new shape with the same element count (Reshape).
   void reshape(Dims shape);
 
+  // Bytes this tensor may hold without allocating: those it owns or borrows
+  // (a view), 0 for a mapped, string, sequence or optional value.
+  size_t capacity() const { return capacity_; }
+  // Whether capacity() bytes are this tensor's own (not a view's or a mapping's).
+  bool owns_bytes() const { return data_ != nullptr && capacity_ > 0; }
+  // Whether `count` elements of `dtype` fit in capacity() (never for strings).
+  bool can_hold(DType dtype, int64_t count) const;
+  // This tensor's bytes as a tensor of `dtype` and `shape`, contents stale;
+  // can_hold(dtype, element count of shape) must be true (asserted).
+  void reuse(DType dtype, Dims shape);
+  // A tensor over all of this one's bytes (UInt8, capacity() of them) that
+  // owns nothing: the Session's planned buffers reach kernels this way
+  // (interp/output.h), so that a kernel that makes its own output tensor
+  // leaves the buffer in place. It must not outlive this tensor; copies of
+  // it own their bytes, moves keep borrowing.
+  Tensor view();
+
   // Non-const access to a mapped tensor marks its region as maybe written
   // (MappedRegion::note_write), so that its pages are never given back.
   void* raw() {
@@ -137,7 +154,8 @@ class Tensor {
   int64_t size_ = 0;
   std::unique_ptr<std::byte[], AlignedFree> data_;
   std::shared_ptr<const MappedRegion> mapped_;  // the bytes when data_ is null
-  std::byte* bytes_ = nullptr;                  // data_.get() or mapped_->data()
+  std::byte* bytes_ = nullptr;                  // data_.get() or mapped_->data(), or borrowed (view)
+  size_t capacity_ = 0;                         // bytes at bytes_ this tensor may write: see capacity()
   Kind kind_ = Kind::Tensor;
   DType elem_dtype_ = DType::Undefined;
   std::shared_ptr<const std::vector<Tensor>> items_;  // immutable once made: copies share it

@@ -14,15 +14,19 @@ BufferPlan plan_buffers(std::span<const BufferUse> uses) {
   std::vector<size_t> order(uses.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return uses[a].first < uses[b].first; });
+  const auto new_buffer = [&](int64_t bytes) {
+    plan.capacity.push_back(bytes);
+    return plan.buffer_count++;
+  };
   // Per size class: buffers in use, as (last step, buffer) with the earliest end on top.
   using Busy = std::priority_queue<std::pair<int64_t, int>, std::vector<std::pair<int64_t, int>>, std::greater<>>;
   std::map<int64_t, Busy> busy;
-  std::map<int64_t, std::vector<int>> free_buffers;
+  std::map<int64_t, std::vector<int>> free_buffers;  // in the order they were freed
   for (size_t u : order) {
     const BufferUse& use = uses[u];
-    assert(use.last >= use.first);
+    assert(use.last >= use.first && use.bytes >= 0);
     if (use.size_class < 0) {
-      plan.buffer_of[u] = plan.buffer_count++;
+      plan.buffer_of[u] = new_buffer(use.bytes);
       continue;
     }
     Busy& b = busy[use.size_class];
@@ -33,10 +37,23 @@ BufferPlan plan_buffers(std::span<const BufferUse> uses) {
     }
     int id;
     if (fr.empty()) {
-      id = plan.buffer_count++;
+      id = new_buffer(use.bytes);
     } else {
-      id = fr.back();
-      fr.pop_back();
+      // Best fit, the last freed of equal ones; else the largest, grown.
+      size_t pick = fr.size();
+      for (size_t i = fr.size(); i-- > 0;) {
+        const int64_t cap = plan.capacity[static_cast<size_t>(fr[i])];
+        if (cap >= use.bytes && (pick == fr.size() || cap < plan.capacity[static_cast<size_t>(fr[pick])])) pick = i;
+      }
+      if (pick == fr.size()) {
+        pick = 0;
+        for (size_t i = 1; i < fr.size(); ++i)
+          if (plan.capacity[static_cast<size_t>(fr[i])] > plan.capacity[static_cast<size_t>(fr[pick])]) pick = i;
+      }
+      id = fr[pick];
+      fr.erase(fr.begin() + static_cast<std::ptrdiff_t>(pick));
+      int64_t& cap = plan.capacity[static_cast<size_t>(id)];
+      cap = std::max(cap, use.bytes);
     }
     plan.buffer_of[u] = id;
     b.emplace(use.last, id);

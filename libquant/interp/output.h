@@ -8,16 +8,17 @@ namespace quant::interp {
 
 // Makes `out` a tensor of `dtype` and `shape` for a kernel to overwrite
 // entirely. The Session may hand a kernel the planned buffer of its output
-// (buffer_plan.h) in `out`: when that has the same type and element count its
-// storage is kept, neither reallocated nor zero-filled, so its contents are
-// stale; otherwise a new zero-filled tensor is allocated (bad_input for a
-// shape check_tensor_size refuses). Kernels that accumulate into their output
+// (buffer_plan.h) in `out`, as a view (Tensor::view) of bytes that values of
+// any type and size share over a run: when they are enough they are kept,
+// neither reallocated nor zero-filled, so their contents are stale;
+// otherwise a new zero-filled tensor is allocated (bad_input for a shape
+// check_tensor_size refuses). Kernels that accumulate into their output
 // must not use this.
 inline Status reuse_or_create(Tensor& out, DType dtype, Dims shape) {
-  if (!out.empty() && out.dtype() == dtype) {
+  if (!out.empty()) {
     auto count = checked_element_count(shape);
-    if (count && *count == out.size()) {
-      out.reshape(std::move(shape));
+    if (count && out.can_hold(dtype, *count)) {
+      out.reuse(dtype, std::move(shape));
       return Status::ok();
     }
   }

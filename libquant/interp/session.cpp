@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -156,16 +157,24 @@ Fusion plan_fusion(const ir::Graph& graph, const std::vector<ir::Node*>& order) 
   return f;
 }
 
-// Size class of a value for the memory plan: values of one static type and
-// element count share buffers; others (dynamic shapes) get a buffer each.
-int64_t size_class(const ir::Value& v, std::map<std::pair<DType, int64_t>, int64_t>& classes) {
-  if (v.dtype == DType::Undefined || !v.has_shape) return -1;
+// Bytes of `count` elements of `dtype` in a shared buffer of the memory
+// plan, or -1 for a value that never shares one (strings, whose elements
+// live outside the buffer, and values of no known type).
+int64_t shared_bytes(DType dtype, int64_t count) {
+  if (dtype == DType::Undefined || dtype == DType::String || count < 0) return -1;
+  return count * static_cast<int64_t>(dtype_size(dtype));
+}
+
+// A value's bytes for the memory plan from its static type and shape; -1
+// (a buffer of its own, learned from the first run) for dynamic shapes.
+int64_t static_bytes(const ir::Value& v) {
+  if (v.kind != Tensor::Kind::Tensor || !v.has_shape) return -1;
   int64_t count = 1;
   for (int64_t d : v.shape) {
     if (d < 0) return -1;
     count *= d;
   }
-  return classes.emplace(std::make_pair(v.dtype, count), static_cast<int64_t>(classes.size())).first->second;
+  return shared_bytes(v.dtype, count);
 }
 
 }  // namespace
@@ -282,23 +291,22 @@ Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph, const
   // gets a buffer (buffer_plan.h); sizes from the model's static shapes.
   s->lifetimes_.assign(n_slots, {-1, -1});
   if (plan.reuse_buffers) {
-    std::map<std::pair<DType, int64_t>, int64_t> classes;
-    std::vector<int64_t> size_class_of_slot(n_slots, -1);
+    std::vector<int64_t> bytes_of_slot(n_slots, -1);
     for (size_t v = 0; v < n_slots; ++v) {
       if (first_def[v] < 0 || last_use[v] < 0 || s->constant_slots_[v]) continue;
       s->lifetimes_[v] = {first_def[v], last_use[v]};
-      size_class_of_slot[v] = size_class(*s->slot_values_[v], classes);
+      bytes_of_slot[v] = static_bytes(*s->slot_values_[v]);
     }
-    s->memory_plan_ = s->make_plan(size_class_of_slot);
+    s->memory_plan_ = s->make_plan(bytes_of_slot);
   } else {
     s->memory_plan_ =
-        std::make_shared<MemoryPlan>(MemoryPlan{std::vector<int>(n_slots, -1), std::vector<int>(s->steps_.size(), -1), {}, 0});
+        std::make_shared<MemoryPlan>(MemoryPlan{std::vector<int>(n_slots, -1), std::vector<int>(s->steps_.size(), -1), {}, {}, 0});
     s->replanned_ = true;
   }
   return s;
 }
 
-std::shared_ptr<const Session::MemoryPlan> Session::make_plan(const std::vector<int64_t>& size_class_of_slot) const {
+std::shared_ptr<const Session::MemoryPlan> Session::make_plan(const std::vector<int64_t>& bytes_of_slot) const {
   auto mp = std::make_shared<MemoryPlan>();
   const size_t n_slots = lifetimes_.size();
   mp->buffer_of_slot.assign(n_slots, -1);
@@ -320,7 +328,7 @@ std::shared_ptr<const Session::MemoryPlan> Session::make_plan(const std::vector<
       const size_t xs = static_cast<size_t>(x);
       // Read last here, and only once (Add(x, x) would read it through the output).
       if (lifetimes_[xs].second != static_cast<int>(i) || std::count(step.inputs.begin(), step.inputs.end(), x) != 1) continue;
-      if (size_class_of_slot[xs] < 0 || size_class_of_slot[xs] != size_class_of_slot[y]) continue;
+      if (bytes_of_slot[xs] < 0 || bytes_of_slot[xs] != bytes_of_slot[y]) continue;
       mp->in_place_input[i] = static_cast<int>(k);
       group[y] = group[xs];
       takes_over[y] = slot_values_[xs];
@@ -334,7 +342,8 @@ std::shared_ptr<const Session::MemoryPlan> Session::make_plan(const std::vector<
     int& u = use_of_group[static_cast<size_t>(group[v])];
     if (u < 0) {
       u = static_cast<int>(uses.size());
-      uses.push_back(BufferUse{lifetimes_[v].first, lifetimes_[v].second, size_class_of_slot[v]});
+      const int64_t bytes = bytes_of_slot[v];
+      uses.push_back(BufferUse{lifetimes_[v].first, lifetimes_[v].second, bytes < 0 ? -1 : 0, std::max<int64_t>(bytes, 0)});
     }
     BufferUse& use = uses[static_cast<size_t>(u)];
     use.first = std::min<int64_t>(use.first, lifetimes_[v].first);
@@ -348,6 +357,7 @@ std::shared_ptr<const Session::MemoryPlan> Session::make_plan(const std::vector<
     mp->planned.push_back({slot_values_[v], lifetimes_[v].first, lifetimes_[v].second, b, takes_over[v]});
   }
   mp->buffer_count = bp.buffer_count;
+  mp->buffer_bytes = bp.capacity;
   return mp;
 }
 
@@ -361,6 +371,18 @@ int Session::buffer_count() const {
   return memory_plan_->buffer_count;
 }
 
+Tensor Session::Buffers::view(size_t b) {
+  Tensor& t = storage[b];
+  const int64_t need = plan->buffer_bytes[b];
+  if (need > 0 && t.capacity() < static_cast<size_t>(need)) t = Tensor(DType::UInt8, {need});
+  return t.view();
+}
+
+void Session::Buffers::keep(size_t b, Tensor t) {
+  // A view (of the storage itself), or a smaller tensor, is dropped.
+  if (t.owns_bytes() && t.capacity() > storage[b].capacity()) storage[b] = std::move(t);
+}
+
 Session::Buffers Session::take_buffers() const {
   std::lock_guard<std::mutex> lock(buffers_mutex_);
   if (idle_buffers_.empty()) return Buffers{memory_plan_, std::vector<Tensor>(static_cast<size_t>(memory_plan_->buffer_count))};
@@ -369,22 +391,23 @@ Session::Buffers Session::take_buffers() const {
   return b;
 }
 
-Session::Buffers Session::hand_over(Buffers old, const std::vector<std::pair<DType, int64_t>>& sizes) const {
-  // The run that reported `sizes` made one tensor per value; each buffer of
-  // the new plan serves values of one (dtype, element count), so any of
-  // those tensors can be it. The next run then allocates nothing (without
-  // this it would allocate every buffer again, paying the page faults of
-  // first touch twice).
-  std::multimap<std::pair<DType, int64_t>, Tensor> spare;
-  for (Tensor& t : old.tensors)
-    if (!t.empty()) spare.emplace(std::make_pair(t.dtype(), t.size()), std::move(t));
+Session::Buffers Session::hand_over(Buffers old) const {
+  // The run under the first plan kept a tensor per value; the new plan's
+  // buffers, largest first, each take the smallest of those that holds it.
+  // The next run then allocates nothing (without this it would allocate
+  // every buffer again, paying the page faults of first touch twice).
+  std::multimap<size_t, Tensor> spare;
+  for (Tensor& t : old.storage)
+    if (t.capacity() > 0) spare.emplace(t.capacity(), std::move(t));
   Buffers fresh{memory_plan_, std::vector<Tensor>(static_cast<size_t>(memory_plan_->buffer_count))};
-  for (size_t v = 0; v < sizes.size(); ++v) {
-    const int b = memory_plan_->buffer_of_slot[v];
-    if (b < 0 || !fresh.tensors[static_cast<size_t>(b)].empty()) continue;
-    auto it = spare.find(sizes[v]);
+  std::vector<int> order(static_cast<size_t>(memory_plan_->buffer_count));
+  std::iota(order.begin(), order.end(), 0);
+  const std::vector<int64_t>& bytes = memory_plan_->buffer_bytes;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return bytes[static_cast<size_t>(a)] > bytes[static_cast<size_t>(b)]; });
+  for (int b : order) {
+    auto it = spare.lower_bound(static_cast<size_t>(bytes[static_cast<size_t>(b)]));
     if (it == spare.end()) continue;
-    fresh.tensors[static_cast<size_t>(b)] = std::move(it->second);
+    fresh.storage[static_cast<size_t>(b)] = std::move(it->second);
     spare.erase(it);
   }
   return fresh;
@@ -393,17 +416,15 @@ Session::Buffers Session::hand_over(Buffers old, const std::vector<std::pair<DTy
 void Session::give_back(Buffers buffers, const std::vector<std::pair<DType, int64_t>>& sizes) const {
   std::lock_guard<std::mutex> lock(buffers_mutex_);
   if (!replanned_ && !sizes.empty()) {
-    // Values of one (dtype, element count) may now share buffers; buffers
-    // laid out for the old plan are dropped.
-    std::map<std::pair<DType, int64_t>, int64_t> classes;
-    std::vector<int64_t> size_class_of_slot(sizes.size(), -1);
+    // The values' sizes are known now: buffers laid out for the old plan
+    // (one per value of unknown size) are handed over to the new one.
+    std::vector<int64_t> bytes_of_slot(sizes.size(), -1);
     for (size_t v = 0; v < sizes.size(); ++v)
-      if (lifetimes_[v].first >= 0 && sizes[v].first != DType::Undefined)
-        size_class_of_slot[v] = classes.emplace(sizes[v], static_cast<int64_t>(classes.size())).first->second;
-    memory_plan_ = make_plan(size_class_of_slot);
+      if (lifetimes_[v].first >= 0) bytes_of_slot[v] = shared_bytes(sizes[v].first, sizes[v].second);
+    memory_plan_ = make_plan(bytes_of_slot);
     replanned_ = true;
     idle_buffers_.clear();
-    idle_buffers_.push_back(hand_over(std::move(buffers), sizes));
+    idle_buffers_.push_back(hand_over(std::move(buffers)));
     return;
   }
   if (buffers.plan == memory_plan_) idle_buffers_.push_back(std::move(buffers));
@@ -484,7 +505,7 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
     for (size_t k = 0; k < step.outputs.size(); ++k) {
       const int o = step.outputs[k];
       const int b = o >= 0 ? buffer_of_slot[static_cast<size_t>(o)] : -1;
-      outs[k] = b >= 0 ? std::move(lease.buffers.tensors[static_cast<size_t>(b)]) : Tensor();
+      outs[k] = b >= 0 ? lease.buffers.view(static_cast<size_t>(b)) : Tensor();
     }
     // In place when planned and, in this run, every other input broadcasts
     // into the written one's shape, so the output (the inputs' broadcast,
@@ -502,6 +523,8 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
         in_place = b && *b == xt.shape();
       }
     }
+    // Out of place after all: the planned buffer is the input's, still read.
+    if (over >= 0 && !in_place) outs[0] = Tensor();
     if (in_place) {
       // The output takes the input's tensor, which the kernel reads as its
       // output (Kernel::may_overwrite_input); the input is released after this step.
@@ -528,7 +551,7 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
         continue;
       }
       sizes[static_cast<size_t>(r)] = {owned[static_cast<size_t>(r)].dtype(), owned[static_cast<size_t>(r)].size()};
-      if (b >= 0) lease.buffers.tensors[static_cast<size_t>(b)] = std::move(owned[static_cast<size_t>(r)]);
+      if (b >= 0) lease.buffers.keep(static_cast<size_t>(b), std::move(owned[static_cast<size_t>(r)]));
       owned[static_cast<size_t>(r)] = Tensor();
       ptr[static_cast<size_t>(r)] = nullptr;
     }

@@ -108,25 +108,34 @@ class Session {
     std::vector<int> buffer_of_slot;  // -1: not planned (constants, graph inputs and outputs)
     std::vector<int> in_place_input;  // per step: the input whose tensor output 0 takes over, or -1
     std::vector<PlannedValue> planned;
+    std::vector<int64_t> buffer_bytes;  // per buffer: the most bytes of its values
     int buffer_count = 0;
   };
-  // Plans the buffers of the values of `lifetimes_` given a size class per slot.
-  std::shared_ptr<const MemoryPlan> make_plan(const std::vector<int64_t>& size_class_of_slot) const;
+  // Plans the buffers of the values of `lifetimes_` given each slot's bytes
+  // (-1: unknown, or a value that never shares a buffer).
+  std::shared_ptr<const MemoryPlan> make_plan(const std::vector<int64_t>& bytes_of_slot) const;
 
   // The buffers of one run in flight, under the plan they were made for;
   // kept between runs (several runs may be in flight at once, e.g. qprofile's
   // sample threads: each takes its own).
+  // A run's buffers: per buffer of `plan`, the tensor whose bytes its values
+  // share. A step's output gets a view of them (Tensor::view); a kernel that
+  // makes a tensor of its own leaves them in place.
   struct Buffers {
     std::shared_ptr<const MemoryPlan> plan;
-    std::vector<Tensor> tensors;
+    std::vector<Tensor> storage;
+    // A view of buffer b, allocated first if it holds fewer than the plan's bytes.
+    Tensor view(size_t b);
+    // A released value's tensor: becomes buffer b's bytes when it owns more.
+    void keep(size_t b, Tensor t);
   };
   Buffers take_buffers() const;
   // `sizes`: per slot (dtype, element count) produced by a completed run, or
   // empty; the first such report replans with them.
   void give_back(Buffers buffers, const std::vector<std::pair<DType, int64_t>>& sizes) const;
   // The tensors of `old` (a run under the first plan) as buffers of the
-  // current plan, matched by dtype and element count.
-  Buffers hand_over(Buffers old, const std::vector<std::pair<DType, int64_t>>& sizes) const;
+  // current plan, each at least as large as the buffer it becomes.
+  Buffers hand_over(Buffers old) const;
 
   struct Step {
     const ir::Node* node;

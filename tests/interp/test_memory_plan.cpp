@@ -31,6 +31,14 @@ Tensor random_tensor(quant::Dims shape, uint32_t seed) {
   return t;
 }
 
+// A float32 constant of `shape`, normal(0, 1) from `seed`.
+Value* random_weight(quant::ir::Graph& g, const std::string& name, quant::Dims shape, uint32_t seed) {
+  Value* v = g.add_value(name);
+  v->dtype = DType::Float32;
+  v->constant = std::make_unique<Tensor>(random_tensor(std::move(shape), seed));
+  return v;
+}
+
 // A small residual CNN with branches, all shapes static ([1, 4, 6, 6]):
 //   r1 = Relu(Conv(x))             fusable
 //   r2 = Clip(Conv(r1), 0, 6)      fusable (bounds: a Constant node, an initializer)
@@ -56,12 +64,7 @@ struct ResidualModel {
     v->shape = {1, 4, 6, 6};
     return v;
   }
-  Value* weight(const std::string& name, quant::Dims shape, uint32_t seed) {
-    Value* v = g.add_value(name);
-    v->dtype = DType::Float32;
-    v->constant = std::make_unique<Tensor>(random_tensor(std::move(shape), seed));
-    return v;
-  }
+  Value* weight(const std::string& name, quant::Dims shape, uint32_t seed) { return random_weight(g, name, std::move(shape), seed); }
   Value* scalar(const std::string& name, float s) {
     Value* v = g.add_value(name);
     v->dtype = DType::Float32;
@@ -131,10 +134,16 @@ TEST_CASE("plan_buffers never shares a buffer between overlapping lifetimes", "[
     for (int i = 0; i < n; ++i) {
       const int64_t first = rng() % 30;
       const int64_t cls = static_cast<int64_t>(rng() % 4) - 1;  // -1: never shares
-      uses.push_back({first, first + static_cast<int64_t>(rng() % 8), cls});
+      uses.push_back({first, first + static_cast<int64_t>(rng() % 8), cls, static_cast<int64_t>(rng() % 1000)});
     }
     const auto plan = quant::interp::plan_buffers(uses);
     REQUIRE(plan.buffer_of.size() == uses.size());
+    REQUIRE(plan.capacity.size() == static_cast<size_t>(plan.buffer_count));
+    // A buffer holds the most bytes of its uses, no more.
+    std::vector<int64_t> most(plan.capacity.size(), 0);
+    for (size_t i = 0; i < uses.size(); ++i)
+      most[static_cast<size_t>(plan.buffer_of[i])] = std::max(most[static_cast<size_t>(plan.buffer_of[i])], uses[i].bytes);
+    CHECK(most == plan.capacity);
     std::map<int, std::set<int64_t>> classes_of_buffer;
     for (size_t i = 0; i < uses.size(); ++i) {
       REQUIRE(plan.buffer_of[i] >= 0);
@@ -162,6 +171,27 @@ TEST_CASE("plan_buffers never shares a buffer between overlapping lifetimes", "[
     for (const auto& u : uses) expected += u.size_class < 0;
     CHECK(plan.buffer_count == expected);
   }
+}
+
+TEST_CASE("plan_buffers: the smallest free buffer that holds a use, else the largest grown", "[interp][memory_plan]") {
+  // Steps 0-1: a (100 bytes), b (10), c (40) live; from step 2 all three are free.
+  std::vector<BufferUse> uses = {{0, 1, 0, 100}, {0, 1, 0, 10}, {0, 1, 0, 40},
+                                 {2, 3, 0, 30},   // best fit: c's 40, not a's 100
+                                 {2, 3, 0, 8},    // b's 10
+                                 {2, 3, 0, 150},  // none holds it: a's, grown to 150
+                                 {4, 4, 0, 10},   // all free again; b's 10 (a's and c's are larger)
+                                 {4, 4, 1, 10}};  // another class: a buffer of its own
+  const auto plan = quant::interp::plan_buffers(uses);
+  CHECK(plan.buffer_count == 4);
+  CHECK(plan.buffer_of[3] == plan.buffer_of[2]);
+  CHECK(plan.buffer_of[4] == plan.buffer_of[1]);
+  CHECK(plan.buffer_of[5] == plan.buffer_of[0]);
+  CHECK(plan.buffer_of[6] == plan.buffer_of[1]);
+  CHECK(plan.buffer_of[7] == 3);
+  CHECK(plan.capacity == std::vector<int64_t>{150, 10, 40, 10});
+  // Of equal free buffers, the one freed last (its bytes the likeliest in cache).
+  const std::vector<BufferUse> equal = {{0, 0, 0, 16}, {0, 1, 0, 16}, {2, 2, 0, 16}};
+  CHECK(quant::interp::plan_buffers(equal).buffer_of == std::vector<int>{0, 1, 1});
 }
 
 TEST_CASE("the Session's plan keeps simultaneously live values apart on a residual graph", "[interp][memory_plan]") {
@@ -227,6 +257,85 @@ TEST_CASE("a Session allocates nothing after its first run, typed or not", "[int
       CHECK(allocated[r] == outputs);
     }
     CHECK(allocated[0] > outputs);
+  }
+}
+
+// A chain whose values differ in type and size, typed or not:
+//   c1 = Conv(x) [1,8,8,8]; r1 = Relu(c1); p = MaxPool 2x2/2 (r1) [1,8,4,4];
+//   t = Transpose(p) and h = Cast<float16>(t) (kernels that make their own
+//   output tensors); y = Relu(Conv(p)) [1,16,4,4]; f = Cast<float>(h).
+// Later values (p, t, h, the second Conv's) may take the bytes of c1 (512
+// floats) once it is dead.
+struct MixedModel {
+  quant::ir::Graph g;
+  Value* add(const std::string& name, DType type, quant::Dims shape, bool typed) {
+    Value* v = g.add_value(name);
+    if (!typed) return v;
+    v->dtype = type;
+    v->has_shape = true;
+    v->shape = std::move(shape);
+    return v;
+  }
+  Value* weight(const std::string& name, quant::Dims shape, uint32_t seed) { return random_weight(g, name, std::move(shape), seed); }
+  explicit MixedModel(bool typed) {
+    g.opset_imports[""] = 13;
+    Value* x = add("x", DType::Float32, {1, 4, 8, 8}, true);
+    g.inputs.push_back(x);
+    Value* c1 = add("c1", DType::Float32, {1, 8, 8, 8}, typed);
+    g.add_node("Conv", {x, weight("w1", {8, 4, 3, 3}, 1)}, {c1}, "conv1")->attributes["pads"] = Attribute::of_ints({1, 1, 1, 1});
+    Value* r1 = add("r1", DType::Float32, {1, 8, 8, 8}, typed);
+    g.add_node("Relu", {c1}, {r1}, "relu1");
+    Value* p = add("p", DType::Float32, {1, 8, 4, 4}, typed);
+    auto* pool = g.add_node("MaxPool", {r1}, {p}, "pool");
+    pool->attributes["kernel_shape"] = Attribute::of_ints({2, 2});
+    pool->attributes["strides"] = Attribute::of_ints({2, 2});
+    Value* t = add("t", DType::Float32, {1, 4, 4, 8}, typed);
+    g.add_node("Transpose", {p}, {t}, "transpose")->attributes["perm"] = Attribute::of_ints({0, 2, 3, 1});
+    Value* h = add("h", DType::Float16, {1, 4, 4, 8}, typed);
+    g.add_node("Cast", {t}, {h}, "to_half")->attributes["to"] = Attribute::of_int(10);
+    Value* c2 = add("c2", DType::Float32, {1, 16, 4, 4}, typed);
+    g.add_node("Conv", {p, weight("w2", {16, 8, 3, 3}, 2)}, {c2}, "conv2")->attributes["pads"] = Attribute::of_ints({1, 1, 1, 1});
+    Value* y = add("y", DType::Float32, {1, 16, 4, 4}, typed);
+    g.add_node("Relu", {c2}, {y}, "relu2");
+    Value* f = add("f", DType::Float32, {1, 4, 4, 8}, typed);
+    g.add_node("Cast", {h}, {f}, "to_float")->attributes["to"] = Attribute::of_int(1);
+    g.outputs = {y, f};
+  }
+};
+
+TEST_CASE("values of different types and sizes share buffers, with the same bits and no allocation", "[interp][memory_plan]") {
+  for (bool typed : {true, false}) {
+    INFO("typed values: " << typed);
+    MixedModel m(typed);
+    auto reference = Session::create(m.g, {}, PlanOptions{false, false, false});
+    auto s = Session::create(m.g, {}, PlanOptions{true, false, false});
+    REQUIRE((reference.has_value() && s.has_value()));
+    std::vector<int64_t> allocated;
+    for (uint32_t seed = 1; seed <= 4; ++seed) {
+      const Tensor x = random_tensor({1, 4, 8, 8}, seed);
+      const auto want = run(**reference, x);
+      const int64_t before = quant::tensor_allocations();
+      const Tensor* inputs[] = {&x};
+      auto got = (*s)->run(std::span<const Tensor* const>(inputs));
+      allocated.push_back(quant::tensor_allocations() - before);
+      REQUIRE(got.has_value());
+      REQUIRE(got->size() == want.size());
+      for (size_t k = 0; k < want.size(); ++k) CHECK(same_bits((*got)[k], want[k]));
+    }
+    // After the first run: the two graph outputs, and the tensors Transpose
+    // and the first Cast make of their own (their buffers' bytes stay for
+    // the values after them).
+    for (size_t r = 1; r < allocated.size(); ++r) {
+      INFO("run " << r + 1);
+      CHECK(allocated[r] == 4);
+    }
+    // One buffer serves values of different sizes: c1 (512 floats), then a later one.
+    std::map<int, std::set<std::string>> values_of;
+    for (const auto& pv : (*s)->memory_plan()) values_of[pv.buffer].insert(pv.value->name());
+    bool mixed = false;
+    for (const auto& [buffer, names] : values_of) mixed = mixed || (names.count("c1") && names.size() > 1);
+    CHECK(mixed);
+    CHECK((*s)->buffer_count() < static_cast<int>((*s)->memory_plan().size()));
   }
 }
 
