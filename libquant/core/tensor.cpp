@@ -155,7 +155,6 @@ Tensor& Tensor::operator=(Tensor&& other) noexcept {
 Tensor::Tensor(const Tensor& other) : Tensor(other.dtype_, other.shape_) {
   if (other.raw()) std::memcpy(data_.get(), other.raw(), byte_size());
   kind_ = other.kind_;
-  if (kind_ != Kind::Tensor) capacity_ = 0;
   elem_dtype_ = other.elem_dtype_;
   items_ = other.items_;
   strings_ = other.strings_;

@@ -39,17 +39,15 @@ BufferPlan plan_buffers(std::span<const BufferUse> uses) {
     if (fr.empty()) {
       id = new_buffer(use.bytes);
     } else {
-      // Best fit, the last freed of equal ones; else the largest, grown.
-      size_t pick = fr.size();
+      // Best fit, the last freed of equal ones; else the largest (the first
+      // freed of equal ones), grown.
+      const auto cap_of = [&](size_t i) { return plan.capacity[static_cast<size_t>(fr[i])]; };
+      size_t fit = fr.size(), largest = fr.size() - 1;
       for (size_t i = fr.size(); i-- > 0;) {
-        const int64_t cap = plan.capacity[static_cast<size_t>(fr[i])];
-        if (cap >= use.bytes && (pick == fr.size() || cap < plan.capacity[static_cast<size_t>(fr[pick])])) pick = i;
+        if (cap_of(i) >= use.bytes && (fit == fr.size() || cap_of(i) < cap_of(fit))) fit = i;
+        if (cap_of(i) >= cap_of(largest)) largest = i;
       }
-      if (pick == fr.size()) {
-        pick = 0;
-        for (size_t i = 1; i < fr.size(); ++i)
-          if (plan.capacity[static_cast<size_t>(fr[i])] > plan.capacity[static_cast<size_t>(fr[pick])]) pick = i;
-      }
+      const size_t pick = fit < fr.size() ? fit : largest;
       id = fr[pick];
       fr.erase(fr.begin() + static_cast<std::ptrdiff_t>(pick));
       int64_t& cap = plan.capacity[static_cast<size_t>(id)];
