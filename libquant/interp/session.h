@@ -117,10 +117,9 @@ class Session {
 
   // The buffers of one run in flight, under the plan they were made for;
   // kept between runs (several runs may be in flight at once, e.g. qprofile's
-  // sample threads: each takes its own).
-  // A run's buffers: per buffer of `plan`, the tensor whose bytes its values
-  // share. A step's output gets a view of them (Tensor::view); a kernel that
-  // makes a tensor of its own leaves them in place.
+  // sample threads: each takes its own). Per buffer of `plan`, the tensor
+  // whose bytes its values share: a step's output gets a view of them
+  // (Tensor::view), so a kernel that makes a tensor of its own leaves them.
   struct Buffers {
     std::shared_ptr<const MemoryPlan> plan;
     std::vector<Tensor> storage;
