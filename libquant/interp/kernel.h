@@ -39,6 +39,11 @@ class Kernel {
     (void)i;
     return false;
   }
+  // Whether output 0 is always input 0's elements in order under another
+  // shape (Reshape, Flatten, Squeeze, Unsqueeze): then in place needs no
+  // check that the other inputs (a shape, axes) broadcast into input 0, and
+  // the kernel, handed input 0's tensor as its output, only changes its shape.
+  virtual bool reshapes_input() const { return false; }
 };
 
 // How integer kernels turn an int32 accumulator into the output's integer

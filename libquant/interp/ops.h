@@ -15,24 +15,34 @@ namespace quant::interp {
 // A kernel whose run() is a callable built by the factory (attributes already
 // parsed and captured).
 // `in_place_inputs`: bit i set when output 0 may take input i's memory
-// (Kernel::may_overwrite_input).
+// (Kernel::may_overwrite_input); `reshapes`: Kernel::reshapes_input.
 template <class F>
 class FnKernel final : public Kernel {
  public:
-  explicit FnKernel(F fn, uint32_t in_place_inputs = 0) : fn_(std::move(fn)), in_place_inputs_(in_place_inputs) {}
+  explicit FnKernel(F fn, uint32_t in_place_inputs = 0, bool reshapes = false)
+      : fn_(std::move(fn)), in_place_inputs_(in_place_inputs), reshapes_(reshapes) {}
   Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const override {
     return fn_(inputs, outputs);
   }
   bool may_overwrite_input(size_t i) const override { return i < 32 && (in_place_inputs_ >> i & 1u) != 0; }
+  bool reshapes_input() const override { return reshapes_; }
 
  private:
   F fn_;
   uint32_t in_place_inputs_;
+  bool reshapes_;
 };
 
 template <class F>
 Expected<std::unique_ptr<Kernel>> make_kernel(F fn, uint32_t in_place_inputs = 0) {
   return std::unique_ptr<Kernel>(new FnKernel<F>(std::move(fn), in_place_inputs));
+}
+
+// A kernel whose output 0 is input 0 reshaped (Kernel::reshapes_input): in
+// place on input 0 whenever the plan allows.
+template <class F>
+Expected<std::unique_ptr<Kernel>> make_reshaping_kernel(F fn) {
+  return std::unique_ptr<Kernel>(new FnKernel<F>(std::move(fn), 1u, true));
 }
 
 using KernelResult = Expected<std::unique_ptr<Kernel>>;

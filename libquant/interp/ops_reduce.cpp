@@ -5,6 +5,7 @@
 
 #include "libquant/interp/dispatch.h"
 #include "libquant/interp/ops.h"
+#include "libquant/interp/output.h"
 #include "libquant/kernels/reduce.h"
 #include "libquant/kernels/topk.h"
 
@@ -64,7 +65,7 @@ Status run_reduce(const ir::Node& node, const ReduceAttrs& a, std::span<const Te
     if (!reduced[static_cast<size_t>(d)]) shape.push_back(x.dim(d));
     else if (a.keepdims) shape.push_back(1);
   }
-  QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), shape));
+  QT_RETURN_IF_ERROR(reuse_or_create(out[0], x.dtype(), std::move(shape)));
   // std::vector<bool> is packed: copy into a plain array for the span.
   std::unique_ptr<bool[]> flags(new bool[reduced.size() + 1]);
   for (size_t i = 0; i < reduced.size(); ++i) flags[i] = reduced[i];

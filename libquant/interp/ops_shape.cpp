@@ -8,15 +8,32 @@
 
 #include "libquant/interp/int_args.h"
 #include "libquant/interp/ops.h"
+#include "libquant/interp/output.h"
 #include "libquant/kernels/layout.h"
 
 namespace quant::interp {
 namespace {
 
-Tensor copy_with_shape(const Tensor& x, Dims shape) {
-  Tensor y(x);
-  y.reshape(std::move(shape));
-  return y;
+// out = in[0]'s elements under `shape`, of the same count. In place (the
+// Session handed input 0's own tensor as the output, Kernel::reshapes_input)
+// only the shape changes: ShuffleNet's channel shuffle reshapes twice per
+// block, each a copy of up to 91 000 floats before. Otherwise the bytes go
+// to the planned buffer (interp/output.h); strings and sequences are copied
+// whole.
+Status reshaped(std::span<const Tensor* const> in, Tensor& out, Dims shape) {
+  const Tensor& x = *in[0];
+  if (&x == &out) {
+    out.reshape(std::move(shape));
+    return Status::ok();
+  }
+  if (!x.is_tensor() || x.dtype() == DType::String) {
+    out = x;
+    out.reshape(std::move(shape));
+    return Status::ok();
+  }
+  QT_RETURN_IF_ERROR(reuse_or_create(out, x.dtype(), std::move(shape)));
+  if (x.byte_size() > 0) std::memcpy(out.raw(), x.raw(), x.byte_size());
+  return Status::ok();
 }
 
 }  // namespace
@@ -27,7 +44,7 @@ KernelResult make_reshape(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   if (ctx.opset < 5) return Status::bad_input("Reshape before opset 5 (shape attribute) is not supported");
   const bool allowzero = node.attr_int("allowzero", 0) != 0;
-  return make_kernel([&node, allowzero](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  return make_reshaping_kernel([&node, allowzero](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 2));
     const Tensor& x = *in[0];
     const Tensor& s = *in[1];
@@ -62,8 +79,7 @@ KernelResult make_reshape(const KernelContext& ctx) {
     }
     if (known * (infer >= 0 ? shape[static_cast<size_t>(infer)] : 1) != x.size())
       return Status::bad_input("cannot reshape " + dims_to_string(x.shape()) + " to " + dims_to_string(shape));
-    out[0] = copy_with_shape(x, shape);
-    return Status::ok();
+    return reshaped(in, out[0], std::move(shape));
   });
 }
 
@@ -71,15 +87,14 @@ KernelResult make_reshape(const KernelContext& ctx) {
 KernelResult make_flatten(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   const int64_t axis_attr = node.attr_int("axis", 1);
-  return make_kernel([&node, axis_attr](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
+  return make_reshaping_kernel([&node, axis_attr](std::span<const Tensor* const> in, std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     const Tensor& x = *in[0];
     int64_t axis = axis_attr < 0 ? axis_attr + x.rank() : axis_attr;
     if (axis < 0 || axis > x.rank()) return Status::bad_input("Flatten axis " + std::to_string(axis_attr) + " out of range");
     int64_t outer = 1, inner = 1;
     for (int64_t i = 0; i < x.rank(); ++i) (i < axis ? outer : inner) *= x.dim(i);
-    out[0] = copy_with_shape(x, {outer, inner});
-    return Status::ok();
+    return reshaped(in, out[0], {outer, inner});
   });
 }
 
@@ -103,7 +118,7 @@ KernelResult make_transpose(const KernelContext& ctx) {
       seen[static_cast<size_t>(p)] = true;
       shape.push_back(x.dim(p));
     }
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(x.dtype(), shape));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], x.dtype(), std::move(shape)));
     kernels::transpose(x.raw(), dtype_size(x.dtype()), x.shape(), perm, out[0].raw());
     return Status::ok();
   });
@@ -134,7 +149,7 @@ KernelResult make_concat(const KernelContext& ctx) {
       ptrs.push_back(t->raw());
       shapes.push_back(t->shape());
     }
-    QT_ASSIGN_OR_RETURN(out[0], Tensor::create(first.dtype(), shape));
+    QT_RETURN_IF_ERROR(reuse_or_create(out[0], first.dtype(), std::move(shape)));
     kernels::concat(ptrs, shapes, axis, dtype_size(first.dtype()), out[0].raw());
     return Status::ok();
   });
@@ -196,7 +211,7 @@ KernelResult make_squeeze(const KernelContext& ctx) {
   const bool from_input = ctx.opset >= 13;
   const bool attr_present = node.find_attribute("axes") != nullptr;
   const Dims attr = node.attr_ints("axes");
-  return make_kernel([&node, from_input, attr_present, attr](std::span<const Tensor* const> in,
+  return make_reshaping_kernel([&node, from_input, attr_present, attr](std::span<const Tensor* const> in,
                                                              std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     const Tensor& x = *in[0];
@@ -216,8 +231,7 @@ KernelResult make_squeeze(const KernelContext& ctx) {
     Dims shape;
     for (int64_t d = 0; d < x.rank(); ++d)
       if (!drop[static_cast<size_t>(d)]) shape.push_back(x.dim(d));
-    out[0] = copy_with_shape(x, shape);
-    return Status::ok();
+    return reshaped(in, out[0], std::move(shape));
   });
 }
 
@@ -229,7 +243,7 @@ KernelResult make_unsqueeze(const KernelContext& ctx) {
   const bool attr_present = node.find_attribute("axes") != nullptr;
   const Dims attr = node.attr_ints("axes");
   if (!from_input && !attr_present) return Status::bad_input("Unsqueeze needs an axes attribute before opset 13");
-  return make_kernel([&node, from_input, attr_present, attr](std::span<const Tensor* const> in,
+  return make_reshaping_kernel([&node, from_input, attr_present, attr](std::span<const Tensor* const> in,
                                                              std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, from_input ? 2 : 1));
     const Tensor& x = *in[0];
@@ -242,8 +256,7 @@ KernelResult make_unsqueeze(const KernelContext& ctx) {
     Dims shape;
     int64_t next = 0;
     for (int64_t d = 0; d < rank; ++d) shape.push_back(inserted[static_cast<size_t>(d)] ? 1 : x.dim(next++));
-    out[0] = copy_with_shape(x, shape);
-    return Status::ok();
+    return reshaped(in, out[0], std::move(shape));
   });
 }
 

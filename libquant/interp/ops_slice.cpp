@@ -6,6 +6,7 @@
 
 #include "libquant/interp/int_args.h"
 #include "libquant/interp/ops.h"
+#include "libquant/interp/output.h"
 #include "libquant/kernels/layout.h"
 
 namespace quant::interp {
@@ -62,12 +63,13 @@ Expected<std::vector<Dims>> slice_maps(const ir::Node& node, const SliceArgs& a,
   return maps;
 }
 
-Expected<Tensor> remap(const Tensor& x, const std::vector<Dims>& maps, const void* fill) {
+// y (the planned buffer when the Session gives one, interp/output.h) = x remapped.
+Status remap(const Tensor& x, const std::vector<Dims>& maps, const void* fill, Tensor& y) {
   Dims shape;
   for (const Dims& m : maps) shape.push_back(static_cast<int64_t>(m.size()));
-  QT_ASSIGN_OR_RETURN(Tensor y, Tensor::create(x.dtype(), shape));
+  QT_RETURN_IF_ERROR(reuse_or_create(y, x.dtype(), std::move(shape)));
   kernels::remap_axes(x.raw(), dtype_size(x.dtype()), x.shape(), maps, fill, y.raw());
-  return y;
+  return Status::ok();
 }
 
 }  // namespace
@@ -94,7 +96,7 @@ KernelResult make_slice(const KernelContext& ctx) {
       }
     }
     QT_ASSIGN_OR_RETURN(auto maps, slice_maps(node, a, x.shape()));
-    QT_ASSIGN_OR_RETURN(out[0], remap(x, maps, nullptr));
+    QT_RETURN_IF_ERROR(remap(x, maps, nullptr, out[0]));
     return Status::ok();
   });
 }
@@ -146,7 +148,7 @@ KernelResult make_split(const KernelContext& ctx) {
       offset += sizes[k];
       if (k >= out.size()) break;
       QT_ASSIGN_OR_RETURN(auto maps, slice_maps(node, a, x.shape()));
-      QT_ASSIGN_OR_RETURN(out[k], remap(x, maps, nullptr));
+      QT_RETURN_IF_ERROR(remap(x, maps, nullptr, out[k]));
     }
     return Status::ok();
   });
@@ -248,7 +250,7 @@ KernelResult make_pad(const KernelContext& ctx) {
       maps[d].resize(static_cast<size_t>(shape[d]));
       for (int64_t o = 0; o < shape[d]; ++o) maps[d][static_cast<size_t>(o)] = pad_source(mode, o, before[d], x.shape()[d]);
     }
-    QT_ASSIGN_OR_RETURN(out[0], remap(x, maps, fill.raw()));
+    QT_RETURN_IF_ERROR(remap(x, maps, fill.raw(), out[0]));
     return Status::ok();
   });
 }

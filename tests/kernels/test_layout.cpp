@@ -129,3 +129,39 @@ TEST_CASE("reverse_sequence batch-major", "[kernels][layout]") {
   quant::kernels::reverse_sequence(x.data(), sizeof(int16_t), 3, 2, 1, false, lens, y.data());
   CHECK(y == std::vector<int16_t>{2, 1, 3, 4, 5, 6});
 }
+
+// Trailing axes left whole are copied as one run (remap_axes, transpose):
+// every element still lands where the element-by-element definition puts it,
+// and a fill on an outer axis still writes the tensor's own element size.
+TEST_CASE("remap_axes and transpose fold whole trailing axes into one run", "[kernels][layout]") {
+  using quant::kernels::remap_axes;
+  const Dims shape = {3, 4, 2, 5};
+  std::vector<int16_t> x(120);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = int16_t(7 * i + 1);
+  const auto at = [&](int64_t a, int64_t b, int64_t c, int64_t d) { return x[size_t(((a * 4 + b) * 2 + c) * 5 + d)]; };
+  // Axis 0 {2, -1, 0}, axis 1 {1, 2} (a run), axes 2 and 3 whole.
+  const int16_t fill = -3;
+  const std::vector<Dims> maps = {Dims{2, -1, 0}, Dims{1, 2}, Dims{0, 1}, Dims{0, 1, 2, 3, 4}};
+  std::vector<int16_t> y(3 * 2 * 2 * 5, 0);
+  remap_axes(x.data(), sizeof(int16_t), shape, maps, &fill, y.data());
+  for (int64_t a = 0; a < 3; ++a)
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t c = 0; c < 2; ++c)
+        for (int64_t d = 0; d < 5; ++d) {
+          const int64_t i = maps[0][size_t(a)];
+          const int16_t want = i < 0 ? fill : at(i, maps[1][size_t(b)], c, d);
+          CHECK(y[size_t(((a * 2 + b) * 2 + c) * 5 + d)] == want);
+        }
+  // Every axis whole: a plain copy.
+  std::vector<int16_t> z(120, 0);
+  remap_axes(x.data(), sizeof(int16_t), shape, std::vector<Dims>{Dims{0, 1, 2}, Dims{0, 1, 2, 3}, Dims{0, 1}, Dims{0, 1, 2, 3, 4}},
+             nullptr, z.data());
+  CHECK(z == x);
+  // ShuffleNet's channel shuffle: (0, 2, 1, 3, 4) keeps the last two axes.
+  std::vector<int16_t> t(120, 0);
+  transpose(x.data(), sizeof(int16_t), Dims{1, 3, 4, 2, 5}, Dims{0, 2, 1, 3, 4}, t.data());
+  for (int64_t b = 0; b < 4; ++b)
+    for (int64_t a = 0; a < 3; ++a)
+      for (int64_t c = 0; c < 2; ++c)
+        for (int64_t d = 0; d < 5; ++d) CHECK(t[size_t(((b * 3 + a) * 2 + c) * 5 + d)] == at(a, b, c, d));
+}

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "libquant/kernels/reduce.h"
@@ -56,6 +57,27 @@ TEST_CASE("reduce matches a naive reduction for every axis subset", "[kernels][r
         CHECK(sum[i] == Approx(want_sum[i]));
         CHECK(max[i] == want_max[i]);
       }
+    }
+  }
+}
+
+// Sum and Mean over trailing axes run eight outputs side by side: each
+// output's double sum must still be added in element order, the same bits as
+// one output at a time (float32 here, whose rounding shows any reordering).
+TEST_CASE("reduce: sums over trailing axes keep each output's order of adds", "[kernels][reduce]") {
+  const std::vector<int64_t> shape = {1, 19, 7, 7};  // 19 outputs: two runs of eight and three alone
+  std::vector<float> x(19 * 49);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(static_cast<double>(i) * 0.37) * std::pow(10.0, i % 9));
+  const bool flags[4] = {false, false, true, true};
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean}) {
+    std::vector<float> got(19);
+    quant::kernels::reduce<float>(op, x.data(), shape, std::span<const bool>(flags, 4), got.data());
+    for (size_t o = 0; o < 19; ++o) {
+      double acc = 0;
+      for (size_t i = 0; i < 49; ++i) acc += static_cast<double>(x[o * 49 + i]);
+      const float want = op == ReduceOp::Sum ? static_cast<float>(acc) : static_cast<float>(acc / 49.0);
+      INFO("output " << o);
+      CHECK(std::memcmp(&got[o], &want, sizeof(float)) == 0);
     }
   }
 }
