@@ -120,6 +120,11 @@ TEST_CASE("Every MaxPool path equals the reference on NaN and infinities", "[ker
       {{7, 35}, {2, 5}, {1, 1}, {0, 2}, {1, 2}},   // stride 1
       {{6, 20}, {2, 1}, {2, 1}, {0, 0}, {0, 0}},   // one column per window
       {{5, 24}, {3, 17}, {1, 1}, {1, 8}, {1, 8}},  // wider than AVX-512 takes
+      // 3x3/2 windows inside the rows: the flat folds, which read on into
+      // the next row (the last rows of the last plane cannot: edge loads).
+      {{9, 27}, {3, 3}, {2, 2}, {0, 0}, {0, 0}},
+      {{7, 16}, {3, 3}, {2, 2}, {0, 0}, {0, 0}},   // a column no window reads
+      {{11, 55}, {3, 3}, {2, 2}, {0, 0}, {1, 0}},  // 27 outputs per row: two AVX-512 vectors
   };
   for (const Case& c : cases) {
     const PoolGeometry g = geometry(3, c.in, c.kernel, c.strides, c.pads_begin, c.pads_end);
