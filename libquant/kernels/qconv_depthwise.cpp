@@ -585,8 +585,8 @@ void qconv_depthwise(const ConvGeometry& g, const TX* x, TX x_zero_point, const 
   // Eight channels at once where the AVX2 plane would run fused and the
   // block kernel is faster (qconv_depthwise_blocked.h); the channels past
   // the last whole block go one by one.
-  const bool blocked = avx2 && fuse && s.kernel[2] == 3 && channels >= kQDepthwiseBlock &&
-                       qdepthwise_block_fits(s.in[1], s.in[2], s.strides[2]);
+  const bool blocked = avx2 && fuse && channels >= kQDepthwiseBlock &&
+                       qdepthwise_block_fits(s.kernel[2], s.in[1], s.in[2], s.strides[2]);
   if (!blocked) return parallel_for(threads, g.batch * channels, one_channel);
   const int64_t blocks = channels / kQDepthwiseBlock, rest = channels - blocks * kQDepthwiseBlock;
   parallel_for(threads, g.batch * (blocks + rest), [&](int64_t task) {
@@ -594,6 +594,7 @@ void qconv_depthwise(const ConvGeometry& g, const TX* x, TX x_zero_point, const 
     if (k >= blocks) return one_channel(n * channels + blocks * kQDepthwiseBlock + (k - blocks));
     const int64_t c0 = k * kQDepthwiseBlock;
     QDepthwiseBlock b;
+    b.kernel = s.kernel[2];
     b.in_h = s.in[1], b.in_w = s.in[2], b.out_h = s.out[1], b.out_w = s.out[2];
     b.stride_h = s.strides[1], b.stride_w = s.strides[2], b.pad_top = s.pads_begin[1], b.pad_left = s.pads_begin[2];
     b.x = x + (n * channels + c0) * in_plane, b.in_plane = in_plane;

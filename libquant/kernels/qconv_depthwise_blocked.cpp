@@ -32,7 +32,11 @@ namespace quant::kernels::detail {
 // stride 2 at 112 x 112 0.67-0.69, 56 0.71, 28 0.58, 14 0.48; stride 1 at
 // 28 0.83-0.94, 14 0.68-0.75, 7 0.52-0.53, but 56 0.96-0.98 and 112 1.0
 // (the plane kernel's long lines vectorise well there).
-bool qdepthwise_block_fits(int64_t in_h, int64_t in_w, int64_t stride_w) {
+// 5 x 5 (efficientnet_b0 int8, the same measure, stop 73): stride 2 at 14
+// x 14 0.86-0.88, stride 1 at 7 x 7 0.86-0.89, but stride 1 at 14 1.0,
+// at 28 1.09 and stride 2 at 56 1.12-1.14.
+bool qdepthwise_block_fits(int64_t kernel, int64_t in_h, int64_t in_w, int64_t stride_w) {
+  if (kernel == 5) return in_h * in_w <= (stride_w == 2 ? 14 * 14 : 7 * 7);
   if (stride_w == 2) return in_h * in_w <= 112 * 112;
   return in_w <= 28 && in_h * in_w <= 56 * 56;
 }
@@ -77,22 +81,38 @@ __attribute__((target("avx2"), always_inline)) inline __m256i widen(const uint8_
 
 // P consecutive output pixels of one output row from the scratch (`in`:
 // the first one's tap (0, 0); `row`: bytes between scratch rows), requantized
-// into P x 8 bytes at out.
-template <class TX, int P, int SW>
-__attribute__((target("avx2"), always_inline)) inline void block_tile(const __m256i (&w)[9], __m256i start,
+// into P x 8 bytes at out. K x K taps.
+template <class TX, int K, int P, int SW>
+__attribute__((target("avx2"), always_inline)) inline void block_tile(const __m256i (&w)[K * K], __m256i start,
                                                                       const uint8_t* in, int64_t row, uint8_t* out,
                                                                       __m256i add, __m256 scale, __m256 lo, __m256 hi,
                                                                       __m256i zp) {
   __m256i acc[P];
 #pragma GCC unroll 8
   for (int j = 0; j < P; ++j) acc[j] = start;
+  if constexpr (K == 3) {
 #pragma GCC unroll 3
-  for (int kh = 0; kh < 3; ++kh)
+    for (int kh = 0; kh < K; ++kh)
 #pragma GCC unroll 3
-    for (int kw = 0; kw < 3; ++kw)
+      for (int kw = 0; kw < K; ++kw)
 #pragma GCC unroll 8
-      for (int j = 0; j < P; ++j)
-        acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(widen<TX>(in + kh * row + kC * (SW * j + kw)), w[kh * 3 + kw]));
+        for (int j = 0; j < P; ++j)
+          acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(widen<TX>(in + kh * row + kC * (SW * j + kw)), w[kh * K + kw]));
+  } else {
+    // 5 x 5: each scratch row's pixels widened once for the tile's P
+    // outputs (SW (P - 1) + K of them) rather than once per tap (P K).
+    constexpr int kSpan = SW * (P - 1) + K;
+#pragma GCC unroll 5
+    for (int kh = 0; kh < K; ++kh) {
+      __m256i v[kSpan];
+#pragma GCC unroll 16
+      for (int n = 0; n < kSpan; ++n) v[n] = widen<TX>(in + kh * row + kC * n);
+#pragma GCC unroll 5
+      for (int kw = 0; kw < K; ++kw)
+#pragma GCC unroll 8
+        for (int j = 0; j < P; ++j) acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(v[SW * j + kw], w[kh * K + kw]));
+    }
+  }
 #pragma GCC unroll 8
   for (int j = 0; j < P; ++j) {
     // padded_plane_avx2's output stage, lane for lane.
@@ -113,17 +133,20 @@ uint8_t* block_scratch(size_t bytes) {
   return scratch.data();
 }
 
-template <class TX, int SW>
+template <class TX, int K, int SW>
 __attribute__((target("avx2"))) void block_kernel(const QDepthwiseBlock& b) {
-  constexpr int P = 4;  // pixels per tile: 4 accumulators, 9 weights and the output stage's constants
+  // Pixels per tile: 4 accumulators, 9 weights (3 x 3; 5 x 5's 25 are
+  // read from the stack) and the output stage's constants.
+  constexpr int P = 4;
+  constexpr int kTaps = K * K;
   const int64_t in_h = b.in_h, in_w = b.in_w, out_h = b.out_h, out_w = b.out_w, stride_h = b.stride_h;
   const int64_t pad_top = b.pad_top, pad_left = b.pad_left, in_plane = b.in_plane, out_plane = b.out_plane;
   const uint8_t* const x = static_cast<const uint8_t*>(b.x);
   uint8_t* const y = b.y;
   // The padded input, as the float block kernel's: output (oh, ow)'s tap
   // (kh, kw) is scratch pixel (oh * stride_h + kh, ow * SW + kw).
-  const int64_t rows = std::max((out_h - 1) * stride_h + 3, pad_top + in_h);
-  const int64_t cols = std::max((out_w - 1) * SW + 3, pad_left + in_w);
+  const int64_t rows = std::max((out_h - 1) * stride_h + K, pad_top + in_h);
+  const int64_t cols = std::max((out_w - 1) * SW + K, pad_left + in_w);
   const int64_t in_pixels = in_h * in_w, out_pixels = out_h * out_w;
   // Scratch: the input, the output bytes (with a run of 8 pixels' slack for
   // the last transpose), 8 x 8 bytes for the runs' tails.
@@ -169,21 +192,20 @@ __attribute__((target("avx2"))) void block_kernel(const QDepthwiseBlock& b) {
   }
   // Weights per tap as int16 in each lane's low half; the sum starts at
   // -zx * sum of w' (the padded plane kernels' start), per channel.
-  __m256i w[9];
+  __m256i w[kTaps];
   alignas(32) int32_t start_lanes[8];
   {
-    alignas(32) int32_t taps[9][8];
+    alignas(32) int32_t taps[kTaps][8];
     for (int ch = 0; ch < 8; ++ch) {
       uint32_t c = 0;
-      for (int t = 0; t < 9; ++t) {
-        const int32_t wt = b.w[9 * ch + t];
+      for (int t = 0; t < kTaps; ++t) {
+        const int32_t wt = b.w[kTaps * ch + t];
         taps[t][ch] = static_cast<int32_t>(static_cast<uint32_t>(wt) & 0xFFFFu);
         c -= static_cast<uint32_t>(b.zx) * static_cast<uint32_t>(wt);
       }
       start_lanes[ch] = static_cast<int32_t>(c);
     }
-#pragma GCC unroll 9
-    for (int t = 0; t < 9; ++t) w[t] = _mm256_load_si256(reinterpret_cast<const __m256i*>(taps[t]));
+    for (int t = 0; t < kTaps; ++t) w[t] = _mm256_load_si256(reinterpret_cast<const __m256i*>(taps[t]));
   }
   const __m256i start = _mm256_load_si256(reinterpret_cast<const __m256i*>(start_lanes));
   const __m256i add = b.add ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.add)) : _mm256_setzero_si256();
@@ -196,11 +218,11 @@ __attribute__((target("avx2"))) void block_kernel(const QDepthwiseBlock& b) {
     uint8_t* o = out + kC * oh * out_w;
     int64_t ow = 0;
     for (; ow + P <= out_w; ow += P)
-      block_tile<TX, P, SW>(w, start, in + kC * SW * ow, row, o + kC * ow, add, scale, lo, hi, zp);
+      block_tile<TX, K, P, SW>(w, start, in + kC * SW * ow, row, o + kC * ow, add, scale, lo, hi, zp);
     switch (out_w - ow) {
-      case 3: block_tile<TX, 3, SW>(w, start, in + kC * SW * ow, row, o + kC * ow, add, scale, lo, hi, zp); break;
-      case 2: block_tile<TX, 2, SW>(w, start, in + kC * SW * ow, row, o + kC * ow, add, scale, lo, hi, zp); break;
-      case 1: block_tile<TX, 1, SW>(w, start, in + kC * SW * ow, row, o + kC * ow, add, scale, lo, hi, zp); break;
+      case 3: block_tile<TX, K, 3, SW>(w, start, in + kC * SW * ow, row, o + kC * ow, add, scale, lo, hi, zp); break;
+      case 2: block_tile<TX, K, 2, SW>(w, start, in + kC * SW * ow, row, o + kC * ow, add, scale, lo, hi, zp); break;
+      case 1: block_tile<TX, K, 1, SW>(w, start, in + kC * SW * ow, row, o + kC * ow, add, scale, lo, hi, zp); break;
       default: break;
     }
   }
@@ -233,8 +255,9 @@ __attribute__((target("avx2"))) void block_kernel(const QDepthwiseBlock& b) {
 
 template <class TX>
 void qdepthwise_block_avx2(const QDepthwiseBlock& b) {
-  if (b.stride_w == 1) return block_kernel<TX, 1>(b);
-  block_kernel<TX, 2>(b);
+  if (b.kernel == 5) return b.stride_w == 1 ? block_kernel<TX, 5, 1>(b) : block_kernel<TX, 5, 2>(b);
+  if (b.stride_w == 1) return block_kernel<TX, 3, 1>(b);
+  block_kernel<TX, 3, 2>(b);
 }
 
 #else
