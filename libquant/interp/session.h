@@ -123,9 +123,14 @@ class Session {
   struct Buffers {
     std::shared_ptr<const MemoryPlan> plan;
     std::vector<Tensor> storage;
-    // A view of buffer b, allocated first if it holds fewer than the plan's bytes.
+    // Bytes released by values of sizes the plan does not know (the first
+    // run of a model that declares no shapes), for the next such value.
+    std::vector<Tensor> spare;
+    // A view of buffer b, allocated first if it holds fewer than the plan's
+    // bytes; for a buffer of unknown size, the largest spare tensor's.
     Tensor view(size_t b);
-    // A released value's tensor: becomes buffer b's bytes when it owns more.
+    // A released value's tensor: becomes buffer b's bytes when it owns more;
+    // for a buffer of unknown size, its bytes and t's go to `spare`.
     void keep(size_t b, Tensor t);
   };
   Buffers take_buffers() const;

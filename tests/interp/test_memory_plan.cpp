@@ -497,3 +497,45 @@ TEST_CASE("Reshape and Flatten take their input's buffer when it dies there", "[
     CHECK(buffer_of["gs"] != buffer_of["s"]);  // s is read after this Reshape
   }
 }
+
+// A model that declares no shapes: its first run learns the sizes, each value
+// with a buffer of its own in the first plan. A released value's bytes pass
+// to the next value (Buffers::spare), so that run's peak is that of the
+// plan it learns, not every value's at once: a chain of six Convs allocates
+// c1 and c2, c3 to c5 reuse their bytes, then the graph output.
+TEST_CASE("the first run of an untyped model passes released bytes on", "[interp][memory_plan]") {
+  quant::ir::Graph g;
+  g.opset_imports[""] = 13;
+  Value* x = g.add_value("x");
+  x->dtype = DType::Float32;
+  x->has_shape = true;
+  x->shape = {1, 4, 8, 8};
+  g.inputs.push_back(x);
+  Value* v = x;
+  for (int i = 1; i <= 6; ++i) {
+    Value* c = g.add_value("c" + std::to_string(i));  // no type, no shape
+    g.add_node("Conv", {v, random_weight(g, "w" + std::to_string(i), {4, 4, 3, 3}, static_cast<uint32_t>(i))}, {c},
+               "conv" + std::to_string(i))
+        ->attributes["pads"] = Attribute::of_ints({1, 1, 1, 1});
+    v = c;
+  }
+  g.outputs = {v};
+  auto reference = Session::create(g, {}, PlanOptions{false, false, false});
+  auto s = Session::create(g, {}, PlanOptions{true, false, true});
+  REQUIRE((reference.has_value() && s.has_value()));
+  std::vector<int64_t> allocated;
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    const Tensor in = random_tensor({1, 4, 8, 8}, seed);
+    const auto want = run(**reference, in);
+    const Tensor* inputs[] = {&in};
+    const int64_t before = quant::tensor_allocations();
+    auto got = (*s)->run(std::span<const Tensor* const>(inputs));
+    allocated.push_back(quant::tensor_allocations() - before);
+    REQUIRE(got.has_value());
+    REQUIRE(got->size() == 1);
+    CHECK(same_bits((*got)[0], want[0]));
+  }
+  CHECK(allocated[0] == 3);  // c1, c2 and the output
+  CHECK(allocated[1] == 1);  // the output: the learned plan's buffers came from the first run
+  CHECK(allocated[2] == 1);
+}
