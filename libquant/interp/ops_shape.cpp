@@ -212,7 +212,7 @@ KernelResult make_squeeze(const KernelContext& ctx) {
   const bool attr_present = node.find_attribute("axes") != nullptr;
   const Dims attr = node.attr_ints("axes");
   return make_reshaping_kernel([&node, from_input, attr_present, attr](std::span<const Tensor* const> in,
-                                                             std::vector<Tensor>& out) -> Status {
+                                                                       std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, 1));
     const Tensor& x = *in[0];
     bool present = false;
@@ -244,7 +244,7 @@ KernelResult make_unsqueeze(const KernelContext& ctx) {
   const Dims attr = node.attr_ints("axes");
   if (!from_input && !attr_present) return Status::bad_input("Unsqueeze needs an axes attribute before opset 13");
   return make_reshaping_kernel([&node, from_input, attr_present, attr](std::span<const Tensor* const> in,
-                                                             std::vector<Tensor>& out) -> Status {
+                                                                       std::vector<Tensor>& out) -> Status {
     QT_RETURN_IF_ERROR(require_inputs(node, in, from_input ? 2 : 1));
     const Tensor& x = *in[0];
     bool present = false;
