@@ -109,6 +109,14 @@ void split_axes(std::span<const int64_t> shape, std::span<const bool> reduced, W
   }
 }
 
+// A Sum's or Mean's result from its sum over `count` elements (Mean of none: NaN, or 0 for integers).
+template <class T>
+T sum_result(ReduceOp op, Acc<T> acc, int64_t count) {
+  if (op == ReduceOp::Sum) return static_cast<T>(acc);
+  if (count == 0) return std::is_floating_point_v<T> ? from_double<T>(std::nan("")) : T(0);
+  return static_cast<T>(acc / static_cast<Acc<T>>(count));
+}
+
 template <class T>
 T reduce_slice(ReduceOp op, const T* x, Walk& red, int64_t count) {
   using A = Acc<T>;
@@ -117,9 +125,7 @@ T reduce_slice(ReduceOp op, const T* x, Walk& red, int64_t count) {
     case ReduceOp::Mean: {
       A acc = 0;
       red.each([&](int64_t off) { acc += static_cast<A>(x[off]); });
-      if (op == ReduceOp::Sum) return static_cast<T>(acc);
-      if (count == 0) return std::is_floating_point_v<T> ? from_double<T>(std::nan("")) : T(0);
-      return static_cast<T>(acc / static_cast<A>(count));
+      return sum_result<T>(op, acc, count);
     }
     case ReduceOp::Max:
     case ReduceOp::Min: {
@@ -201,7 +207,7 @@ void reduce(ReduceOp op, const T* x, std::span<const int64_t> shape, std::span<c
 #pragma GCC unroll 8
         for (int k = 0; k < kSide; ++k) acc[k] += static_cast<A>(xs[k * len + i]);
       for (int k = 0; k < kSide; ++k)
-        y[o + k] = op == ReduceOp::Sum ? static_cast<T>(acc[k]) : static_cast<T>(acc[k] / static_cast<A>(count));
+        y[o + k] = sum_result<T>(op, acc[k], count);
     }
     for (; o < outer; ++o) y[o] = reduce_slice<T>(op, x + o * len, red, count);
     return;
