@@ -106,31 +106,34 @@ void max_pool_f32_fast(const PoolGeometry& g, const float* x, float* y, int thre
     });
     return;
   }
-  // Whole planes (sub: batch and channels 1) or by_rows bands of them
-  // (sub: row_band's), band-major: parallel_for's shares give thread t the
-  // t-th band of every plane. Every output is computed once, as the whole
-  // plane would compute it.
   const int64_t planes = g.batch * g.channels, oh = g.out_spatial[0], ow = g.out_spatial[1];
   const int64_t bands = by_rows(g, threads) ? std::min<int64_t>(threads, oh) : 1;
   PoolGeometry whole = g;
   whole.batch = whole.channels = 1;
-  parallel_for(threads, bands * planes, [&](int64_t task) {
-    const int64_t band = task / planes, p = task % planes;
+  if (bands == 1) {
+    // Runs of whole planes per thread, in one call each: a call per plane
+    // cost as much as the pool on small planes (squeezenet1_1's 256 of 27 x 27).
+    in_parts(planes, threads, [&](int64_t p0, int64_t count) {
+      const float* xp = x + p0 * in_plane;
+      float* yp = y + p0 * out_plane;
+      if (max_pool_2d_simd(whole, xp, yp, count)) return;
+      for (int64_t p = 0; p < count; ++p) max_plane_2d(whole, xp + p * in_plane, yp + p * out_plane);
+    });
+    return;
+  }
+  // Bands of rows (row_band's geometry), one per thread over every plane
+  // in one call: thread t takes the t-th band of every plane. Every output
+  // is computed once, as the whole plane would compute it. A band may read
+  // on past its rows, up to the input's end.
+  parallel_for(threads, bands, [&](int64_t band) {
     const int64_t oh0 = band * oh / bands, oh1 = (band + 1) * oh / bands;
     int64_t first_row = 0;
-    // A band's geometry is a copy (seven vectors); whole planes share one:
-    // copying it per plane took a third of a small-plane pool (256 planes
-    // of 27 x 27 in squeezenet1_1), in malloc and free.
-    const float* xp = x + p * in_plane;
-    float* yp = y + p * out_plane;
-    const auto pool = [&](const PoolGeometry& sub) {
-      if (!max_pool_2d_simd(sub, xp, yp, 1)) max_plane_2d(sub, xp, yp);
-    };
-    if (bands == 1) return pool(whole);
-    const PoolGeometry band_geometry = row_band(whole, oh0, oh1, &first_row);
-    xp += first_row * g.in_spatial[1];
-    yp += oh0 * ow;
-    pool(band_geometry);
+    const PoolGeometry sub = row_band(whole, oh0, oh1, &first_row);
+    const int64_t skip = first_row * g.in_spatial[1];
+    const float* xb = x + skip;
+    float* yb = y + oh0 * ow;
+    if (max_pool_2d_simd(sub, xb, yb, planes, PlaneSteps{in_plane, out_plane, planes * in_plane - skip})) return;
+    for (int64_t p = 0; p < planes; ++p) max_plane_2d(sub, xb + p * in_plane, yb + p * out_plane);
   });
 }
 

@@ -218,17 +218,30 @@ int64_t scratch_width(int64_t out_w) {
 // (pool_max_2d_plane.inc) and compiled for each ISA.
 #define QTOOL_PLANE_TARGET __attribute__((target("avx512f,avx512bw")))
 #define QTOOL_PLANE_NAME pool_plane_avx512
+#define QTOOL_FLAT_NAME pool_flat_avx512
 #include "libquant/kernels/pool_max_2d_plane.inc"
 #undef QTOOL_PLANE_TARGET
 #undef QTOOL_PLANE_NAME
+#undef QTOOL_FLAT_NAME
 #define QTOOL_PLANE_TARGET __attribute__((target("avx2")))
 #define QTOOL_PLANE_NAME pool_plane_avx2
+#define QTOOL_FLAT_NAME pool_flat_avx2
 #include "libquant/kernels/pool_max_2d_plane.inc"
 #undef QTOOL_PLANE_TARGET
 #undef QTOOL_PLANE_NAME
+#undef QTOOL_FLAT_NAME
+
+// 3 x 3 windows at stride 2 without padding, all inside the plane: the
+// flat path (pool_max_2d_plane.inc).
+inline bool flat_3x3_stride_2(const PoolGeometry& g) {
+  return g.kernel[0] == 3 && g.kernel[1] == 3 && g.strides[0] == 2 && g.strides[1] == 2 && g.pads_begin[0] == 0 &&
+         g.pads_begin[1] == 0 && 2 * (g.out_spatial[0] - 1) + 3 <= g.in_spatial[0] &&
+         2 * (g.out_spatial[1] - 1) + 3 <= g.in_spatial[1];
+}
 
 template <class L>
-bool pool_planes(const PoolGeometry& g, const typename L::T* x, typename L::T* y, int64_t planes) {
+bool pool_planes(const PoolGeometry& g, const typename L::T* x, typename L::T* y, int64_t planes,
+                 const PlaneSteps& steps) {
   static const bool cpu = L::cpu();
   const bool covered = cpu && g.in_spatial.size() == 2 && g.dilations[0] == 1 && g.dilations[1] == 1 &&
                        (g.strides[1] == 1 || g.strides[1] == 2) && g.kernel[1] <= kMaxWindowWidth &&
@@ -236,21 +249,34 @@ bool pool_planes(const PoolGeometry& g, const typename L::T* x, typename L::T* y
   if (!covered) return false;
   const int64_t in_plane = g.in_spatial[0] * g.in_spatial[1], out_plane = g.out_spatial[0] * g.out_spatial[1];
   if (planes == 0 || out_plane == 0) return true;
+  const int64_t in_step = steps.in_step > 0 ? steps.in_step : in_plane;
+  const int64_t out_step = steps.out_step > 0 ? steps.out_step : out_plane;
   const int64_t width = scratch_width<L>(g.out_spatial[1]);
   thread_local std::vector<typename L::T> scratch;
-  scratch.resize(static_cast<size_t>(4 * width + g.kernel[0] * (width - L::kLanes)));
+  const size_t ring = static_cast<size_t>(4 * width + g.kernel[0] * (width - L::kLanes));
+  scratch.resize(ring + static_cast<size_t>(width));  // then the flat path's carried row
   // Each lane type's own ISA only (`if constexpr`: the other instance
   // would pass its vectors without the ISA enabled).
-  using Plane = void (*)(const PoolGeometry&, const typename L::T*, typename L::T*, typename L::T*,
-                         const Readable<typename L::T>&);
+  using T = typename L::T;
+  using Plane = void (*)(const PoolGeometry&, const T*, T*, T*, const Readable<T>&);
+  using Flat = void (*)(const PoolGeometry&, const T*, T*, int64_t, int64_t, int64_t, T*, const Readable<T>&, T*,
+                        Plane);
   Plane plane = nullptr;
-  if constexpr (L::kLanes * sizeof(typename L::T) == 64) {
+  Flat flat = nullptr;
+  const int64_t nv = (g.out_spatial[1] + L::kLanes - 1) / L::kLanes;
+  if constexpr (L::kLanes * sizeof(T) == 64) {
     plane = g.kernel[1] != 3 ? pool_plane_avx512<L> : g.strides[1] == 2 ? pool_plane_avx512<L, 3, 2> : pool_plane_avx512<L, 3, 1>;
+    flat = nv == 1 ? pool_flat_avx512<L, 1> : nv == 2 ? pool_flat_avx512<L, 2> : pool_flat_avx512<L, 0>;
   } else {
     plane = g.kernel[1] != 3 ? pool_plane_avx2<L> : g.strides[1] == 2 ? pool_plane_avx2<L, 3, 2> : pool_plane_avx2<L, 3, 1>;
+    flat = nv == 1 ? pool_flat_avx2<L, 1> : nv == 2 ? pool_flat_avx2<L, 2> : pool_flat_avx2<L, 0>;
   }
-  const Readable<typename L::T> in{x, x + planes * in_plane};
-  for (int64_t p = 0; p < planes; ++p) plane(g, x + p * in_plane, y + p * out_plane, scratch.data(), in);
+  const Readable<T> in{x, x + std::max((planes - 1) * in_step + in_plane, steps.readable)};
+  if (flat_3x3_stride_2(g)) {
+    flat(g, x, y, planes, in_step, out_step, scratch.data(), in, scratch.data() + ring, plane);
+    return true;
+  }
+  for (int64_t p = 0; p < planes; ++p) plane(g, x + p * in_step, y + p * out_step, scratch.data(), in);
   return true;
 }
 
@@ -263,37 +289,37 @@ template <class T>
 using Lanes256 = std::conditional_t<std::is_same_v<T, float>, F32Lanes8, ByteLanes32<T>>;
 
 template <class T>
-bool max_pool_2d_avx512(const PoolGeometry& g, const T* x, T* y, int64_t planes) {
-  return pool_planes<Lanes512<T>>(g, x, y, planes);
+bool max_pool_2d_avx512(const PoolGeometry& g, const T* x, T* y, int64_t planes, const PlaneSteps& steps) {
+  return pool_planes<Lanes512<T>>(g, x, y, planes, steps);
 }
 template <class T>
-bool max_pool_2d_avx2(const PoolGeometry& g, const T* x, T* y, int64_t planes) {
-  return pool_planes<Lanes256<T>>(g, x, y, planes);
+bool max_pool_2d_avx2(const PoolGeometry& g, const T* x, T* y, int64_t planes, const PlaneSteps& steps) {
+  return pool_planes<Lanes256<T>>(g, x, y, planes, steps);
 }
 
 #pragma GCC diagnostic pop
 #else
 
 template <class T>
-bool max_pool_2d_avx512(const PoolGeometry&, const T*, T*, int64_t) {
+bool max_pool_2d_avx512(const PoolGeometry&, const T*, T*, int64_t, const PlaneSteps&) {
   return false;
 }
 template <class T>
-bool max_pool_2d_avx2(const PoolGeometry&, const T*, T*, int64_t) {
+bool max_pool_2d_avx2(const PoolGeometry&, const T*, T*, int64_t, const PlaneSteps&) {
   return false;
 }
 
 #endif
 
 template <class T>
-bool max_pool_2d_simd(const PoolGeometry& g, const T* x, T* y, int64_t planes) {
-  return max_pool_2d_avx512<T>(g, x, y, planes) || max_pool_2d_avx2<T>(g, x, y, planes);
+bool max_pool_2d_simd(const PoolGeometry& g, const T* x, T* y, int64_t planes, const PlaneSteps& steps) {
+  return max_pool_2d_avx512<T>(g, x, y, planes, steps) || max_pool_2d_avx2<T>(g, x, y, planes, steps);
 }
 
 #define QTOOL_POOL_INSTANTIATE(T)                                                     \
-  template bool max_pool_2d_avx512<T>(const PoolGeometry&, const T*, T*, int64_t); \
-  template bool max_pool_2d_avx2<T>(const PoolGeometry&, const T*, T*, int64_t);   \
-  template bool max_pool_2d_simd<T>(const PoolGeometry&, const T*, T*, int64_t);
+  template bool max_pool_2d_avx512<T>(const PoolGeometry&, const T*, T*, int64_t, const PlaneSteps&); \
+  template bool max_pool_2d_avx2<T>(const PoolGeometry&, const T*, T*, int64_t, const PlaneSteps&);   \
+  template bool max_pool_2d_simd<T>(const PoolGeometry&, const T*, T*, int64_t, const PlaneSteps&);
 QTOOL_POOL_INSTANTIATE(float)
 QTOOL_POOL_INSTANTIATE(uint8_t)
 QTOOL_POOL_INSTANTIATE(int8_t)

@@ -125,9 +125,20 @@ TEST_CASE("Every MaxPool path equals the reference on NaN and infinities", "[ker
       {{9, 27}, {3, 3}, {2, 2}, {0, 0}, {0, 0}},
       {{7, 16}, {3, 3}, {2, 2}, {0, 0}, {0, 0}},   // a column no window reads
       {{11, 55}, {3, 3}, {2, 2}, {0, 0}, {1, 0}},  // 27 outputs per row: two AVX-512 vectors
+      // Whole planes of 3x3/2 windows inside the plane (pool_flat_*): the
+      // carried row fold in registers (one or two vectors per row) or in
+      // memory (more), a row left unread at the bottom.
+      {{10, 111}, {3, 3}, {2, 2}, {0, 0}, {0, 0}},  // 55 outputs per row
+      {{8, 70}, {3, 3}, {2, 2}, {0, 0}, {0, 0}},    // 34
+      {{5, 7}, {3, 3}, {2, 2}, {0, 0}, {0, 0}},     // 3
+      // Nine output rows: 3 threads pool bands of rows (pool_fast.cpp's
+      // by_rows), which read on into the rows after them.
+      {{20, 41}, {3, 3}, {2, 2}, {0, 0}, {0, 0}},
   };
   for (const Case& c : cases) {
-    const PoolGeometry g = geometry(3, c.in, c.kernel, c.strides, c.pads_begin, c.pads_end);
+    // Five planes: the flat path's last plane reads no further than the
+    // input's end, the ones before it read on into the next plane.
+    const PoolGeometry g = geometry(5, c.in, c.kernel, c.strides, c.pads_begin, c.pads_end);
     const auto x = nonfinite_values(count(g, g.in_spatial), static_cast<uint32_t>(count(g, g.in_spatial)));
     const auto want = max_pool_ref(g, x);
     INFO("input " << c.in[0] << "x" << c.in[1] << ", window " << c.kernel[0] << "x" << c.kernel[1]);
@@ -143,7 +154,7 @@ TEST_CASE("Every MaxPool path equals the reference on NaN and infinities", "[ker
     }
     for (auto* path : {&max_pool_2d_avx2<float>, &max_pool_2d_avx512<float>}) {
       std::fill(y.begin(), y.end(), 42.0f);
-      if (path(g, x.data(), y.data(), g.channels)) CHECK(same_bits(y, want));
+      if (path(g, x.data(), y.data(), g.channels, {})) CHECK(same_bits(y, want));
     }
   }
 }
@@ -158,7 +169,7 @@ TEST_CASE("The AVX-512 and AVX2 MaxPool paths keep NaN out like the reference", 
   x[20] = kInf;
   for (auto* path : {&max_pool_2d_avx2<float>, &max_pool_2d_avx512<float>}) {
     std::vector<float> y(static_cast<size_t>(count(g, g.out_spatial)), 42.0f);
-    if (path(g, x.data(), y.data(), g.channels)) CHECK(same_bits(y, max_pool_ref(g, x)));
+    if (path(g, x.data(), y.data(), g.channels, {})) CHECK(same_bits(y, max_pool_ref(g, x)));
   }
 }
 

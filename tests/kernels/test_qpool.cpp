@@ -161,11 +161,30 @@ void check_max_pool_8bit(std::mt19937& rng) {
               // Each vector row path the host has, whichever the dispatch takes.
               for (auto* path : {&max_pool_2d_avx2<T>, &max_pool_2d_avx512<T>}) {
                 std::vector<T> y(out, T{1});
-                if (!path(g, x.data(), y.data(), 6)) continue;
+                if (!path(g, x.data(), y.data(), 6, {})) continue;
                 INFO(h << "x" << w << " k " << k << " s " << s << " pad " << pad << " ceil " << ceil_mode << " (one ISA)");
                 REQUIRE(y == want);
               }
             }
+  // 3x3/2 windows all inside the plane: the flat path (pool_flat_*), one to
+  // four vectors per output row; five planes, the last read only up to the input's end.
+  for (int64_t h : {3, 8, 27})
+    for (int64_t w : {3, 27, 129, 200, 300}) {
+      const PoolGeometry g = geometry_2d(1, 5, {h, w}, {3, 3}, {2, 2}, {0, 0}, {0, 0}, false);
+      const auto x = random_values<T>(rng, static_cast<size_t>(5 * h * w));
+      std::vector<T> want(static_cast<size_t>(5 * g.out_spatial[0] * g.out_spatial[1]));
+      max_pool<T>(g, x.data(), want.data(), nullptr, false);
+      INFO(h << "x" << w << " 3x3/2, no padding");
+      for (int threads : {1, 3}) {
+        std::vector<T> y(want.size(), T{1});
+        max_pool_8bit_fast<T>(g, x.data(), y.data(), threads);
+        REQUIRE(y == want);
+      }
+      for (auto* path : {&max_pool_2d_avx2<T>, &max_pool_2d_avx512<T>}) {
+        std::vector<T> y(want.size(), T{1});
+        if (path(g, x.data(), y.data(), 5, {})) REQUIRE(y == want);
+      }
+    }
   // The widest window the vector rows take (16 columns, 15 of them padding),
   // stride 2: reads reach furthest past the row there.
   for (int64_t w : {1, 31, 33, 64}) {
@@ -175,7 +194,7 @@ void check_max_pool_8bit(std::mt19937& rng) {
     max_pool<T>(g, x.data(), want.data(), nullptr, false);
     for (auto* path : {&max_pool_2d_avx2<T>, &max_pool_2d_avx512<T>}) {
       std::vector<T> y(want.size(), T{1});
-      if (path(g, x.data(), y.data(), 2)) REQUIRE(y == want);
+      if (path(g, x.data(), y.data(), 2, {})) REQUIRE(y == want);
     }
   }
   PoolGeometry g;  // 1-D with dilation 2: the reference path
