@@ -274,16 +274,7 @@ const int32_t* flat_masks(const Depthwise3x3Plane& p, int64_t vectors, int lanes
   return c.masks.data();
 }
 
-// flat_plane_avx512 and flat_plane_avx2: written once (conv_depthwise_3x3_flat.inc).
-#define QTOOL_FLAT_TARGET __attribute__((target("avx512f")))
-#define QTOOL_FLAT_NAME flat_plane_avx512
-#define QTOOL_FLAT_GROUP flat_group_avx512
-#define QTOOL_FLAT_LANES Zmm
-#include "libquant/kernels/conv_depthwise_3x3_flat.inc"
-#undef QTOOL_FLAT_TARGET
-#undef QTOOL_FLAT_NAME
-#undef QTOOL_FLAT_GROUP
-#undef QTOOL_FLAT_LANES
+// flat_plane_avx2 (conv_depthwise_3x3_flat.inc).
 #define QTOOL_FLAT_TARGET __attribute__((target("avx2,fma")))
 #define QTOOL_FLAT_NAME flat_plane_avx2
 #define QTOOL_FLAT_GROUP flat_group_avx2
@@ -293,6 +284,10 @@ const int32_t* flat_masks(const Depthwise3x3Plane& p, int64_t vectors, int lanes
 #undef QTOOL_FLAT_NAME
 #undef QTOOL_FLAT_GROUP
 #undef QTOOL_FLAT_LANES
+
+// flat_plane_masked_avx512: AVX-512's flat plane, its taps masked loads
+// from the input (conv_depthwise_3x3_flat_avx512.inc).
+#include "libquant/kernels/conv_depthwise_3x3_flat_avx512.inc"
 
 template <class L>
 using BandTileFn = void (*)(const TileConsts<L>&, const float* const*, int64_t, float* const*, int64_t, int64_t,
@@ -320,7 +315,7 @@ __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3P
   k.t.hi = _mm512_set1_ps(p.hi);
   k.even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   k.odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  if (flat_plane_fits(p)) return flat_plane_avx512(p, k.t);
+  if (flat_plane_fits(p)) return flat_plane_masked_avx512(p, k.t);
   const BandLayout b = band_layout(p);
   // About eight accumulators: two vectors by up to four rows, or one vector
   // by up to eight rows when a row is one vector (14x14 and 7x7 maps), in

@@ -9,7 +9,8 @@
 // Conv does). Stride-1 planes up to 32 columns wide whose rows keep their
 // width are computed flat instead: the plane as one array, eight or sixteen
 // consecutive outputs per vector across row ends, a column mask zeroing the
-// taps that fall off a row (conv_depthwise_3x3_flat.inc). Small maps and
+// taps that fall off a row (conv_depthwise_3x3_flat.inc; AVX-512 with masked
+// loads from the input, conv_depthwise_3x3_flat_avx512.inc). Small maps and
 // stride 2 go to the block kernels instead, 8 or 16 channels at once
 // (conv_depthwise_3x3_blocked.cpp), which its ISA's block_fits picks per
 // geometry and the caller (conv_depthwise.cpp) calls. Every output is
