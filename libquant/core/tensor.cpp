@@ -230,14 +230,15 @@ void Tensor::reuse(DType dtype, Dims shape) {
   size_ = count;
 }
 
-Tensor Tensor::view() {
+Tensor Tensor::view(size_t offset, size_t limit) {
   Tensor t;
-  if (capacity_ == 0) return t;
+  if (offset >= capacity_) return t;
+  const size_t bytes = limit > 0 ? std::min(limit, capacity_ - offset) : capacity_ - offset;
   t.dtype_ = DType::UInt8;
-  t.size_ = static_cast<int64_t>(capacity_);
+  t.size_ = static_cast<int64_t>(bytes);
   t.shape_ = {t.size_};
-  t.bytes_ = bytes_;
-  t.capacity_ = capacity_;
+  t.bytes_ = bytes_ + offset;
+  t.capacity_ = bytes;
   return t;
 }
 

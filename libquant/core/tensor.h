@@ -117,12 +117,14 @@ class Tensor {
   // This tensor's bytes as a tensor of `dtype` and `shape`, contents stale;
   // can_hold(dtype, element count of shape) must be true (asserted).
   void reuse(DType dtype, Dims shape);
-  // A tensor over all of this one's bytes (UInt8, capacity() of them) that
-  // owns nothing: the Session's planned buffers reach kernels this way
-  // (interp/output.h), so that a kernel that makes its own output tensor
-  // leaves the buffer in place. It must not outlive this tensor; copies of
-  // it own their bytes, moves keep borrowing.
-  Tensor view();
+  // A tensor over this one's bytes from `offset` on (UInt8, capacity() -
+  // offset of them, at most `limit` when limit > 0; none when offset reaches
+  // capacity()) that owns nothing:
+  // the Session's planned buffers reach kernels this way (interp/output.h),
+  // so that a kernel that makes its own output tensor leaves the buffer in
+  // place. It must not outlive this tensor; copies of it own their bytes,
+  // moves keep borrowing.
+  Tensor view(size_t offset = 0, size_t limit = 0);
 
   // Non-const access to a mapped tensor marks its region as maybe written
   // (MappedRegion::note_write), so that its pages are never given back.

@@ -297,17 +297,24 @@ Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph, const
       s->lifetimes_[v] = {first_def[v], last_use[v]};
       bytes_of_slot[v] = static_bytes(*s->slot_values_[v]);
     }
-    s->memory_plan_ = s->make_plan(bytes_of_slot);
+    s->memory_plan_ = s->make_plan(bytes_of_slot, nullptr, true);
   } else {
-    s->memory_plan_ =
-        std::make_shared<MemoryPlan>(MemoryPlan{std::vector<int>(n_slots, -1), std::vector<int>(s->steps_.size(), -1), {}, {}, 0});
+    auto none = std::make_shared<MemoryPlan>();
+    none->buffer_of_slot.assign(n_slots, -1);
+    none->in_place_input.assign(s->steps_.size(), -1);
+    none->offset_of_slot.assign(n_slots, 0);
+    none->in_slice.assign(n_slots, 0);
+    none->slice_bytes.assign(n_slots, 0);
+    s->memory_plan_ = std::move(none);
     s->replanned_ = true;
   }
   return s;
 }
 
-std::shared_ptr<const Session::MemoryPlan> Session::make_plan(const std::vector<int64_t>& bytes_of_slot) const {
+std::shared_ptr<const Session::MemoryPlan> Session::make_plan(const std::vector<int64_t>& bytes_of_slot,
+                                                              const std::vector<Dims>* shapes, bool provisional) const {
   auto mp = std::make_shared<MemoryPlan>();
+  mp->provisional = provisional;
   const size_t n_slots = lifetimes_.size();
   mp->buffer_of_slot.assign(n_slots, -1);
   mp->in_place_input.assign(steps_.size(), -1);
@@ -335,30 +342,109 @@ std::shared_ptr<const Session::MemoryPlan> Session::make_plan(const std::vector<
       break;
     }
   }
+  mp->offset_of_slot.assign(n_slots, 0);
+  mp->in_slice.assign(n_slots, 0);
+  mp->slice_bytes.assign(n_slots, 0);
+  for (size_t i = 0; plan_.in_place && i < steps_.size(); ++i) {
+    // Each input's group (the input, and any value it was written over in
+    // place) joins the output's at the input's slice.
+    const int out_group = group[static_cast<size_t>(steps_[i].outputs[0])];
+    for (const auto& [k, offset] : concat_slices(i, bytes_of_slot, shapes, group, mp->in_slice)) {
+      const size_t x = static_cast<size_t>(steps_[i].inputs[k]);
+      const int in_group = group[x];
+      for (size_t v = 0; v < n_slots; ++v) {
+        if (group[v] != in_group) continue;
+        group[v] = out_group;
+        mp->offset_of_slot[v] = offset;
+        mp->in_slice[v] = 1;
+        mp->slice_bytes[v] = bytes_of_slot[x];
+      }
+    }
+  }
   std::vector<BufferUse> uses;
   std::vector<int> use_of_group(n_slots, -1);
   for (size_t v = 0; v < n_slots; ++v) {
     if (lifetimes_[v].first < 0) continue;
     int& u = use_of_group[static_cast<size_t>(group[v])];
+    const int64_t bytes = bytes_of_slot[v];
     if (u < 0) {
       u = static_cast<int>(uses.size());
-      const int64_t bytes = bytes_of_slot[v];
-      uses.push_back(BufferUse{lifetimes_[v].first, lifetimes_[v].second, bytes < 0 ? -1 : 0, std::max<int64_t>(bytes, 0)});
+      uses.push_back(BufferUse{lifetimes_[v].first, lifetimes_[v].second, bytes < 0 ? -1 : 0, 0});
     }
     BufferUse& use = uses[static_cast<size_t>(u)];
     use.first = std::min<int64_t>(use.first, lifetimes_[v].first);
     use.last = std::max<int64_t>(use.last, lifetimes_[v].second);
+    use.bytes = std::max<int64_t>(use.bytes, mp->offset_of_slot[v] + std::max<int64_t>(bytes, 0));
   }
   const BufferPlan bp = plan_buffers(uses);
   for (size_t v = 0; v < n_slots; ++v) {
     if (lifetimes_[v].first < 0) continue;
     const int b = bp.buffer_of[static_cast<size_t>(use_of_group[static_cast<size_t>(group[v])])];
     mp->buffer_of_slot[v] = b;
-    mp->planned.push_back({slot_values_[v], lifetimes_[v].first, lifetimes_[v].second, b, takes_over[v]});
+    mp->planned.push_back({slot_values_[v], lifetimes_[v].first, lifetimes_[v].second, b, takes_over[v],
+                           mp->offset_of_slot[v], bytes_of_slot[v]});
   }
   mp->buffer_count = bp.buffer_count;
   mp->buffer_bytes = bp.capacity;
   return mp;
+}
+
+// Concat without copies (PlanOptions::in_place): for step i, each data
+// input's index and byte offset in the output, or nothing where the step is
+// no Concat (or com.microsoft QLinearConcat, whose data inputs are 2, 5,
+// 8, ...) that qualifies. The inputs must lie side by side in the output
+// (outer dims before the axis all 1), each a planned value of known size
+// that this step reads last and once, not yet another Concat's input or
+// output (in_slice, group), starting on a 64-byte boundary (the kernels'
+// vectors); the output a planned value of the data inputs' bytes.
+std::vector<std::pair<size_t, int64_t>> Session::concat_slices(size_t i, const std::vector<int64_t>& bytes_of_slot,
+                                                               const std::vector<Dims>* shapes,
+                                                               const std::vector<int>& group,
+                                                               const std::vector<char>& in_slice) const {
+  const Step& step = steps_[i];
+  const ir::Node& node = *step.node;
+  const bool plain = node.op_type == "Concat" && (node.domain.empty() || node.domain == "ai.onnx");
+  const bool qlinear = node.op_type == "QLinearConcat" && node.domain == "com.microsoft";
+  if (!(plain || qlinear) || step.outputs.size() != 1 || step.inputs.size() < (qlinear ? 5u : 1u)) return {};
+  const int y = step.outputs[0];
+  if (y < 0 || lifetimes_[static_cast<size_t>(y)].first < 0 || bytes_of_slot[static_cast<size_t>(y)] <= 0 ||
+      in_slice[static_cast<size_t>(y)])
+    return {};
+  const ir::Value& out = *slot_values_[static_cast<size_t>(y)];
+  // The output's shape as a run gave it, else as the model declares it.
+  const Dims* shape = shapes && !(*shapes)[static_cast<size_t>(y)].empty() ? &(*shapes)[static_cast<size_t>(y)]
+                      : out.has_shape                                       ? &out.shape
+                                                                            : nullptr;
+  if (!shape) return {};
+  const int64_t rank = static_cast<int64_t>(shape->size());
+  int64_t axis = node.attr_int("axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return {};
+  for (int64_t d = 0; d < axis; ++d)
+    if ((*shape)[static_cast<size_t>(d)] != 1) return {};
+  std::vector<std::pair<size_t, int64_t>> slices;
+  int64_t at = 0;
+  for (size_t k = 0; k < step.inputs.size(); ++k) {
+    const int x = step.inputs[k];
+    const bool data = plain || (k >= 2 && (k - 2) % 3 == 0);
+    if (!data) {
+      // QLinearConcat's scales and zero points: constants, never a slice's bytes.
+      if (x >= 0 && lifetimes_[static_cast<size_t>(x)].first >= 0) return {};
+      continue;
+    }
+    if (x < 0 || lifetimes_[static_cast<size_t>(x)].first < 0 || lifetimes_[static_cast<size_t>(x)].second != static_cast<int>(i))
+      return {};
+    if (std::count(step.inputs.begin(), step.inputs.end(), x) != 1) return {};
+    const int64_t bytes = bytes_of_slot[static_cast<size_t>(x)];
+    if (bytes <= 0 || at % 64 != 0) return {};
+    // Nothing of the input's group in another Concat, nor the output's group.
+    for (size_t v = 0; v < group.size(); ++v)
+      if (group[v] == group[static_cast<size_t>(x)] && (in_slice[v] || group[v] == group[static_cast<size_t>(y)])) return {};
+    slices.emplace_back(k, at);
+    at += bytes;
+  }
+  if (at != bytes_of_slot[static_cast<size_t>(y)]) return {};
+  return slices;
 }
 
 std::vector<Session::PlannedValue> Session::memory_plan() const {
@@ -377,7 +463,7 @@ int Session::buffer_count() const {
 // (the kernel keeps them where they hold its output, interp/output.h). The
 // first run of such a model kept a tensor per value before: efficientnet_b0
 // float's peak RSS was set by it (140 MiB against ONNX Runtime's 134).
-Tensor Session::Buffers::view(size_t b) {
+Tensor Session::Buffers::view(size_t b, int64_t offset, int64_t limit) {
   Tensor& t = storage[b];
   const int64_t need = plan->buffer_bytes[b];
   if (need > 0 && t.capacity() < static_cast<size_t>(need)) t = Tensor(DType::UInt8, {need});
@@ -387,7 +473,7 @@ Tensor Session::Buffers::view(size_t b) {
     t = std::move(*largest);
     spare.erase(largest);
   }
-  return t.view();
+  return t.view(static_cast<size_t>(offset), static_cast<size_t>(limit));
 }
 
 void Session::Buffers::keep(size_t b, Tensor t) {
@@ -434,7 +520,8 @@ Session::Buffers Session::hand_over(Buffers old) const {
   return fresh;
 }
 
-void Session::give_back(Buffers buffers, const std::vector<std::pair<DType, int64_t>>& sizes) const {
+void Session::give_back(Buffers buffers, const std::vector<std::pair<DType, int64_t>>& sizes,
+                        const std::vector<Dims>& shapes) const {
   std::lock_guard<std::mutex> lock(buffers_mutex_);
   if (!replanned_ && !sizes.empty()) {
     // The values' sizes are known now: buffers laid out for the old plan
@@ -442,7 +529,7 @@ void Session::give_back(Buffers buffers, const std::vector<std::pair<DType, int6
     std::vector<int64_t> bytes_of_slot(sizes.size(), -1);
     for (size_t v = 0; v < sizes.size(); ++v)
       if (lifetimes_[v].first >= 0) bytes_of_slot[v] = shared_bytes(sizes[v].first, sizes[v].second);
-    memory_plan_ = make_plan(bytes_of_slot);
+    memory_plan_ = make_plan(bytes_of_slot, shapes.size() == sizes.size() ? &shapes : nullptr);
     replanned_ = true;
     idle_buffers_.clear();
     idle_buffers_.push_back(hand_over(std::move(buffers)));
@@ -504,10 +591,12 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
     const Session& s;
     Buffers buffers;
     std::vector<std::pair<DType, int64_t>> sizes;  // filled by a run that completes
-    ~Lease() { s.give_back(std::move(buffers), sizes); }
-  } lease{*this, take_buffers(), {}};
+    std::vector<Dims> shapes;                      // too, under a provisional plan
+    ~Lease() { s.give_back(std::move(buffers), sizes, shapes); }
+  } lease{*this, take_buffers(), {}, {}};
   const std::vector<int>& buffer_of_slot = lease.buffers.plan->buffer_of_slot;
   std::vector<std::pair<DType, int64_t>> sizes(slot_values_.size(), {DType::Undefined, 0});
+  std::vector<Dims> shapes(lease.buffers.plan->provisional ? slot_values_.size() : 0);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::Value& v = *slot_values_[static_cast<size_t>(input_slots_[i])];
     if (!inputs[i]) return Status::internal("input '" + v.name() + "' is null");
@@ -526,7 +615,10 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
     for (size_t k = 0; k < step.outputs.size(); ++k) {
       const int o = step.outputs[k];
       const int b = o >= 0 ? buffer_of_slot[static_cast<size_t>(o)] : -1;
-      outs[k] = b >= 0 ? lease.buffers.view(static_cast<size_t>(b)) : Tensor();
+      const MemoryPlan& mp = *lease.buffers.plan;
+      outs[k] = b >= 0 ? lease.buffers.view(static_cast<size_t>(b), mp.offset_of_slot[static_cast<size_t>(o)],
+                                            mp.slice_bytes[static_cast<size_t>(o)])
+                       : Tensor();
     }
     // In place when planned and, in this run, every other input broadcasts
     // into the written one's shape, so the output (the inputs' broadcast,
@@ -552,6 +644,7 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
       // output (Kernel::may_overwrite_input); the input is released after this step.
       const size_t x = static_cast<size_t>(step.inputs[static_cast<size_t>(over)]);
       sizes[x] = {owned[x].dtype(), owned[x].size()};
+      if (!shapes.empty()) shapes[x] = owned[x].shape();
       outs[0] = std::move(owned[x]);
       in_ptrs[static_cast<size_t>(over)] = &outs[0];
     }
@@ -573,7 +666,12 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
         continue;
       }
       sizes[static_cast<size_t>(r)] = {owned[static_cast<size_t>(r)].dtype(), owned[static_cast<size_t>(r)].size()};
-      if (b >= 0) lease.buffers.keep(static_cast<size_t>(b), std::move(owned[static_cast<size_t>(r)]));
+      if (!shapes.empty()) shapes[static_cast<size_t>(r)] = owned[static_cast<size_t>(r)].shape();
+      // A Concat's input shares its buffer with the Concat's output, still
+      // live: a tensor of its own (a run whose shapes outgrew the plan) is
+      // dropped, never made the buffer.
+      if (b >= 0 && !lease.buffers.plan->in_slice[static_cast<size_t>(r)])
+        lease.buffers.keep(static_cast<size_t>(b), std::move(owned[static_cast<size_t>(r)]));
       owned[static_cast<size_t>(r)] = Tensor();
       ptr[static_cast<size_t>(r)] = nullptr;
     }
@@ -592,6 +690,7 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
       result.push_back(*t);
   }
   lease.sizes = std::move(sizes);
+  lease.shapes = std::move(shapes);
   return result;
 }
 

@@ -51,6 +51,12 @@ struct PlanOptions {
   // already (it is called right after each step), and the output's memory is
   // then the one still in the cache, without a second buffer.
   bool in_place = true;
+  // Also with in_place: a Concat whose inputs are each other's neighbours in
+  // its output (the axis' outer dims all 1: channels of one image) has each
+  // input computed straight into its slice of the output's buffer, where
+  // the input is a planned value of static shape that the Concat reads
+  // last, and every slice starts on a 64-byte boundary; the Concat then
+  // copies nothing (squeezenet's fire modules, shufflenet's units).
 };
 
 class Session {
@@ -94,6 +100,8 @@ class Session {
     const ir::Value* value;
     int first, last, buffer;
     const ir::Value* takes_over = nullptr;
+    int64_t offset = 0;  // where in its buffer the value starts: a Concat's input in its slice
+    int64_t bytes = -1;  // its bytes in the plan (-1: unknown)
   };
   std::vector<PlannedValue> memory_plan() const;
   int buffer_count() const;
@@ -107,13 +115,30 @@ class Session {
   struct MemoryPlan {
     std::vector<int> buffer_of_slot;  // -1: not planned (constants, graph inputs and outputs)
     std::vector<int> in_place_input;  // per step: the input whose tensor output 0 takes over, or -1
+    std::vector<int64_t> offset_of_slot;  // bytes into its buffer (a Concat's input in its slice), else 0
+    std::vector<char> in_slice;           // per slot: a Concat's input, or a value written in place into one
+    // Per slot in a slice: its planned bytes, all its view holds, so that a
+    // run whose shapes outgrow the plan cannot spill into a neighbour's
+    // slice (the value gets bytes of its own instead); else 0, no limit.
+    std::vector<int64_t> slice_bytes;
+    // Made before a run showed the values' sizes (at create): a run under
+    // it reports their shapes too, for the Concats of models that declare none.
+    bool provisional = false;
     std::vector<PlannedValue> planned;
     std::vector<int64_t> buffer_bytes;  // per buffer: the most bytes of its values
     int buffer_count = 0;
   };
   // Plans the buffers of the values of `lifetimes_` given each slot's bytes
   // (-1: unknown, or a value that never shares a buffer).
-  std::shared_ptr<const MemoryPlan> make_plan(const std::vector<int64_t>& bytes_of_slot) const;
+  // `shapes`: per slot the shape a run gave it (empty: not reported), or null.
+  // `provisional`: made before any run (MemoryPlan::provisional).
+  std::shared_ptr<const MemoryPlan> make_plan(const std::vector<int64_t>& bytes_of_slot,
+                                              const std::vector<Dims>* shapes = nullptr, bool provisional = false) const;
+  // Step i's data inputs (index, byte offset in its output's buffer) when
+  // it is a Concat that takes them in place (PlanOptions::in_place), else empty.
+  std::vector<std::pair<size_t, int64_t>> concat_slices(size_t i, const std::vector<int64_t>& bytes_of_slot,
+                                                        const std::vector<Dims>* shapes, const std::vector<int>& group,
+                                                        const std::vector<char>& in_slice) const;
 
   // The buffers of one run in flight, under the plan they were made for;
   // kept between runs (several runs may be in flight at once, e.g. qprofile's
@@ -126,9 +151,10 @@ class Session {
     // Bytes released by values of sizes the plan does not know (the first
     // run of a model that declares no shapes), for the next such value.
     std::vector<Tensor> spare;
-    // A view of buffer b, allocated first if it holds fewer than the plan's
-    // bytes; for a buffer of unknown size, the largest spare tensor's.
-    Tensor view(size_t b);
+    // A view of buffer b from `offset` on, allocated first if it holds
+    // fewer than the plan's bytes; for a buffer of unknown size, the
+    // largest spare tensor's.
+    Tensor view(size_t b, int64_t offset = 0, int64_t limit = 0);
     // A released value's tensor: becomes buffer b's bytes when it owns more;
     // for a buffer of unknown size, its bytes and t's go to `spare`.
     void keep(size_t b, Tensor t);
@@ -136,7 +162,8 @@ class Session {
   Buffers take_buffers() const;
   // `sizes`: per slot (dtype, element count) produced by a completed run, or
   // empty; the first such report replans with them.
-  void give_back(Buffers buffers, const std::vector<std::pair<DType, int64_t>>& sizes) const;
+  void give_back(Buffers buffers, const std::vector<std::pair<DType, int64_t>>& sizes,
+                 const std::vector<Dims>& shapes) const;
   // The tensors of `old` (a run under the first plan) as buffers of the
   // current plan, each at least as large as the buffer it becomes.
   Buffers hand_over(Buffers old) const;

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "libquant/interp/buffer_plan.h"
+#include "tests/interp/plan_util.h"
 #include "libquant/interp/session.h"
 #include "libquant/ir/graph.h"
 
@@ -20,24 +21,12 @@ using quant::interp::PlanOptions;
 using quant::interp::Session;
 using quant::ir::Attribute;
 using quant::ir::Value;
+using quant::testing::random_tensor;
+using quant::testing::random_weight;
+using quant::testing::run;
+using quant::testing::same_bits;
 
 namespace {
-
-Tensor random_tensor(quant::Dims shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Tensor t(DType::Float32, std::move(shape));
-  for (float& v : t.values<float>()) v = normal(rng);
-  return t;
-}
-
-// A float32 constant of `shape`, normal(0, 1) from `seed`.
-Value* random_weight(quant::ir::Graph& g, const std::string& name, quant::Dims shape, uint32_t seed) {
-  Value* v = g.add_value(name);
-  v->dtype = DType::Float32;
-  v->constant = std::make_unique<Tensor>(random_tensor(std::move(shape), seed));
-  return v;
-}
 
 // A small residual CNN with branches, all shapes static ([1, 4, 6, 6]):
 //   r1 = Relu(Conv(x))             fusable
@@ -112,17 +101,6 @@ struct ResidualModel {
     g.outputs = {y, c5, z, u};
   }
 };
-
-std::vector<Tensor> run(const Session& s, const Tensor& x) {
-  auto out = s.run({x});
-  INFO(out.status().message());
-  REQUIRE(out.has_value());
-  return *out;
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.byte_size()) == 0;
-}
 
 }  // namespace
 
