@@ -500,6 +500,16 @@ void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const 
       }
     return;
   }
+  // A pointwise conv's input is B as it lies, its rows out_plane floats
+  // apart, read again for every MR rows of A. Where A has many more rows
+  // than B columns (squeezenet1_1's classifier: 1000 x 512 by 512 x 169),
+  // AVX2's 6 x 16 kernel ran faster from B packed once into its panels:
+  // alone, QTOOL_ISA=avx2, best of 200, 1565-1604 -> 1473-1478 us; AVX-512's
+  // 8 x 32 slower (764-768 -> 802-808), as were narrower AVX2 layers (M up
+  // to 1.5 N: even) and a single column (90-95 -> 100-113). The same sums.
+  const bool pack_input = allow_direct && pointwise && &isa == detail::kGemmIsaAvx2 && out_plane >= 2 * isa.nr &&
+                          m_per_group >= 4 * out_plane;
+  thread_local PackedMatrix packed_input;
   thread_local AlignedFloats subsample_buf;
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t gi = 0; gi < g.group; ++gi) {
@@ -511,8 +521,12 @@ void conv_f32_fast(const ConvGeometry& g, const float* x, const float* w, const 
         if (subsample_buf.size() < c_per_group * out_plane) subsample_buf = AlignedFloats(c_per_group * out_plane);
         subsample_planes(s, xg, c_per_group, subsample_buf.data(), threads);
         b.view = MatrixView{subsample_buf.data(), out_plane, 1};
-      } else if (pointwise)
+      } else if (pack_input) {
+        packed_input = PackedMatrix::pack_b(MatrixView{xg, in_plane, 1}, K, out_plane, isa);
+        b.packed = &packed_input;
+      } else if (pointwise) {
         b.view = MatrixView{xg, in_plane, 1};  // [C/group, H*W] as it lies in memory
+      }
       else
         b.source = &im2col;
       ep.row_bias = bias ? bias + gi * m_per_group : nullptr;

@@ -75,6 +75,7 @@ TEST_CASE("conv_f32_fast matches the reference conv_f32 over many geometries", "
       {1, 24, 40, 1, {23, 25}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
       {2, 6, 4, 2, {5, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
       {1, 5, 7, 1, {11}, {1}, {1}, {1}, {0}, {0}},
+      {1, 16, 200, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}},  // M >= 4 N: AVX2 packs B (the input)
       // 1x1 with strides and no padding: the input subsampled, then read as
       // B (odd and even widths, strides 2, 3 x 2 and 1 x 3, 1-D and 3-D,
       // groups and a batch of two); with padding: im2col
