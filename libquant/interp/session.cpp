@@ -346,10 +346,12 @@ std::shared_ptr<const Session::MemoryPlan> Session::make_plan(const std::vector<
   mp->in_slice.assign(n_slots, 0);
   mp->slice_bytes.assign(n_slots, 0);
   for (size_t i = 0; plan_.in_place && i < steps_.size(); ++i) {
+    const auto slices = concat_slices(i, bytes_of_slot, shapes, group, mp->in_slice);
+    if (slices.empty()) continue;
     // Each input's group (the input, and any value it was written over in
     // place) joins the output's at the input's slice.
     const int out_group = group[static_cast<size_t>(steps_[i].outputs[0])];
-    for (const auto& [k, offset] : concat_slices(i, bytes_of_slot, shapes, group, mp->in_slice)) {
+    for (const auto& [k, offset] : slices) {
       const size_t x = static_cast<size_t>(steps_[i].inputs[k]);
       const int in_group = group[x];
       for (size_t v = 0; v < n_slots; ++v) {
