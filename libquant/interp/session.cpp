@@ -303,7 +303,6 @@ Expected<std::unique_ptr<Session>> Session::create(const ir::Graph& graph, const
     none->buffer_of_slot.assign(n_slots, -1);
     none->in_place_input.assign(s->steps_.size(), -1);
     none->offset_of_slot.assign(n_slots, 0);
-    none->in_slice.assign(n_slots, 0);
     none->slice_bytes.assign(n_slots, 0);
     s->memory_plan_ = std::move(none);
     s->replanned_ = true;
@@ -343,10 +342,9 @@ std::shared_ptr<const Session::MemoryPlan> Session::make_plan(const std::vector<
     }
   }
   mp->offset_of_slot.assign(n_slots, 0);
-  mp->in_slice.assign(n_slots, 0);
   mp->slice_bytes.assign(n_slots, 0);
   for (size_t i = 0; plan_.in_place && i < steps_.size(); ++i) {
-    const auto slices = concat_slices(i, bytes_of_slot, shapes, group, mp->in_slice);
+    const auto slices = concat_slices(i, bytes_of_slot, shapes, group, mp->slice_bytes);
     if (slices.empty()) continue;
     // Each input's group (the input, and any value it was written over in
     // place) joins the output's at the input's slice.
@@ -358,7 +356,6 @@ std::shared_ptr<const Session::MemoryPlan> Session::make_plan(const std::vector<
         if (group[v] != in_group) continue;
         group[v] = out_group;
         mp->offset_of_slot[v] = offset;
-        mp->in_slice[v] = 1;
         mp->slice_bytes[v] = bytes_of_slot[x];
       }
     }
@@ -397,12 +394,12 @@ std::shared_ptr<const Session::MemoryPlan> Session::make_plan(const std::vector<
 // 8, ...) that qualifies. The inputs must lie side by side in the output
 // (outer dims before the axis all 1), each a planned value of known size
 // that this step reads last and once, not yet another Concat's input or
-// output (in_slice, group), starting on a 64-byte boundary (the kernels'
+// output (slice_bytes, group), starting on a 64-byte boundary (the kernels'
 // vectors); the output a planned value of the data inputs' bytes.
 std::vector<std::pair<size_t, int64_t>> Session::concat_slices(size_t i, const std::vector<int64_t>& bytes_of_slot,
                                                                const std::vector<Dims>* shapes,
                                                                const std::vector<int>& group,
-                                                               const std::vector<char>& in_slice) const {
+                                                               const std::vector<int64_t>& slice_bytes) const {
   const Step& step = steps_[i];
   const ir::Node& node = *step.node;
   const bool plain = node.op_type == "Concat" && (node.domain.empty() || node.domain == "ai.onnx");
@@ -410,7 +407,7 @@ std::vector<std::pair<size_t, int64_t>> Session::concat_slices(size_t i, const s
   if (!(plain || qlinear) || step.outputs.size() != 1 || step.inputs.size() < (qlinear ? 5u : 1u)) return {};
   const int y = step.outputs[0];
   if (y < 0 || lifetimes_[static_cast<size_t>(y)].first < 0 || bytes_of_slot[static_cast<size_t>(y)] <= 0 ||
-      in_slice[static_cast<size_t>(y)])
+      slice_bytes[static_cast<size_t>(y)] > 0)
     return {};
   const ir::Value& out = *slot_values_[static_cast<size_t>(y)];
   // The output's shape as a run gave it, else as the model declares it.
@@ -441,7 +438,8 @@ std::vector<std::pair<size_t, int64_t>> Session::concat_slices(size_t i, const s
     if (bytes <= 0 || at % 64 != 0) return {};
     // Nothing of the input's group in another Concat, nor the output's group.
     for (size_t v = 0; v < group.size(); ++v)
-      if (group[v] == group[static_cast<size_t>(x)] && (in_slice[v] || group[v] == group[static_cast<size_t>(y)])) return {};
+      if (group[v] == group[static_cast<size_t>(x)] && (slice_bytes[v] > 0 || group[v] == group[static_cast<size_t>(y)]))
+        return {};
     slices.emplace_back(k, at);
     at += bytes;
   }
@@ -672,7 +670,7 @@ Expected<std::vector<Tensor>> Session::run(std::span<const Tensor* const> inputs
       // A Concat's input shares its buffer with the Concat's output, still
       // live: a tensor of its own (a run whose shapes outgrew the plan) is
       // dropped, never made the buffer.
-      if (b >= 0 && !lease.buffers.plan->in_slice[static_cast<size_t>(r)])
+      if (b >= 0 && lease.buffers.plan->slice_bytes[static_cast<size_t>(r)] == 0)
         lease.buffers.keep(static_cast<size_t>(b), std::move(owned[static_cast<size_t>(r)]));
       owned[static_cast<size_t>(r)] = Tensor();
       ptr[static_cast<size_t>(r)] = nullptr;

@@ -116,10 +116,10 @@ class Session {
     std::vector<int> buffer_of_slot;  // -1: not planned (constants, graph inputs and outputs)
     std::vector<int> in_place_input;  // per step: the input whose tensor output 0 takes over, or -1
     std::vector<int64_t> offset_of_slot;  // bytes into its buffer (a Concat's input in its slice), else 0
-    std::vector<char> in_slice;           // per slot: a Concat's input, or a value written in place into one
-    // Per slot in a slice: its planned bytes, all its view holds, so that a
-    // run whose shapes outgrow the plan cannot spill into a neighbour's
-    // slice (the value gets bytes of its own instead); else 0, no limit.
+    // Per slot in a Concat's slice (its input, or a value written in place
+    // into one): its planned bytes, all its view holds, so that a run whose
+    // shapes outgrow the plan cannot spill into a neighbour's slice (the
+    // value gets bytes of its own instead); else 0, no limit.
     std::vector<int64_t> slice_bytes;
     // Made before a run showed the values' sizes (at create): a run under
     // it reports their shapes too, for the Concats of models that declare none.
@@ -138,7 +138,7 @@ class Session {
   // it is a Concat that takes them in place (PlanOptions::in_place), else empty.
   std::vector<std::pair<size_t, int64_t>> concat_slices(size_t i, const std::vector<int64_t>& bytes_of_slot,
                                                         const std::vector<Dims>* shapes, const std::vector<int>& group,
-                                                        const std::vector<char>& in_slice) const;
+                                                        const std::vector<int64_t>& slice_bytes) const;
 
   // The buffers of one run in flight, under the plan they were made for;
   // kept between runs (several runs may be in flight at once, e.g. qprofile's
