@@ -242,30 +242,12 @@ KernelResult make_qlinear_concat(const KernelContext& ctx) {
     const int64_t outer = kernels::element_count(std::span(shape).first(static_cast<size_t>(axis)));
     const int64_t inner = kernels::element_count(std::span(shape).subspan(static_cast<size_t>(axis) + 1));
     const int64_t out_pitch = shape[static_cast<size_t>(axis)] * inner;
-    // As Concat (ops_shape.cpp): inputs the memory plan computed into their
-    // slices of this output are not copied (a table requantizes them in
-    // place, element by element); one lying in the output's bytes anywhere
-    // else gives the output bytes of its own.
-    std::vector<char> in_slice(count, 0);
-    {
-      const auto* begin = static_cast<const uint8_t*>(out[0].raw());
-      const auto* end = begin + out[0].byte_size();
-      int64_t at = 0;
-      bool clash = false;
-      for (size_t k = 0; k < count; ++k) {
-        const Tensor& x = *in[2 + 3 * k];
-        const auto* xd = static_cast<const uint8_t*>(x.raw());
-        const int64_t bytes = x.size();
-        in_slice[k] = outer == 1 && bytes > 0 && xd == begin + at;
-        clash = clash || (!in_slice[k] && bytes > 0 && xd < end && xd + bytes > begin);
-        at += bytes;
-      }
-      if (clash) {
-        out[0] = Tensor();
-        QT_RETURN_IF_ERROR(reuse_or_create(out[0], p->type, shape));
-        std::fill(in_slice.begin(), in_slice.end(), 0);
-      }
-    }
+    // Inputs the memory plan computed into their slices of this output are
+    // not copied (output.h's inputs_in_slices); a table requantizes them in
+    // place, element by element.
+    std::vector<const Tensor*> data(count);
+    for (size_t k = 0; k < count; ++k) data[k] = in[2 + 3 * k];
+    QT_ASSIGN_OR_RETURN(std::vector<char> in_slice, inputs_in_slices(out[0], p->type, shape, data, outer));
     auto* y = static_cast<uint8_t*>(out[0].raw());
     int64_t offset = 0;
     for (size_t k = 0; k < count; ++k) {

@@ -150,30 +150,11 @@ KernelResult make_concat(const KernelContext& ctx) {
       shapes.push_back(t->shape());
     }
     QT_RETURN_IF_ERROR(reuse_or_create(out[0], first.dtype(), shape));
-    // The memory plan may have had the inputs computed into their slices of
-    // this output (Session's concat_slices: outer dims 1), which are then
-    // not copied. An input that lies in the output's bytes anywhere else (a
-    // run whose shapes differ from the plan's) would be overwritten before
-    // it is read: the output gets bytes of its own then.
+    // Inputs the memory plan computed into their slices of this output are
+    // not copied (output.h's inputs_in_slices).
     int64_t outer = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= first.dim(d);
-    const auto* const begin = static_cast<const std::byte*>(out[0].raw());
-    const auto* const end = begin + out[0].byte_size();
-    std::vector<char> in_slice(in.size(), 0);
-    size_t at = 0;
-    bool clash = false;
-    for (size_t k = 0; k < in.size(); ++k) {
-      const auto* x = static_cast<const std::byte*>(in[k]->raw());
-      const size_t bytes = in[k]->byte_size();
-      in_slice[k] = outer == 1 && bytes > 0 && x == begin + at;
-      clash = clash || (!in_slice[k] && bytes > 0 && x < end && x + bytes > begin);
-      at += bytes;
-    }
-    if (clash) {
-      out[0] = Tensor();
-      QT_RETURN_IF_ERROR(reuse_or_create(out[0], first.dtype(), std::move(shape)));
-      std::fill(in_slice.begin(), in_slice.end(), 0);
-    }
+    QT_ASSIGN_OR_RETURN(std::vector<char> in_slice, inputs_in_slices(out[0], first.dtype(), shape, in, outer));
     if (std::find(in_slice.begin(), in_slice.end(), 1) == in_slice.end()) {
       kernels::concat(ptrs, shapes, axis, dtype_size(first.dtype()), out[0].raw());
       return Status::ok();
