@@ -77,7 +77,21 @@ struct BandLayout {
   int64_t vectors;  // 16-wide output vectors per row
   int64_t width;    // floats per column part of a scratch row (a multiple of 16)
   int64_t row;      // floats per scratch row: width (stride 1), or the even then the odd part (stride 2)
+  int64_t packed;   // the first floats of each part that pack_row fills (packed_floats)
 };
+
+// How many floats of each part of a scratch row pack_row must fill, in
+// whole vectors of `lanes`: output column ow reads scratch columns up to
+// ow + 2 (stride 1), or even column ow + 1 and odd column ow (stride 2).
+// The tiles also read the columns after those, up to the part's end, but
+// only for the lanes past out_w that are never stored: their vectors are
+// not packed (stale floats of an earlier plane stay there). mobilenet_v2's
+// stride-2 56 x 56 layer packed three vectors of its 28 outputs' rows
+// where two serve.
+int64_t packed_floats(const Depthwise3x3Plane& p, int64_t width, int64_t lanes) {
+  const int64_t last = p.stride_w == 1 ? p.out_w + 1 : p.out_w;  // the last column a stored output reads
+  return std::min(width, (last / lanes + 1) * lanes);
+}
 
 BandLayout band_layout(const Depthwise3x3Plane& p) {
   BandLayout b;
@@ -86,6 +100,7 @@ BandLayout band_layout(const Depthwise3x3Plane& p) {
   // columns ow, ow+1 and odd column ow (stride 2): at most 16 * vectors + 1.
   b.width = 16 * b.vectors + 16;
   b.row = p.stride_w == 1 ? b.width : 2 * b.width;
+  b.packed = packed_floats(p, b.width, 16);
   return b;
 }
 
@@ -96,6 +111,17 @@ struct Zmm {
   __attribute__((target("avx512f"))) static Vec load(const float* p) { return _mm512_load_ps(p); }
   __attribute__((target("avx512f"))) static Vec loadu(const float* p) { return _mm512_loadu_ps(p); }
   __attribute__((target("avx512f"))) static Vec fmadd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+  // The 16 floats from p + S (S = 1, 2), where cur holds p[0, 16) and next
+  // p[16, 32): one VALIGND of the two registers. Unaligned loads at p + 1
+  // and p + 2 split a cache line each; with them the tiles ran at about 11
+  // cycles a vector against 8 so (4 x 2 tiles of a 56-wide map, rows in L1,
+  // a harness, stop 75).
+  template <int S>
+  __attribute__((target("avx512f"))) static Vec shifted(const float* /*p*/, Vec cur, Vec next) {
+    // (maskz form: the plain one trips GCC 12's -Wuninitialized.)
+    return _mm512_castsi512_ps(
+        _mm512_maskz_alignr_epi32(0xFFFF, _mm512_castps_si512(next), _mm512_castps_si512(cur), S));
+  }
   // Keeps v in a register (an empty asm that may change it).
   __attribute__((target("avx512f"), always_inline)) static void pin(Vec& v) { asm("" : "+v"(v)); }
   // max(lo, v), min(hi, v): the second operand (v) is returned for NaN.
@@ -122,6 +148,12 @@ struct Ymm {
   __attribute__((target("avx2,fma"))) static Vec load(const float* p) { return _mm256_load_ps(p); }
   __attribute__((target("avx2,fma"))) static Vec loadu(const float* p) { return _mm256_loadu_ps(p); }
   __attribute__((target("avx2,fma"))) static Vec fmadd(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+  // An unaligned load (AVX2 has no two-register shift across its 128-bit
+  // halves; the load of `next` goes unused then, and the compiler drops it).
+  template <int S>
+  __attribute__((target("avx2,fma"))) static Vec shifted(const float* p, Vec /*cur*/, Vec /*next*/) {
+    return _mm256_loadu_ps(p + S);
+  }
   __attribute__((target("avx2,fma"), always_inline)) static void pin(Vec& v) { asm("" : "+x"(v)); }
   __attribute__((target("avx2,fma"))) static Vec clamp(Vec v, Vec lo, Vec hi) {
     return _mm256_min_ps(hi, _mm256_max_ps(lo, v));
@@ -189,7 +221,7 @@ __attribute__((target("avx512f"))) inline __m512 load_lanes(__mmask16 mask, cons
 __attribute__((target("avx512f"))) void pack_row(const Depthwise3x3Plane& p, const BandLayout& b,
                                                  const Avx512Consts& k, const __mmask16* lo, const __mmask16* hi,
                                                  int64_t ih, float* dst) {
-  const int64_t n = b.width / 16;
+  const int64_t n = b.packed / 16;
   if (ih < 0 || ih >= p.in_h) {
     for (int64_t c = 0; c < b.row; c += 16) _mm512_store_ps(dst + c, _mm512_setzero_ps());
     return;
@@ -293,14 +325,13 @@ template <class L>
 using BandTileFn = void (*)(const TileConsts<L>&, const float* const*, int64_t, float* const*, int64_t, int64_t,
                             bool);
 
-// AVX-512 tiles of 1 to 8 rows (one vector) or 1 to 4 rows (two vectors),
-// for one (row stride, column stride); AVX2 has half the registers: 1 to 4
-// rows or 1 to 2.
+// AVX-512 tiles of 1 to 8 rows of one or two vectors, for one (row stride,
+// column stride); AVX2 has half the registers: 1 to 4 rows or 1 to 2.
 template <int SH, int SW, int V, int... R>
 constexpr BandTileFn<Zmm> kTilesOf[] = {band_tile_avx512<R, SH, SW, V>...};
 template <int SH, int SW>
 constexpr const BandTileFn<Zmm>* kBandTilesByV[2] = {kTilesOf<SH, SW, 1, 1, 2, 3, 4, 5, 6, 7, 8>,
-                                                        kTilesOf<SH, SW, 2, 1, 2, 3, 4>};
+                                                        kTilesOf<SH, SW, 2, 1, 2, 3, 4, 5, 6, 7, 8>};
 template <int SH, int SW, int V, int... R>
 constexpr BandTileFn<Ymm> kAvx2TilesOf[] = {band_tile_avx2<R, SH, SW, V>...};
 template <int SH, int SW>
@@ -317,13 +348,16 @@ __attribute__((target("avx512f"))) void dwconv3x3_f32_avx512(const Depthwise3x3P
   k.odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   if (flat_plane_fits(p)) return flat_plane_masked_avx512(p, k.t);
   const BandLayout b = band_layout(p);
-  // About eight accumulators: two vectors by up to four rows, or one vector
-  // by up to eight rows when a row is one vector (14x14 and 7x7 maps), in
-  // bands of equal height (a 7x7 map is one band of 7). A row stride other
-  // than 1 or 2 takes bands of one row (its three input rows).
+  // Bands of up to eight rows of one or two vectors (16 accumulators, the
+  // nine weights and the row's vectors in 32 registers), of equal height (a
+  // 7x7 map is one band of 7). Each accumulator is a chain of nine
+  // dependent multiply-adds: eight accumulators (two vectors by four rows)
+  // left the FMA units waiting on them, 10-12% slower on mobilenet_v2's
+  // stride-1 56 x 56 and 112 x 112 layers (stop 75). A row stride other than
+  // 1 or 2 takes bands of one row (its three input rows).
   const int V = b.vectors >= 2 ? 2 : 1;
   const bool banded = p.stride_h == 1 || p.stride_h == 2;
-  const int64_t most = banded ? (V == 2 ? 4 : 8) : 1;
+  const int64_t most = banded ? 8 : 1;
   const int64_t R = band_height(p.out_h, most);
   const int64_t sh = banded ? p.stride_h : 1;  // the band's row stride (one row: any)
   const BandTileFn<Zmm>* const* by_v = p.stride_w == 1 ? (sh == 1 ? kBandTilesByV<1, 1> : kBandTilesByV<2, 1>)
@@ -381,6 +415,7 @@ struct Avx2Layout {
   int64_t vectors;  // 8-wide output vectors per row
   int64_t width;    // floats per column part of a scratch row: 8 * vectors + 8
   int64_t row;      // width (stride 1), or the even then the odd part (stride 2)
+  int64_t packed;   // the first floats of each part that pack_row_avx2 fills (packed_floats)
 };
 
 Avx2Layout avx2_layout(const Depthwise3x3Plane& p) {
@@ -390,6 +425,7 @@ Avx2Layout avx2_layout(const Depthwise3x3Plane& p) {
   // columns ow, ow+1 and odd column ow (stride 2): below 8 * vectors + 2.
   b.width = 8 * b.vectors + 8;
   b.row = p.stride_w == 1 ? b.width : 2 * b.width;
+  b.packed = packed_floats(p, b.width, 8);
   return b;
 }
 
@@ -419,7 +455,7 @@ __attribute__((target("avx2,fma"))) void pack_row_avx2(const Depthwise3x3Plane& 
     const uintptr_t at = reinterpret_cast<uintptr_t>(x) + sizeof(float) * static_cast<uintptr_t>(col);
     return _mm256_maskload_ps(reinterpret_cast<const float*>(at), inside);
   };
-  for (int64_t i = 0; i < b.width; i += 8) {
+  for (int64_t i = 0; i < b.packed; i += 8) {
     if (p.stride_w == 1) {
       _mm256_store_ps(dst + i, load(i - p.pad_left));
       continue;
