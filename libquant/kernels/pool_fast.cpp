@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "libquant/kernels/cpu.h"
 #include "libquant/kernels/pool_max_2d.h"
 #include "libquant/kernels/threadpool.h"
 
@@ -84,10 +85,17 @@ PoolGeometry row_band(const PoolGeometry& g, int64_t oh0, int64_t oh1, int64_t* 
 // took 158-169 us by planes, half of its input coming from the other
 // core's cache, and 151-152 by bands. The 8-bit pools (qpool_max.cpp) keep
 // runs of planes: resnet18 int8's stem pool, a quarter of the bytes, took
-// 76-81 us by bands against 73-74 by planes.
+// 76-81 us by bands against 73-74 by planes. That was an Intel Xeon with
+// 2 MiB of L2 per core, where a thread's band of every plane (1.6 MiB
+// there) stays in the cache of the core that wrote it. On a Zen 5 with
+// 1 MiB it does not, and runs of planes were faster, natively and under
+// QTOOL_ISA=avx2 alike (the same pool, 2 threads, per-step in the model,
+// stop 75: 67-85 us by planes against 117-147 by bands, which took longer
+// than one thread's 102-134): bands only where a thread's share fits its L2.
 bool by_rows(const PoolGeometry& g, int threads) {
+  const int64_t input_bytes = g.batch * g.channels * volume(g.in_spatial) * int64_t{sizeof(float)};
   return threads > 1 && g.in_spatial.size() == 2 && g.out_spatial[0] >= 2 * threads &&
-         g.in_spatial[0] * g.in_spatial[1] > 9 * g.channels;
+         g.in_spatial[0] * g.in_spatial[1] > 9 * g.channels && input_bytes / threads <= l2_cache_bytes();
 }
 
 }  // namespace
