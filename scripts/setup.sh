@@ -10,7 +10,8 @@ build=${QTOOL_BUILD_DIR:-$repo/build}
 # checker), numpy, python3-jsonschema (profile schema), GNU parallel (sharded profiling), GNU time (bench),
 # Node.js (ONNX Runtime interop, scripts/setup_ort.sh), the ONNX test data. Man pages: help2man makes them at
 # build time, man-db (man -l, with groff) reads them in tests/e2e/test_install.sh. Chromium renders the --html
-# reports headless in tests/e2e/test_html_render.sh.
+# reports headless in tests/e2e/test_html_render.sh. qemu-user emulates an AVX2-only CPU for
+# scripts/test_avx2_emulated.sh (no AVX-512 instruction runs there).
 # libopenblas0-pthread: the Python tooling (scripts/make_zoo.py, the GPTQ and accuracy scripts) runs Debian's
 # python3-torch, whose libblas.so.3 is otherwise the unoptimised reference BLAS (training about 16x slower).
 # A build of the three tools alone (QTOOL_BUILD_TARGETS, as scripts/quickstart.sh asks) needs only the compiler
@@ -21,7 +22,7 @@ pkgs=(cmake g++ make ninja-build libcli11-dev nlohmann-json3-dev libspdlog-dev c
       libonnx-dev libstb-dev)
 [ -n "${QTOOL_BUILD_TARGETS:-}" ] ||
   pkgs+=(python3-onnx python3-numpy python3-jsonschema parallel time libonnx-testdata help2man man-db groff-base
-         chromium libopenblas0-pthread)
+         chromium libopenblas0-pthread qemu-user)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

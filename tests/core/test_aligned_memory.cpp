@@ -34,7 +34,7 @@ TEST_CASE("aligned_size: 64-byte multiples, whole huge pages from 2 MiB up", "[c
   CHECK(aligned_size(kHugePageBytes + 1) == 2 * kHugePageBytes);
 }
 
-TEST_CASE("allocate_aligned: aligned, writable, large blocks advised onto huge pages", "[core][aligned_memory]") {
+TEST_CASE("allocate_aligned: aligned, writable, large blocks advised onto huge pages", "[core][aligned_memory][huge_pages]") {
   void* small = allocate_aligned(100);
   void* large = allocate_aligned(3 * (size_t{1} << 20));
   CHECK(reinterpret_cast<uintptr_t>(small) % 64 == 0);
@@ -46,7 +46,7 @@ TEST_CASE("allocate_aligned: aligned, writable, large blocks advised onto huge p
   std::free(large);
 }
 
-TEST_CASE("packed weights and tensors of 2 MiB and more lie on advised huge pages", "[core][aligned_memory]") {
+TEST_CASE("packed weights and tensors of 2 MiB and more lie on advised huge pages", "[core][aligned_memory][huge_pages]") {
   // resnet18's layer4 streams 9 MiB of packed float weights a conv; on 4 KiB
   // pages the TLB misses cost it 11-13% (AVX2, docs/performance.md, stop 57).
   const int64_t k = 1024, n = 1024;  // 4 MiB of floats
