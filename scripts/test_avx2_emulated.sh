@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Runs the unit suite and the end-to-end tests of the main job on an emulated
-# AVX2-only x86 CPU (issue #22): QEMU's user-mode emulator (qemu-x86_64, TCG,
-# `-cpu max`) executes AVX2, FMA and the rest of x86-64 but no AVX-512
-# instruction at all, so an EVEX instruction that leaked into a path taken on
-# an AVX2 host faults (SIGILL) here, where scripts/test_avx2_view.sh, which
-# only hides AVX-512 from CPUID on a host that has it, would run it and pass.
-# The emulated CPU also reports its own caches (a 512 KiB L2), so the cache
-# blocks are those of a smaller CPU. Slower than the host by 10-50x: the unit
-# suite takes about 90 s on 2 cores. The build must exist (scripts/setup.sh);
-# QTOOL_BUILD_DIR as in scripts/test.sh. Extra arguments go to unit_tests.
+# Runs the unit suite, the end-to-end tests of the main job and ONNX
+# Runtime's interop on an emulated AVX2-only x86 CPU (issue #22): QEMU's
+# user-mode emulator (qemu-x86_64, TCG, `-cpu max`) executes AVX2, FMA and the
+# rest of x86-64 but no AVX-512 instruction at all, so an EVEX instruction that
+# leaked into a path taken on an AVX2 host faults (SIGILL) here, where
+# scripts/test_avx2_view.sh, which only hides AVX-512 from CPUID on a host
+# that has it, would run it and pass. The emulated CPU also reports its own
+# caches (a 512 KiB L2), so the cache blocks are those of a smaller CPU.
+# ONNX Runtime (Node.js and its library) runs on the same CPU: it must compute
+# every case of tests/fixtures/ort-avx2 (what it computed on an AVX2-only AMD
+# EPYC) bit for bit, and tests/interop/test_ort_avx2_view.sh then compares
+# qrun with it there. Slower than the host by 10-50x: about 2.5 minutes on
+# 2 cores in all. The build must exist (scripts/setup.sh); QTOOL_BUILD_DIR as
+# in scripts/test.sh. Extra arguments go to unit_tests.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${QTOOL_BUILD_DIR:-$repo/build}
@@ -40,7 +44,7 @@ echo "== unit suite"
 # The main job's end-to-end tests, with qtool's programs under the emulator:
 # QTOOL_BIN points at wrappers of every program in the build directory.
 echo "== end-to-end tests"
-mkdir -p "$work/bin"
+mkdir -p "$work/bin" "$work/path"
 for f in "$build"/*; do
   if [[ -f "$f" && -x "$f" && "$(head -c 4 "$f")" == $'\x7fELF' ]]; then
     printf '#!/bin/sh\nexec qemu-x86_64 -cpu max "%s" "$@"\n' "$f" >"$work/bin/${f##*/}"
@@ -55,3 +59,20 @@ for t in test_pipeline test_ort_x86_int8_activations test_target_ort_avx2 test_g
     { cat "$work/$t.log"; echo "error: $t failed on the emulated AVX2 CPU" >&2; exit 1; }
   echo "$t passed ($((SECONDS - start)) s)"
 done
+
+# ONNX Runtime on the same CPU: node on PATH runs under the emulator.
+echo "== ONNX Runtime on the emulated CPU"
+"$repo/scripts/setup_ort.sh"
+printf '#!/bin/sh\nexec qemu-x86_64 -cpu max "%s" "$@"\n' "$(command -v node)" >"$work/path/node"
+chmod +x "$work/path/node"
+source "$repo/tests/interop/ort_fixtures.sh"
+code=0
+ort_fixtures_exact "$repo" "$work/ort" "$work/cmp.log" "$work/path/node" || code=$?
+[ "$code" -eq 0 ] ||
+  { cat "$work/cmp.log"; echo "error: ONNX Runtime on the emulated CPU differs from tests/fixtures/ort-avx2 ($code)" >&2; exit 1; }
+echo "ONNX Runtime computed all $(grep -c ': exact: ' "$work/cmp.log") fixture cases bit for bit"
+start=$SECONDS
+PATH="$work/path:$PATH" QTOOL_AVX2_EMULATED=1 QTOOL_ORT_TARGET=ort-x86-avx2 QTOOL_BIN="$work/bin" QTOOL_SOURCE_DIR="$repo" \
+  bash "$repo/tests/interop/test_ort_avx2_view.sh" >"$work/ort_view.log" 2>&1 ||
+  { cat "$work/ort_view.log"; echo "error: test_ort_avx2_view failed on the emulated AVX2 CPU" >&2; exit 1; }
+echo "test_ort_avx2_view passed ($((SECONDS - start)) s)"

@@ -42,28 +42,16 @@ refused "^error: cpuid_patch: $src/README.md: not an ELF file" \
 refused "^error: BENCH_CPUID must be avx2, avx512 or unset, not 'avx10'" \
   env BENCH_CPUID=avx10 QTOOL_BIN="$bin" bash "$src/scripts/bench.sh" speed
 
+source "$src/tests/interop/ort_fixtures.sh"
 fixtures="$src/tests/fixtures/ort-avx2"
-# ort_exact MODE: ONNX Runtime runs every fixture in one process (MODE host:
-# without a view), then compare_outputs.py --each compares each with the
-# fixture's outputs bit for bit (--exact), one line per output set
-# (`CASE: exact: E/N outputs equal`) in $tmp/cmp.MODE.log; status 0 when all
-# are equal, 1 when some differ; anything else (bad input) fails the test.
+# ort_exact MODE: ort_fixtures_exact in MODE (host: without a view), the
+# comparison in $tmp/cmp.MODE.log; status 0 when all are equal, 1 when some
+# differ; anything else (ONNX Runtime failed, bad input) fails the test.
 ort_exact() {
-  local mode=$1 d c code=0 runs=()
-  : >"$tmp/checks.$mode.tsv"
-  for d in "$fixtures"/*/; do
-    c=$(basename "$d")
-    runs+=("$d/model.onnx" "$d/inputs" "$tmp/$c.$mode")
-    printf '%s\t%q %q --exact\n' "$c" "$tmp/$c.$mode" "$d/ort" >>"$tmp/checks.$mode.tsv"
-  done
-  if [ "$mode" = host ]; then
-    node "$src/tests/interop/ort_run.js" "${runs[@]}" >/dev/null || fail "ONNX Runtime failed on the fixtures"
-  else
-    in_view "$mode" node "$src/tests/interop/ort_run.js" "${runs[@]}" >/dev/null ||
-      fail "ONNX Runtime failed on the fixtures in the $mode view"
-  fi
-  /usr/bin/python3 "$src/tests/interop/compare_outputs.py" --each "$tmp/checks.$mode.tsv" >"$tmp/cmp.$mode.log" 2>&1 ||
-    code=$?
+  local mode=$1 code=0 run=(node)
+  [ "$mode" = host ] || run=(in_view "$mode" node)
+  ort_fixtures_exact "$src" "$tmp/ort.$mode" "$tmp/cmp.$mode.log" "${run[@]}" || code=$?
+  [ "$code" -ne 3 ] || fail "ONNX Runtime failed on the fixtures ($mode)"
   [ "$code" -le 1 ] || fail "compare_outputs.py --each (ONNX Runtime, $mode) exited $code: $(cat "$tmp/cmp.$mode.log")"
   return "$code"
 }

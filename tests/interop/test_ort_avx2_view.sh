@@ -4,7 +4,7 @@
 # such a CPU by scripts/cpuid_avx2.c (tests/interop/avx2_view.sh; on hosts
 # without cpuid_fault a patched copy of its library; test_cpuid_avx2.sh checks
 # that it then computes every fixture bit for bit), or run as it is on a host
-# without VNNI:
+# without VNNI or on an emulated AVX2-only CPU (scripts/test_avx2_emulated.sh):
 #  - int8 symmetric activations in QDQ form (zero point 0) with int8 weights
 #    (a model made for ort-x86-vnni): the Relu between each Conv/Gemm and its
 #    Q is not implied by the Q, so ONNX Runtime leaves the Convs in float
@@ -28,7 +28,12 @@ source "${QTOOL_SOURCE_DIR:?}/tests/interop/ort_env.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # ort_avx2 MODEL DATA OUT: ONNX Runtime's outputs as on an AVX2-only CPU.
-if ! grep -qw -e avx512_vnni -e avx_vnni /proc/cpuinfo; then
+# QTOOL_AVX2_EMULATED=1: node on PATH runs on an emulated AVX2-only CPU
+# (scripts/test_avx2_emulated.sh), ONNX Runtime as it is there.
+if [ "${QTOOL_AVX2_EMULATED:-0}" = 1 ]; then
+  ort_avx2() { node "$src/tests/interop/ort_run.js" "$@" >/dev/null; }
+  how="ONNX Runtime on the emulated AVX2-only CPU"
+elif ! grep -qw -e avx512_vnni -e avx_vnni /proc/cpuinfo; then
   ort_avx2() { node "$src/tests/interop/ort_run.js" "$@" >/dev/null; }
   how="ONNX Runtime as it is (no VNNI on this host)"
 else
