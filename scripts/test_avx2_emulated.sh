@@ -17,6 +17,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${QTOOL_BUILD_DIR:-$repo/build}
 [ -x "$build/unit_tests" ] || { echo "error: $build/unit_tests not found (run scripts/setup.sh)" >&2; exit 2; }
+build=$(cd "$build" && pwd)  # the wrappers below name its programs from any directory
 command -v qemu-x86_64 >/dev/null || { echo "error: qemu-x86_64 not found (Debian's qemu-user; scripts/setup.sh installs it)" >&2; exit 2; }
 emu=(qemu-x86_64 -cpu max)
 work=$(mktemp -d)
