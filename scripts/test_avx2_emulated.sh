@@ -22,6 +22,11 @@ command -v qemu-x86_64 >/dev/null || { echo "error: qemu-x86_64 not found (Debia
 emu=(qemu-x86_64 -cpu max)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# wrap PROGRAM SCRIPT: SCRIPT runs PROGRAM (an absolute path) under the emulator.
+wrap() {
+  printf '#!/bin/sh\nexec %s "%s" "$@"\n' "${emu[*]}" "$1" >"$2"
+  chmod +x "$2"
+}
 
 # The harness can fail: an AVX-512 instruction must fault under the emulator
 # and AVX2 must not, or the runs below would prove nothing.
@@ -48,8 +53,7 @@ echo "== end-to-end tests"
 mkdir -p "$work/bin" "$work/path"
 for f in "$build"/*; do
   if [[ -f "$f" && -x "$f" && "$(head -c 4 "$f")" == $'\x7fELF' ]]; then
-    printf '#!/bin/sh\nexec qemu-x86_64 -cpu max "%s" "$@"\n' "$f" >"$work/bin/${f##*/}"
-    chmod +x "$work/bin/${f##*/}"
+    wrap "$f" "$work/bin/${f##*/}"
   else
     ln -s "$f" "$work/bin/${f##*/}"
   fi
@@ -100,8 +104,7 @@ fi
 # ONNX Runtime on the same CPU: node on PATH runs under the emulator.
 echo "== ONNX Runtime on the emulated CPU"
 "$repo/scripts/setup_ort.sh"
-printf '#!/bin/sh\nexec qemu-x86_64 -cpu max "%s" "$@"\n' "$(command -v node)" >"$work/path/node"
-chmod +x "$work/path/node"
+wrap "$(command -v node)" "$work/path/node"
 source "$repo/tests/interop/ort_fixtures.sh"
 code=0
 ort_fixtures_exact "$repo" "$work/ort" "$work/cmp.log" "$work/path/node" || code=$?

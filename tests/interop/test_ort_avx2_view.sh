@@ -30,12 +30,10 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # ort_avx2 MODEL DATA OUT: ONNX Runtime's outputs as on an AVX2-only CPU.
 # QTOOL_AVX2_EMULATED=1: node on PATH runs on an emulated AVX2-only CPU
 # (scripts/test_avx2_emulated.sh), ONNX Runtime as it is there.
-if [ "${QTOOL_AVX2_EMULATED:-0}" = 1 ]; then
-  ort_avx2() { node "$src/tests/interop/ort_run.js" "$@" >/dev/null; }
-  how="ONNX Runtime on the emulated AVX2-only CPU"
-elif ! grep -qw -e avx512_vnni -e avx_vnni /proc/cpuinfo; then
+if [ "${QTOOL_AVX2_EMULATED:-0}" = 1 ] || ! grep -qw -e avx512_vnni -e avx_vnni /proc/cpuinfo; then
   ort_avx2() { node "$src/tests/interop/ort_run.js" "$@" >/dev/null; }
   how="ONNX Runtime as it is (no VNNI on this host)"
+  [ "${QTOOL_AVX2_EMULATED:-0}" != 1 ] || how="ONNX Runtime on the emulated AVX2-only CPU"
 else
   source "$src/tests/interop/avx2_view.sh"
   mode=$(view_modes | cut -d' ' -f1)
